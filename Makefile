@@ -1,0 +1,37 @@
+# sandgate: run `make help` for the targets.
+.DEFAULT_GOAL := help
+GO        ?= go
+TEST_TIMEOUT ?= 900s
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+
+.PHONY: help run build test test-go bench lint fmt check
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/sandgate
+	$(GO) build -o bin/sandgate ./cmd/sandgate
+
+run: build ## start one node on 127.0.0.1:7070 with embedded defaults
+	./bin/sandgate serve --listen 127.0.0.1:7070 --data ./data
+
+test: test-go ## run every test suite (what CI runs)
+
+test-go: ## go test -race ./...
+	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
+
+bench: ## run the benchmarks that BENCHMARKS.md reports
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./runtime/ ./actor/ ./plugins/ ./gateway/
+
+lint: ## go vet and staticcheck
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+fmt: ## format the code
+	gofmt -w $$(git ls-files '*.go')
+
+check: lint ## what CI checks besides tests: format, tidy, lint, a non-Linux build, clean diff
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
+	$(GO) mod tidy
+	GOOS=darwin $(GO) build ./...
+	git diff --exit-code -- go.mod go.sum

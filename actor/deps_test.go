@@ -1,0 +1,12 @@
+package actor
+
+import (
+	"testing"
+
+	"github.com/sandgate/sandgate/internal/deptest"
+)
+
+func TestDeps(t *testing.T) {
+	t.Parallel()
+	deptest.Check(t, ".", deptest.Layer("actor"))
+}

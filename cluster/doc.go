@@ -1,0 +1,3 @@
+// Package cluster owns the raft node, membership and sandbox ownership. It imports
+// nothing of ours.
+package cluster

@@ -114,3 +114,13 @@ func eventTypes(tb testing.TB, n *testNode, id string) []string {
 	}
 	return out
 }
+
+// passivateAll advances the fake clock until every actor has passivated. It advances
+// repeatedly because an actor arms its passivation timer just after answering.
+func passivateAll(tb testing.TB, n *testNode) {
+	tb.Helper()
+	eventually(tb, 60*time.Second, "passivation", func() bool {
+		n.clock.Advance(n.Node.cfg.PassivateAfter + time.Second)
+		return n.ActiveActors() == 0
+	})
+}

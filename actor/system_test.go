@@ -69,8 +69,7 @@ func TestOneActivation(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t, nil)
 	mustCreate(t, n, "old")
-	n.clock.Advance(2 * DefaultPassivateAfter)
-	eventually(t, 10*time.Second, "passivation", func() bool { return n.ActiveActors() == 0 })
+	passivateAll(t, n)
 	base := n.activations.Load()
 	const N = 200
 	var wg sync.WaitGroup

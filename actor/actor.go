@@ -47,6 +47,7 @@ type sbActor struct {
 	msgSeqs   []uint64        // their seqs
 	msgWake   chan struct{}   // closed when a message arrives; nil: nobody waits
 	sb        sandboxWork     // runtime-backed state (processes, sessions, terminals)
+	res       []result        // reused per group
 }
 
 func newActor(n *Node, id string) *sbActor {
@@ -103,7 +104,11 @@ func (a *sbActor) run() {
 
 // group runs reqs as turns, commits their writes at once and then answers them.
 func (a *sbActor) group(reqs []*request) {
-	res := make([]result, len(reqs))
+	res := a.res[:0]
+	for range reqs {
+		res = append(res, result{})
+	}
+	defer func() { clear(res); a.res = res[:0] }()
 	for i, r := range reqs {
 		if r.ctx != nil { // user request
 			if err := r.ctx.Err(); err != nil {

@@ -191,7 +191,7 @@ func TestProcessPTY(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitOutput(t, ctx, sub, "ping\r\nping\r\n") // echo, then cat's copy
-	if err := p.CloseStdin(); err != nil {        // ^D: cat sees EOF
+	if err := p.CloseStdin(); err != nil {      // ^D: cat sees EOF
 		t.Fatal(err)
 	}
 	c := collect(t, ctx, sub)

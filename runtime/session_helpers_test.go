@@ -11,13 +11,6 @@ import (
 // testWait bounds every wait in session tests; generous for loaded machines.
 const testWait = 60 * time.Second
 
-func testCtx(tb testing.TB) context.Context {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	tb.Cleanup(cancel)
-	return ctx
-}
-
 // testSessionConfig returns a config for a session in a fresh workspace.
 func testSessionConfig(tb testing.TB) sessionConfig {
 	tb.Helper()

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Config configures a Node. Open copies it and fills defaults; the caller's value is
@@ -46,6 +48,8 @@ type Config struct {
 	// KillGrace is the SIGTERM→SIGKILL grace handed to the runtime. Default 2 s.
 	// (Extension.)
 	KillGrace time.Duration
+	// Driver is passed to runtime.Config (nil: the runtime's local driver).
+	Driver runtime.Driver
 	// Logger receives operational logs. Nil → slog.Default().
 	Logger *slog.Logger
 }

@@ -73,18 +73,14 @@ func (n *Node) post(id string, fn turnFunc) {
 	}
 }
 
-// postWait queues fn as a system turn and waits for its answer (after commit) or ctx.
-func postWait[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T, error)) (T, error) {
+// ask queues fn as a system turn on activation a (not any later one: it completes
+// work a started) and waits for its answer, released after commit, or ctx. If a has
+// stopped, it returns ErrUnavailable.
+func ask[T any](ctx context.Context, a *sbActor, fn func(a *sbActor) (T, error)) (T, error) {
 	var zero T
 	req := &request{done: make(chan result, 1), fn: func(a *sbActor) (any, error) { return fn(a) }}
-	for {
-		a, err := n.actorFor(id)
-		if err != nil {
-			return zero, err
-		}
-		if a.postSystem(req) {
-			break
-		}
+	if !a.postSystem(req) {
+		return zero, fmt.Errorf("%w: sandbox %q was deactivated", ErrUnavailable, a.id)
 	}
 	select {
 	case r := <-req.done:

@@ -25,7 +25,8 @@ type sbActor struct {
 	closed bool       // no more requests accepted; the registry entry is gone or going
 	sys    []*request // system requests, unbounded
 
-	sysSig chan struct{}
+	sysSig  chan struct{}
+	stopped chan struct{} // closed once the activation is gone from the registry
 	info   atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
 
 	// Actor state, touched only by the actor goroutine.
@@ -51,7 +52,8 @@ type sbActor struct {
 }
 
 func newActor(n *Node, id string) *sbActor {
-	return &sbActor{n: n, id: id, mb: make(chan *request, n.cfg.MailboxSize), sysSig: make(chan struct{}, 1)}
+	return &sbActor{n: n, id: id, mb: make(chan *request, n.cfg.MailboxSize), sysSig: make(chan struct{}, 1),
+		stopped: make(chan struct{})}
 }
 
 func (a *sbActor) now() time.Time { return a.n.cfg.Clock.Now() }
@@ -97,7 +99,7 @@ func (a *sbActor) run() {
 		clear(reqs)
 		reqs = reqs[:0]
 		if !a.exit {
-			a.maybePassivate(false)
+			a.maybePassivate()
 		}
 	}
 }
@@ -123,9 +125,21 @@ func (a *sbActor) group(reqs []*request) {
 			}
 			a.turnCtx = r.ctx
 		}
-		res[i].v, res[i].err = a.turn(r.fn)
+		var panicked bool
+		res[i].v, res[i].err, panicked = a.turn(r.fn)
 		a.turnCtx = nil
 		a.lastTurn = a.now()
+		if panicked {
+			// State may be half-changed: nothing of this group is saved.
+			err := fmt.Errorf("%w: internal error in sandbox %q", ErrUnavailable, a.id)
+			for j := range res {
+				res[j] = result{err: err}
+			}
+			a.batch, a.afterHook = nil, nil
+			a.answer(reqs, res)
+			a.crash(err)
+			return
+		}
 	}
 	if err := a.commit(); err != nil {
 		for i := range res {
@@ -143,17 +157,16 @@ func (a *sbActor) group(reqs []*request) {
 }
 
 // turn runs fn, turning a panic into an error so one bad request cannot take the
-// node down; the activation is then dropped, as its state may be half-changed.
-func (a *sbActor) turn(fn turnFunc) (v any, err error) {
+// node down; the caller then drops the activation.
+func (a *sbActor) turn(fn turnFunc) (v any, err error, panicked bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.n.log.Error("actor: turn panicked", "sandbox", a.id, "panic", p)
-			err = fmt.Errorf("%w: internal error in sandbox %q", ErrUnavailable, a.id)
-			a.batch, a.afterHook = nil, nil
-			a.exit = true
+			panicked = true
 		}
 	}()
-	return fn(a)
+	v, err = fn(a)
+	return v, err, false
 }
 
 func (a *sbActor) answer(reqs []*request, res []result) {
@@ -211,6 +224,11 @@ func (a *sbActor) stop(err error) {
 	a.closed = true
 	a.mu.Unlock()
 	a.n.forget(a)
+	select {
+	case <-a.stopped:
+	default:
+		close(a.stopped)
+	}
 	a.exit = true
 	if a.passTimer != nil {
 		a.passTimer.Stop()
@@ -255,10 +273,7 @@ func (a *sbActor) shutdown() {
 // maybePassivate drops the activation when it has been idle for PassivateAfter (or at
 // once when the sandbox does not exist) and nothing keeps it: no running processes, no
 // attached clients, no work in flight, nothing queued. Otherwise it arms a check.
-func (a *sbActor) maybePassivate(timerFired bool) {
-	if timerFired {
-		a.passTimer = nil
-	}
+func (a *sbActor) maybePassivate() {
 	if a.exit {
 		return
 	}
@@ -270,8 +285,10 @@ func (a *sbActor) maybePassivate(timerFired bool) {
 				if a.canPassivate() {
 					wait -= idle
 				}
+				// The timer's turn only clears passTimer: the check itself runs between
+				// groups (in run), never in the middle of one.
 				a.passTimer = a.n.cfg.Clock.AfterFunc(wait, func() {
-					a.postSelf(func(a *sbActor) (any, error) { a.maybePassivate(true); return nil, nil })
+					a.postSelf(func(a *sbActor) (any, error) { a.passTimer = nil; return nil, nil })
 				})
 			}
 			return

@@ -45,7 +45,13 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 		if ok {
 			break
 		}
-		// The activation passivated between lookup and send: look up again.
+		// The activation is passivating: wait until it has left the registry (its last
+		// write is durable), then look up again.
+		select {
+		case <-a.stopped:
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
 	}
 	select {
 	case r := <-req.done:
@@ -70,6 +76,7 @@ func (n *Node) post(id string, fn turnFunc) {
 		if a.postSystem(&request{fn: fn}) {
 			return
 		}
+		<-a.stopped
 	}
 }
 

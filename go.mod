@@ -3,7 +3,10 @@ module github.com/sandgate/sandgate
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
+	github.com/creack/pty v1.1.24
 	github.com/prometheus/client_golang v1.25.0
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.49.0
 )
 

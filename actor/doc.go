@@ -1,4 +1,73 @@
 // Package actor owns the actor system (mailbox, activation, passivation, alarms, durable
-// storage) and the sandbox actor (budgets, lifecycle, event log, messages). It may import
-// runtime and nothing else of ours.
+// storage) and the sandbox actor (budgets, lifecycle, event log, messages) on top of
+// package runtime. It may import runtime and nothing else of ours.
+//
+// # Entry points
+//
+// [Open] starts a [Node] on a data directory; the gateway calls its methods
+// (CreateSandbox, Exec, SessionExec, PutTerminal, Events, PostMessage, ...) and
+// [Node.Close]s it on shutdown. [Storage] is the durable-state seam ([OpenBolt] is the
+// bbolt implementation), [Policy] decides budgets, [Clock] drives alarms
+// (actortest.Clock is a fake for tests).
+//
+// # Actors
+//
+// Each sandbox is one actor: one goroutine draining a bounded mailbox (a full one is
+// [ErrMailboxFull]). Every request is a turn run to completion on that goroutine, so
+// get-or-create (sandboxes, sessions, terminals) and delete are serialized. The node's
+// registry starts at most one activation per sandbox id, however many first requests
+// race; activation loads the sandbox's durable record, sessions, terminals, counters and
+// queued messages. Config.Admission is checked before every turn.
+//
+// Turns never wait for long work: exec, session commands, process kills and long-polls
+// run on the caller's goroutine, off the actor, and post their completion back as a
+// system message (system messages use an unbounded queue, so finished work is never
+// refused). A cancelled caller returns ctx.Err() at once; the actor skips its turn if it
+// had not started it and never blocks answering it.
+//
+// # Durability and the output gate
+//
+// The turns of one mailbox drain (up to 64) write into one [Batch]; the batch is
+// committed, and only then are their answers released, so a reply that reports a state
+// change is never ahead of the disk. The bbolt store commits concurrent batches of many
+// actors in one transaction (group commit). Every batch carries the owner epoch from
+// Config.Epoch; a store rejects older epochs with [ErrFenced], and the actor then drops
+// its activation and answers [ErrUnavailable]. A failed commit also drops the
+// activation, so memory never runs ahead of storage.
+//
+// # Passivation
+//
+// An actor with no running processes, no attached clients ([Node.Attach]) and no work
+// in flight is dropped from memory Config.PassivateAfter after its last turn (live
+// session shells are closed and restarted from their snapshot when next used). A
+// passivated sandbox costs only its alarm-heap entry in memory.
+//
+// # Lifecycle and alarms
+//
+// States: running → hibernated (idle TTL passed) → running (next request that needs
+// processes; event sandbox.woke); running|hibernated → expired (max duration; new work
+// is [ErrExpired]); failed (runtime could not start). Each sandbox has at most one
+// persisted alarm time (idle TTL or max duration, whichever is sooner) in one node-wide
+// timer heap. Activity, for idle TTL, means requests that do work (exec, processes,
+// sessions, terminals, files, events, messages), work still in flight, and attached
+// clients. Background processes alone do not keep a sandbox awake: hibernation ends
+// them, and max duration bounds everything. Hibernation ends every process (recording
+// process.exited) and keeps sessions (cwd + exported env, saved after every command)
+// and terminals (their settings) to restart them on the next request that needs them.
+//
+// # Events and messages
+//
+// Each sandbox has a durable event log: seq increases by one per event, the newest
+// Config.EventLogLimit are kept. Followers ([Node.SubscribeEvents]) read committed
+// events from storage and are only signalled by the actor, so a slow follower never
+// blocks it. Messages are a durable FIFO; [Node.TakeMessages] long-polls and is woken
+// when a message is committed.
+//
+// # Caveats
+//
+// Running processes do not survive Node.Close or a restart: they are ended and
+// process.exited is recorded. Commands of one session run in the order they reach the
+// runtime's session queue, which is mailbox order for a client that waits for each
+// answer. Exec and session command timeouts are wall-clock (the runtime's), not
+// Config.Clock.
 package actor

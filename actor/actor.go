@@ -1,0 +1,336 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxGroup is how many queued requests one commit covers. Turns in a group run one
+// after another; their writes are committed together and only then are their answers
+// released (the output gate).
+const maxGroup = 64
+
+// sbActor is one sandbox's activation: one goroutine (run) draining an ordered mailbox.
+// Only that goroutine touches the fields below "Actor state".
+type sbActor struct {
+	n  *Node
+	id string
+	mb chan *request // user requests, bounded
+
+	mu     sync.Mutex // protects following
+	closed bool       // no more requests accepted; the registry entry is gone or going
+	sys    []*request // system requests, unbounded
+
+	sysSig  chan struct{}
+	stopped chan struct{} // closed once the activation is gone from the registry
+	info   atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
+
+	// Actor state, touched only by the actor goroutine.
+	turnCtx   context.Context // the current user turn's ctx (background for system turns)
+	rec       *sandboxRec     // nil: no such sandbox (absent)
+	batch     *Batch          // writes of the current group
+	afterHook []func()        // run once the current group is durable
+	dirty     bool            // info changed in this group
+	exit      bool            // stop the loop after this group
+	lastTurn  time.Time       // last turn of any kind (passivation)
+	passTimer Stopper         // pending passivation check
+	alarmAt   time.Time       // persisted alarm time (zero: none)
+	attached  int             // Attach holders
+	inflight  int             // work running off the actor (exec, session commands)
+	evSeq     uint64          // last event seq
+	evFirst   uint64          // first event seq still stored (0: none)
+	msgSeq    uint64          // last message seq
+	msgs      []messageRec    // queued messages, oldest first
+	msgSeqs   []uint64        // their seqs
+	msgWake   chan struct{}   // closed when a message arrives; nil: nobody waits
+	sb        sandboxWork     // runtime-backed state (processes, sessions, terminals)
+	res       []result        // reused per group
+}
+
+func newActor(n *Node, id string) *sbActor {
+	return &sbActor{n: n, id: id, mb: make(chan *request, n.cfg.MailboxSize), sysSig: make(chan struct{}, 1),
+		stopped: make(chan struct{})}
+}
+
+func (a *sbActor) now() time.Time { return a.n.cfg.Clock.Now() }
+
+// ctx is the context for blocking calls made inside the current turn.
+func (a *sbActor) ctx() context.Context {
+	if a.turnCtx != nil {
+		return a.turnCtx
+	}
+	return context.Background()
+}
+
+func (a *sbActor) run() {
+	defer a.n.wg.Done()
+	loadErr := a.load()
+	if loadErr != nil {
+		a.n.log.Error("actor: failed to activate", "sandbox", a.id, "err", loadErr)
+		a.stop(fmt.Errorf("%w: failed to load sandbox %q: %v", ErrUnavailable, a.id, loadErr))
+		return
+	}
+	a.lastTurn = a.now()
+	reqs := make([]*request, 0, maxGroup)
+	for !a.exit {
+		select {
+		case r := <-a.mb:
+			reqs = append(reqs, r)
+		case <-a.sysSig:
+		case <-a.n.closing:
+			a.shutdown()
+			return
+		}
+		reqs = a.takeSystem(reqs)
+	fill:
+		for len(reqs) < maxGroup {
+			select {
+			case r := <-a.mb:
+				reqs = append(reqs, r)
+			default:
+				break fill
+			}
+		}
+		a.group(reqs)
+		clear(reqs)
+		reqs = reqs[:0]
+		if !a.exit {
+			a.maybePassivate()
+		}
+	}
+}
+
+// group runs reqs as turns, commits their writes at once and then answers them.
+func (a *sbActor) group(reqs []*request) {
+	res := a.res[:0]
+	for range reqs {
+		res = append(res, result{})
+	}
+	defer func() { clear(res); a.res = res[:0] }()
+	for i, r := range reqs {
+		if r.ctx != nil { // user request
+			if err := r.ctx.Err(); err != nil {
+				res[i].err = err // the caller is gone; do not start its turn
+				continue
+			}
+			if adm := a.n.cfg.Admission; adm != nil {
+				if err := adm(a.id); err != nil {
+					res[i].err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+					continue
+				}
+			}
+			a.turnCtx = r.ctx
+		}
+		var panicked bool
+		res[i].v, res[i].err, panicked = a.turn(r.fn)
+		a.turnCtx = nil
+		a.lastTurn = a.now()
+		if panicked {
+			// State may be half-changed: nothing of this group is saved.
+			err := fmt.Errorf("%w: internal error in sandbox %q", ErrUnavailable, a.id)
+			for j := range res {
+				res[j] = result{err: err}
+			}
+			a.batch, a.afterHook = nil, nil
+			a.answer(reqs, res)
+			a.crash(err)
+			return
+		}
+	}
+	if err := a.commit(); err != nil {
+		for i := range res {
+			res[i] = result{err: err}
+		}
+		a.answer(reqs, res)
+		a.crash(err)
+		return
+	}
+	a.answer(reqs, res)
+	if a.dirty {
+		a.publishInfo()
+		a.dirty = false
+	}
+}
+
+// turn runs fn, turning a panic into an error so one bad request cannot take the
+// node down; the caller then drops the activation.
+func (a *sbActor) turn(fn turnFunc) (v any, err error, panicked bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.n.log.Error("actor: turn panicked", "sandbox", a.id, "panic", p)
+			panicked = true
+		}
+	}()
+	v, err = fn(a)
+	return v, err, false
+}
+
+func (a *sbActor) answer(reqs []*request, res []result) {
+	for i, r := range reqs {
+		if r.done != nil {
+			r.done <- res[i]
+		}
+	}
+}
+
+// write returns the current group's batch.
+func (a *sbActor) write() *Batch {
+	if a.batch == nil {
+		a.batch = &Batch{Sandbox: a.id}
+	}
+	return a.batch
+}
+
+// afterCommit runs f once the current group's writes are durable.
+func (a *sbActor) afterCommit(f func()) { a.afterHook = append(a.afterHook, f) }
+
+func (a *sbActor) commit() error {
+	b := a.batch
+	a.batch = nil
+	if !b.empty() {
+		b.Epoch = a.n.epoch(a.id)
+		// Not the caller's ctx: a write the state already reflects must finish.
+		if err := a.n.store.Write(context.Background(), b); err != nil {
+			a.afterHook = nil
+			if errors.Is(err, ErrFenced) {
+				return fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			return fmt.Errorf("%w: failed to save sandbox %q: %w", ErrUnavailable, a.id, err)
+		}
+	}
+	hooks := a.afterHook
+	a.afterHook = nil
+	for _, f := range hooks {
+		f()
+	}
+	return nil
+}
+
+// crash drops the activation after a failed commit or a panic: memory no longer
+// matches storage, so the next request activates afresh from durable state.
+func (a *sbActor) crash(err error) {
+	a.n.log.Error("actor: dropping activation", "sandbox", a.id, "err", err)
+	a.stop(err)
+}
+
+// stop closes the mailbox, fails whatever is still queued with err, ends the
+// sandbox's running work and leaves the registry.
+func (a *sbActor) stop(err error) {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.n.forget(a)
+	select {
+	case <-a.stopped:
+	default:
+		close(a.stopped)
+	}
+	a.exit = true
+	if a.passTimer != nil {
+		a.passTimer.Stop()
+	}
+	a.endWork(false)
+	if a.msgWake != nil {
+		close(a.msgWake)
+		a.msgWake = nil
+	}
+	for {
+		select {
+		case r := <-a.mb:
+			r.done <- result{err: err}
+			continue
+		default:
+		}
+		break
+	}
+	for _, r := range a.takeSystem(nil) {
+		if r.done != nil {
+			r.done <- result{err: err}
+		}
+	}
+}
+
+// shutdown is stop on Node.Close: work is ended with its exits recorded and flushed.
+func (a *sbActor) shutdown() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	if a.rec != nil {
+		a.endWork(true)
+		a.rec.LastActiveAt = a.lastActive()
+		a.saveRec()
+		if err := a.commit(); err != nil {
+			a.n.log.Error("actor: failed to flush on close", "sandbox", a.id, "err", err)
+		}
+	}
+	a.stop(fmt.Errorf("%w: node closing", ErrUnavailable))
+}
+
+// maybePassivate drops the activation when it has been idle for PassivateAfter (or at
+// once when the sandbox does not exist) and nothing keeps it: no running processes, no
+// attached clients, no work in flight, nothing queued. Otherwise it arms a check.
+func (a *sbActor) maybePassivate() {
+	if a.exit {
+		return
+	}
+	wait := a.n.cfg.PassivateAfter
+	if a.rec != nil {
+		idle := a.now().Sub(a.lastTurn)
+		if idle < wait || !a.canPassivate() {
+			if a.passTimer == nil {
+				if a.canPassivate() {
+					wait -= idle
+				}
+				// The timer's turn only clears passTimer: the check itself runs between
+				// groups (in run), never in the middle of one.
+				a.passTimer = a.n.cfg.Clock.AfterFunc(wait, func() {
+					a.postSelf(func(a *sbActor) (any, error) { a.passTimer = nil; return nil, nil })
+				})
+			}
+			return
+		}
+	}
+	a.mu.Lock()
+	if len(a.mb) > 0 || len(a.sys) > 0 {
+		a.mu.Unlock()
+		return // the loop comes back here after serving them
+	}
+	a.closed = true
+	a.mu.Unlock()
+	if a.rec != nil {
+		a.endWork(false) // sessions are remembered; nothing is running
+		a.rec.LastActiveAt = a.lastActive()
+		a.saveRec()
+		if err := a.commit(); err != nil {
+			a.n.log.Error("actor: failed to save on passivation", "sandbox", a.id, "err", err)
+		}
+	}
+	a.stop(errStopped) // nothing is queued: closed was set with both queues empty
+}
+
+func (a *sbActor) canPassivate() bool {
+	return a.attached == 0 && a.inflight == 0 && a.sb.busy() == false
+}
+
+// lastActive is the last time the sandbox did work, for idle TTL and LastActiveAt.
+func (a *sbActor) lastActive() time.Time {
+	if a.rec == nil {
+		return time.Time{}
+	}
+	return a.rec.LastActiveAt
+}
+
+// touch records activity for idle TTL. It is kept in memory and saved on passivation,
+// hibernation and close.
+func (a *sbActor) touch() {
+	if a.rec != nil {
+		a.rec.LastActiveAt = a.now()
+		a.dirty = true
+	}
+}
+
+func (a *sbActor) saveRec() { a.write().Put(keyMeta, mustJSON(a.rec)) }

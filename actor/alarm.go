@@ -1,0 +1,148 @@
+package actor
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"sync"
+	"time"
+)
+
+// alarms is the node-wide timer heap: at most one alarm time per sandbox, one clock
+// timer armed for the earliest. A due alarm is delivered by fire(id) (a system turn
+// posted to the sandbox's actor, activating it if it was passivated). Safe for
+// concurrent use; fire is called with no lock held.
+type alarms struct {
+	clock Clock
+	fire  func(id string)
+
+	mu      sync.Mutex // protects following
+	h       alarmHeap
+	byID    map[string]*alarmEntry
+	timer   Stopper
+	timerAt time.Time
+	closed  bool
+}
+
+type alarmEntry struct {
+	id    string
+	at    time.Time
+	index int
+}
+
+type alarmHeap []*alarmEntry
+
+func (h alarmHeap) Len() int           { return len(h) }
+func (h alarmHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h alarmHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *alarmHeap) Push(x any)        { e := x.(*alarmEntry); e.index = len(*h); *h = append(*h, e) }
+func (h *alarmHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+func newAlarms(c Clock, fire func(id string)) *alarms {
+	return &alarms{clock: c, fire: fire, byID: map[string]*alarmEntry{}}
+}
+
+// set makes at the alarm time of id, replacing any earlier one.
+func (s *alarms) set(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if e := s.byID[id]; e != nil {
+		e.at = at
+		heap.Fix(&s.h, e.index)
+	} else {
+		e := &alarmEntry{id: id, at: at}
+		s.byID[id] = e
+		heap.Push(&s.h, e)
+	}
+	s.rearmLocked()
+}
+
+// clear removes id's alarm.
+func (s *alarms) clear(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.byID[id]; e != nil {
+		heap.Remove(&s.h, e.index)
+		delete(s.byID, id)
+		s.rearmLocked()
+	}
+}
+
+// len returns how many alarms are set.
+func (s *alarms) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.h)
+}
+
+func (s *alarms) rearmLocked() {
+	if len(s.h) == 0 {
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer = nil
+		}
+		return
+	}
+	at := s.h[0].at
+	if s.timer != nil && s.timerAt.Equal(at) {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timerAt = at
+	s.timer = s.clock.AfterFunc(max(0, at.Sub(s.clock.Now())), s.onTimer)
+}
+
+func (s *alarms) onTimer() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	now := s.clock.Now()
+	var due []string
+	for len(s.h) > 0 && !s.h[0].at.After(now) {
+		e := heap.Pop(&s.h).(*alarmEntry)
+		delete(s.byID, e.id)
+		due = append(due, e.id)
+	}
+	s.timer = nil
+	s.rearmLocked()
+	s.mu.Unlock()
+	for _, id := range due {
+		s.fire(id)
+	}
+}
+
+func (s *alarms) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+func encodeAlarm(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())) }
+
+func decodeAlarm(v []byte) (time.Time, bool) {
+	if len(v) != 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+}
+
+// fireAlarm delivers a due alarm to the sandbox's actor.
+func (n *Node) fireAlarm(id string) {
+	n.post(id, func(a *sbActor) (any, error) { a.onAlarm(); return nil, nil })
+}

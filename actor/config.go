@@ -1,0 +1,104 @@
+package actor
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// Config configures a Node. Open copies it and fills defaults; the caller's value is
+// never modified. A nil *Config means all defaults, which needs DataDir, so pass one.
+type Config struct {
+	// NodeID is shown as the sandbox's "node".
+	NodeID string
+	// DataDir holds actors.db (when Storage is nil) and workspaces/<sandbox id>.
+	// Required.
+	DataDir string
+	// Storage holds durable state. Nil → OpenBolt(DataDir/actors.db), closed by
+	// Node.Close; a Storage passed in is not closed by the Node.
+	Storage Storage
+	// Policy decides budgets at create. Nil → DefaultPolicy(Limits).
+	Policy Policy
+	// Limits are the operator's defaults and maxima; zero fields → DefaultBudget().
+	// Every policy result is clamped to them.
+	Limits Budget
+	// Clock drives alarms, idle TTL and passivation. Nil → the real clock.
+	Clock Clock
+	// PassivateAfter is how long an actor with no running processes, attached
+	// clients or work in flight stays in memory after its last turn. Default 1 min.
+	PassivateAfter time.Duration
+	// MailboxSize bounds each actor's mailbox; a request to a full one fails with
+	// ErrMailboxFull. Default 256.
+	MailboxSize int
+	// EventLogLimit is how many of the newest events a sandbox keeps. Default 10000.
+	EventLogLimit int
+	// MessageQueueLimit bounds a sandbox's queued messages; PostMessage to a full
+	// queue fails with ErrBudgetExceeded. Default 10000. (Extension.)
+	MessageQueueLimit int
+	// Admission is called on the actor goroutine before each request's turn; an error
+	// refuses the request with ErrUnavailable wrapping it. Nil → always allowed. It
+	// must be fast (CLUSTER.md §5.3: a lease check).
+	Admission func(sandboxID string) error
+	// Epoch returns the owner epoch stamped on every storage write of a sandbox, for
+	// fencing (CLUSTER.md §5.3). Nil → 0 for all. It must be fast. (Extension.)
+	Epoch func(sandboxID string) uint64
+	// KillGrace is the SIGTERM→SIGKILL grace handed to the runtime. Default 2 s.
+	// (Extension.)
+	KillGrace time.Duration
+	// Driver is passed to runtime.Config (nil: the runtime's local driver).
+	Driver runtime.Driver
+	// Logger receives operational logs. Nil → slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults for Config fields.
+const (
+	DefaultPassivateAfter    = time.Minute
+	DefaultMailboxSize       = 256
+	DefaultEventLogLimit     = 10000
+	DefaultMessageQueueLimit = 10000
+)
+
+func (c *Config) withDefaults() (Config, error) {
+	var cfg Config
+	if c != nil {
+		cfg = *c
+	}
+	if cfg.DataDir == "" {
+		return cfg, fmt.Errorf("%w: Config.DataDir is required", ErrInvalid)
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: Config.DataDir: %v", ErrInvalid, err)
+	}
+	cfg.DataDir = dir
+	cfg.Limits = cfg.Limits.fill(DefaultBudget())
+	if cfg.Policy == nil {
+		cfg.Policy = DefaultPolicy(cfg.Limits)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.PassivateAfter <= 0 {
+		cfg.PassivateAfter = DefaultPassivateAfter
+	}
+	if cfg.MailboxSize <= 0 {
+		cfg.MailboxSize = DefaultMailboxSize
+	}
+	if cfg.EventLogLimit <= 0 {
+		cfg.EventLogLimit = DefaultEventLogLimit
+	}
+	if cfg.MessageQueueLimit <= 0 {
+		cfg.MessageQueueLimit = DefaultMessageQueueLimit
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg, nil
+}

@@ -1,0 +1,74 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors of package actor. Match them with errors.Is; the gateway maps each to
+// one API error code in one place.
+var (
+	// ErrNotFound means the sandbox or a thing inside it (session, terminal, process)
+	// does not exist. Errors returned for it are usually a *NotFoundError.
+	ErrNotFound = errors.New("actor: not found")
+	// ErrConflict means an id exists with different settings, or a session is dead.
+	ErrConflict = errors.New("actor: conflict")
+	// ErrExpired means the sandbox passed its max duration and accepts no new work.
+	ErrExpired = errors.New("actor: sandbox expired")
+	// ErrBudgetExceeded means a budget (max processes, ...) would be exceeded. Errors
+	// returned for it are a *BudgetError.
+	ErrBudgetExceeded = errors.New("actor: budget exceeded")
+	// ErrMailboxFull means the sandbox's bounded mailbox is full; retry later.
+	ErrMailboxFull = errors.New("actor: mailbox full")
+	// ErrInvalid means a malformed argument (bad id, bad event type, ...).
+	ErrInvalid = errors.New("actor: invalid argument")
+	// ErrUnavailable means the node cannot serve the sandbox now: admission refused,
+	// the write was fenced, or the node is closing.
+	ErrUnavailable = errors.New("actor: unavailable")
+	// ErrFenced is returned by a Storage when a write carries an epoch older than the
+	// one it has recorded for the sandbox: another owner has taken over. The actor
+	// wraps it in ErrUnavailable and drops its activation.
+	ErrFenced = errors.New("actor: write fenced by a newer owner epoch")
+	// ErrClosed is returned by a Storage used after Close.
+	ErrClosed = errors.New("actor: storage closed")
+)
+
+// NotFoundError says what was not found. It matches ErrNotFound with errors.Is.
+type NotFoundError struct {
+	What string // "sandbox", "session", "terminal", "process"
+	ID   string
+}
+
+// Error returns e.g. `sandbox "x" not found`.
+func (e *NotFoundError) Error() string { return fmt.Sprintf("%s %q not found", e.What, e.ID) }
+
+// Is reports whether target is ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func notFound(what, id string) error { return &NotFoundError{What: what, ID: id} }
+
+// BudgetError says which budget was exceeded and, when it applies, when to retry. It
+// matches ErrBudgetExceeded with errors.Is.
+type BudgetError struct {
+	Budget     string        // e.g. "max_processes"
+	Limit      int           // the limit that applied
+	RetryAfter time.Duration // 0 when retrying will not help by itself
+}
+
+// Error describes the exceeded budget.
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("actor: budget exceeded: %s (limit %d)", e.Budget, e.Limit)
+}
+
+// Is reports whether target is ErrBudgetExceeded.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
+
+// RetryAfter returns how long to wait before retrying err, or 0.
+func RetryAfter(err error) time.Duration {
+	var be *BudgetError
+	if errors.As(err, &be) {
+		return be.RetryAfter
+	}
+	return 0
+}

@@ -1,0 +1,109 @@
+package actor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Event is one entry of a sandbox's durable event log. Seq increases by one per event.
+type Event struct {
+	Seq  uint64
+	Type string
+	At   time.Time
+	Data json.RawMessage
+}
+
+// emit appends an event in the current turn; it becomes visible to readers and live
+// followers once the group commits. The log keeps the newest EventLogLimit events.
+func (a *sbActor) emit(typ string, data any) uint64 {
+	var raw json.RawMessage
+	switch d := data.(type) {
+	case nil:
+	case json.RawMessage:
+		raw = d
+	default:
+		raw = mustJSON(d)
+	}
+	a.evSeq++
+	seq := a.evSeq
+	w := a.write()
+	w.Put(seqKey(pfxEvent, seq), mustJSON(eventRec{Type: typ, At: a.now().UTC(), Data: raw}))
+	if a.evFirst == 0 {
+		a.evFirst = seq
+	}
+	for limit := uint64(a.n.cfg.EventLogLimit); seq-a.evFirst+1 > limit; a.evFirst++ {
+		w.Delete(seqKey(pfxEvent, a.evFirst))
+	}
+	a.saveCounters()
+	id := a.id
+	a.afterCommit(func() { a.n.hub.notify(id) })
+	return seq
+}
+
+// Events returns up to limit events with seq > since, oldest first (limit <= 0: 1000).
+// It reads committed events straight from storage, without a turn.
+func (n *Node) Events(ctx context.Context, sb string, since uint64, limit int) ([]Event, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return nil, err
+	}
+	evs, exists, err := n.readEvents(ctx, sb, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, notFound("sandbox", sb)
+	}
+	return evs, nil
+}
+
+func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit int) (evs []Event, exists bool, err error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	evs = []Event{}
+	err = n.store.Read(ctx, sb, func(r Reader) error {
+		exists = r.Get(keyMeta) != nil
+		var derr error
+		r.Scan(pfxEvent, seqKey(pfxEvent, since+1), func(k, v []byte) bool {
+			var e eventRec
+			if derr = json.Unmarshal(v, &e); derr != nil {
+				return false
+			}
+			data := e.Data
+			if data == nil {
+				data = json.RawMessage("null")
+			}
+			evs = append(evs, Event{Seq: keySeq(k), Type: e.Type, At: e.At, Data: data})
+			return len(evs) < limit
+		})
+		return derr
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("actor: failed to read events: %w", err)
+	}
+	return evs, exists, nil
+}
+
+// PostEvent appends an "agent.*" event (any other type is ErrInvalid) and returns its
+// seq once it is durable. data must be JSON (nil → null).
+func (n *Node) PostEvent(ctx context.Context, sb, typ string, data json.RawMessage) (uint64, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(typ, "agent.") || len(typ) == len("agent.") || len(typ) > 128 {
+		return 0, fmt.Errorf("%w: event type %q must be agent.<name>", ErrInvalid, typ)
+	}
+	if data != nil && !json.Valid(data) {
+		return 0, fmt.Errorf("%w: event data is not JSON", ErrInvalid)
+	}
+	return call(ctx, n, sb, func(a *sbActor) (uint64, error) {
+		if err := a.exists(); err != nil {
+			return 0, err
+		}
+		a.touch()
+		return a.emit(typ, data), nil
+	})
+}

@@ -1,0 +1,171 @@
+package actor
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// load reads the sandbox's durable state; a missing record leaves the actor absent.
+func (a *sbActor) load() error {
+	return a.n.store.Read(context.Background(), a.id, func(r Reader) error {
+		m := r.Get(keyMeta)
+		if m == nil {
+			return nil
+		}
+		rec := new(sandboxRec)
+		if err := json.Unmarshal(m, rec); err != nil {
+			return fmt.Errorf("decode sandbox record: %w", err)
+		}
+		a.rec = rec
+		a.alarmAt, _ = decodeAlarm(r.Get(keyAlarm))
+		if c := r.Get(keyCounters); len(c) == 16 {
+			a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
+		}
+		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
+		var err error
+		r.Scan(pfxMessage, nil, func(k, v []byte) bool {
+			var m messageRec
+			if err = json.Unmarshal(v, &m); err != nil {
+				return false
+			}
+			a.msgs = append(a.msgs, m)
+			a.msgSeqs = append(a.msgSeqs, keySeq(k))
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("decode message: %w", err)
+		}
+		return a.sb.load(a, r)
+	})
+}
+
+func (a *sbActor) saveCounters() {
+	c := binary.BigEndian.AppendUint64(nil, a.evSeq)
+	a.write().Put(keyCounters, binary.BigEndian.AppendUint64(c, a.msgSeq))
+}
+
+// nextAlarm is the sandbox's next lifecycle deadline: idle TTL while running, max
+// duration until expired.
+func (a *sbActor) nextAlarm() time.Time {
+	if a.rec == nil {
+		return time.Time{}
+	}
+	b := a.rec.Budget.budget()
+	end := a.rec.CreatedAt.Add(b.MaxDuration)
+	switch a.rec.State {
+	case StateRunning:
+		idle := a.lastActive().Add(b.IdleTTL)
+		if a.attached > 0 || a.inflight > 0 {
+			idle = a.now().Add(b.IdleTTL) // busy: look again one TTL later
+		}
+		if idle.Before(end) {
+			return idle
+		}
+		return end
+	case StateHibernated:
+		return end
+	}
+	return time.Time{}
+}
+
+// rearm persists and schedules the next alarm if it changed.
+func (a *sbActor) rearm() {
+	at := a.nextAlarm()
+	if at.Equal(a.alarmAt) {
+		return
+	}
+	a.alarmAt = at
+	if at.IsZero() {
+		a.write().Delete(keyAlarm)
+		a.n.alarms.clear(a.id)
+		return
+	}
+	a.write().Put(keyAlarm, encodeAlarm(at))
+	a.n.alarms.set(a.id, at)
+}
+
+// onAlarm is the alarm turn: expire at max duration, hibernate after idle TTL.
+func (a *sbActor) onAlarm() {
+	a.alarmAt = time.Time{} // the heap entry was consumed
+	if a.rec == nil {
+		return
+	}
+	now := a.now()
+	b := a.rec.Budget.budget()
+	switch a.rec.State {
+	case StateRunning, StateHibernated:
+		if !now.Before(a.rec.CreatedAt.Add(b.MaxDuration)) {
+			a.expire()
+			return
+		}
+	}
+	if a.rec.State == StateRunning && a.attached == 0 && a.inflight == 0 &&
+		!now.Before(a.lastActive().Add(b.IdleTTL)) {
+		a.hibernate()
+	}
+	a.rearm()
+}
+
+// hibernate ends every process (sessions and terminals are remembered and restarted
+// on the next request that needs them) and moves to "hibernated".
+func (a *sbActor) hibernate() {
+	a.endWork(true)
+	a.setState(StateHibernated, "")
+	a.emit("sandbox.hibernated", nil)
+}
+
+// expire ends every process and moves to "expired": no new work is accepted.
+func (a *sbActor) expire() {
+	a.endWork(true)
+	a.setState(StateExpired, "")
+	a.emit("sandbox.expired", nil)
+	a.rearm()
+}
+
+// fail ends every process and moves to "failed" with reason. (Used when the runtime
+// cannot be started for the sandbox.)
+func (a *sbActor) fail(reason string) {
+	a.endWork(true)
+	a.setState(StateFailed, reason)
+	a.emit("sandbox.failed", map[string]string{"reason": reason})
+	a.rearm()
+}
+
+func (a *sbActor) setState(s, reason string) {
+	a.rec.State = s
+	a.rec.FailReason = reason
+	a.saveRec()
+	a.dirty = true
+}
+
+// wakeForWork is called by every turn that starts work: it refuses work on expired
+// and failed sandboxes, wakes a hibernated one (event sandbox.woke), and records
+// activity.
+func (a *sbActor) wakeForWork() error {
+	if a.rec == nil {
+		return notFound("sandbox", a.id)
+	}
+	switch a.rec.State {
+	case StateExpired:
+		return fmt.Errorf("%w: sandbox %q", ErrExpired, a.id)
+	case StateFailed:
+		return fmt.Errorf("%w: sandbox %q failed: %s", ErrConflict, a.id, a.rec.FailReason)
+	case StateHibernated:
+		a.setState(StateRunning, "")
+		a.emit("sandbox.woke", nil)
+	}
+	a.touch()
+	a.rearm()
+	return nil
+}
+
+// exists returns NotFound for an absent sandbox.
+func (a *sbActor) exists() error {
+	if a.rec == nil {
+		return notFound("sandbox", a.id)
+	}
+	return nil
+}

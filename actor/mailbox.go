@@ -1,0 +1,146 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+)
+
+// turnFunc is one turn: it runs on the actor goroutine and may touch the actor's state.
+type turnFunc func(a *sbActor) (any, error)
+
+// request is a mailbox entry. User requests come from API calls, are bounded by the
+// mailbox size and pass admission; system requests (completions posted back by work
+// running off the actor, timers, releases) use an unbounded queue, so work that
+// finished is never refused.
+type request struct {
+	ctx  context.Context // the caller's, used only during the turn; nil for system requests
+	fn   turnFunc
+	done chan result // buffered 1, so the actor never blocks answering; nil: no answer
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+// call runs fn as a turn of sandbox id's actor and waits for its answer, which is
+// released only after the turn's writes are durable. A cancelled ctx returns ctx.Err()
+// at once; the actor skips the turn if it has not started it yet, and never blocks on
+// the abandoned answer.
+func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	req := &request{ctx: ctx, done: make(chan result, 1), fn: func(a *sbActor) (any, error) { return fn(a) }}
+	for {
+		a, err := n.actorFor(id)
+		if err != nil {
+			return zero, err
+		}
+		ok, err := a.enqueue(req)
+		if err != nil {
+			return zero, err
+		}
+		if ok {
+			break
+		}
+		// The activation is passivating: wait until it has left the registry (its last
+		// write is durable), then look up again.
+		select {
+		case <-a.stopped:
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
+	select {
+	case r := <-req.done:
+		if r.err != nil {
+			return zero, r.err
+		}
+		v, _ := r.v.(T)
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// post queues fn as a system turn for sandbox id, activating it if needed, without
+// waiting. It is dropped when the node is closing.
+func (n *Node) post(id string, fn turnFunc) {
+	for {
+		a, err := n.actorFor(id)
+		if err != nil {
+			return
+		}
+		if a.postSystem(&request{fn: fn}) {
+			return
+		}
+		<-a.stopped
+	}
+}
+
+// ask queues fn as a system turn on activation a (not any later one: it completes
+// work a started) and waits for its answer, released after commit, or ctx. If a has
+// stopped, it returns ErrUnavailable.
+func ask[T any](ctx context.Context, a *sbActor, fn func(a *sbActor) (T, error)) (T, error) {
+	var zero T
+	req := &request{done: make(chan result, 1), fn: func(a *sbActor) (any, error) { return fn(a) }}
+	if !a.postSystem(req) {
+		return zero, fmt.Errorf("%w: sandbox %q was deactivated", ErrUnavailable, a.id)
+	}
+	select {
+	case r := <-req.done:
+		if r.err != nil {
+			return zero, r.err
+		}
+		v, _ := r.v.(T)
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// enqueue adds a user request. It returns false if this activation has stopped (the
+// caller looks up again) and ErrMailboxFull if the mailbox is full.
+func (a *sbActor) enqueue(r *request) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false, nil
+	}
+	select {
+	case a.mb <- r:
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: sandbox %q", ErrMailboxFull, a.id)
+	}
+}
+
+// postSystem adds a system request; false if this activation has stopped.
+func (a *sbActor) postSystem(r *request) bool {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return false
+	}
+	a.sys = append(a.sys, r)
+	a.mu.Unlock()
+	select {
+	case a.sysSig <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// postSelf queues fn on this activation only; dropped if it has stopped.
+func (a *sbActor) postSelf(fn turnFunc) { a.postSystem(&request{fn: fn}) }
+
+func (a *sbActor) takeSystem(dst []*request) []*request {
+	a.mu.Lock()
+	dst = append(dst, a.sys...)
+	clear(a.sys)
+	a.sys = a.sys[:0]
+	a.mu.Unlock()
+	return dst
+}

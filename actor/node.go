@@ -1,0 +1,166 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Node is the actor system of one gateway node: it activates at most one actor per
+// sandbox id, routes requests into their mailboxes, passivates idle actors, runs the
+// node-wide alarm heap and owns the storage.
+//
+// Concurrency: all methods are safe for concurrent use. Every request for a sandbox is
+// a turn run on that sandbox's actor goroutine, in mailbox order.
+type Node struct {
+	cfg       Config
+	store     Storage
+	ownsStore bool
+	log       *slog.Logger
+	alarms    *alarms
+	hub       hub
+
+	mu      sync.Mutex // protects following
+	actors  map[string]*sbActor
+	closed  bool
+	closing chan struct{}
+
+	wg        sync.WaitGroup // actor goroutines and watchers
+	closeOnce sync.Once
+	closeErr  error
+
+	activations atomic.Int64 // actors started, for tests and metrics
+}
+
+// Open starts a node on cfg: it opens storage (unless given), creates the workspace
+// root and loads every persisted alarm into the timer heap. Actors are activated lazily,
+// on their first request or alarm.
+func Open(ctx context.Context, cfg *Config) (*Node, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(c.DataDir, "workspaces"), 0o755); err != nil {
+		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
+	}
+	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{})}
+	if n.store == nil {
+		s, err := OpenBolt(filepath.Join(c.DataDir, "actors.db"))
+		if err != nil {
+			return nil, err
+		}
+		n.store, n.ownsStore = s, true
+	}
+	n.hub.subs = map[string]map[*EventSubscription]struct{}{}
+	n.alarms = newAlarms(c.Clock, n.fireAlarm)
+	err = n.store.Sandboxes(ctx, keyAlarm, func(id string, v []byte) error {
+		if at, ok := decodeAlarm(v); ok {
+			n.alarms.set(id, at)
+		}
+		return nil
+	})
+	if err != nil {
+		n.alarms.close()
+		if n.ownsStore {
+			_ = n.store.Close()
+		}
+		return nil, fmt.Errorf("actor: failed to load alarms: %w", err)
+	}
+	return n, nil
+}
+
+// Close stops the node: new requests fail with ErrUnavailable, every active actor ends
+// its processes (recording process.exited events), remembers its sessions and
+// terminals, flushes its state and stops; then storage is closed (if the node opened
+// it). It waits for all of that or ctx. Calling Close again returns the first result.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		close(n.closing)
+		n.mu.Unlock()
+		n.alarms.close()
+		n.hub.closeAll()
+		done := make(chan struct{})
+		go func() { n.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			n.closeErr = fmt.Errorf("actor: failed to close node: %w", ctx.Err())
+			return // storage stays open: actors may still write
+		}
+		if n.ownsStore {
+			if err := n.store.Close(); err != nil {
+				n.closeErr = fmt.Errorf("actor: failed to close storage: %w", err)
+			}
+		}
+	})
+	return n.closeErr
+}
+
+// actorFor returns the live activation for id, starting one if there is none. The
+// registry lock makes concurrent first requests share one activation.
+func (n *Node) actorFor(id string) (*sbActor, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, fmt.Errorf("%w: node closing", ErrUnavailable)
+	}
+	if a := n.actors[id]; a != nil {
+		return a, nil
+	}
+	a := newActor(n, id)
+	n.actors[id] = a
+	n.activations.Add(1)
+	n.wg.Add(1)
+	go a.run()
+	return a, nil
+}
+
+// forget removes a from the registry if it is still the registered activation.
+func (n *Node) forget(a *sbActor) {
+	n.mu.Lock()
+	if n.actors[a.id] == a {
+		delete(n.actors, a.id)
+	}
+	n.mu.Unlock()
+}
+
+// active returns the live activation for id without starting one.
+func (n *Node) active(id string) *sbActor {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.actors[id]
+}
+
+// ActiveActors returns how many sandbox actors are in memory. (Extension, for metrics.)
+func (n *Node) ActiveActors() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.actors)
+}
+
+func (n *Node) workspaceDir(id string) string { return filepath.Join(n.cfg.DataDir, "workspaces", id) }
+
+func (n *Node) epoch(id string) uint64 {
+	if n.cfg.Epoch == nil {
+		return 0
+	}
+	return n.cfg.Epoch(id)
+}
+
+func (n *Node) isClosing() bool {
+	select {
+	case <-n.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+var errStopped = errors.New("actor: activation stopped")

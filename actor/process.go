@@ -1,0 +1,188 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// Exec runs one command in the sandbox and waits for it. The turn only checks the
+// sandbox (waking it from hibernation) and clamps the options: o.Timeout defaults to
+// and is clamped to the budget's MaxExecTimeout, o.OutputLimit to OutputBufferBytes.
+// The command itself runs off the actor, so the sandbox keeps serving other requests;
+// it counts as activity until it ends.
+func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runtime.ExecResult, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return runtime.ExecResult{}, err
+	}
+	type out struct {
+		a  *sbActor
+		rt *runtime.Sandbox
+	}
+	w, err := call(ctx, n, sb, func(a *sbActor) (out, error) {
+		if err := a.wakeForWork(); err != nil {
+			return out{}, err
+		}
+		rt, err := a.runtime()
+		if err != nil {
+			return out{}, err
+		}
+		o.Timeout = a.clampTimeout(o.Timeout)
+		o.OutputLimit = a.outputLimit(o.OutputLimit)
+		o.Cwd = a.defaultCwd(o.Cwd)
+		a.inflight++
+		return out{a, rt}, nil
+	})
+	if err != nil {
+		return runtime.ExecResult{}, err
+	}
+	res, err := w.rt.Exec(ctx, o)
+	w.a.postSelf(func(a *sbActor) (any, error) { a.inflight--; a.touch(); return nil, nil })
+	if err != nil {
+		return res, fmt.Errorf("actor: failed to exec: %w", err)
+	}
+	return res, nil
+}
+
+// StartProcess starts a background process. With o.Session set, it starts from that
+// session's saved cwd and exported env (ErrNotFound if there is no such session). At
+// the budget's MaxProcesses it fails with a *BudgetError (and a budget.denied event).
+func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptions) (runtime.ProcessInfo, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return runtime.ProcessInfo{}, err
+	}
+	return call(ctx, n, sb, func(a *sbActor) (runtime.ProcessInfo, error) {
+		if err := a.wakeForWork(); err != nil {
+			return runtime.ProcessInfo{}, err
+		}
+		if o.Session != "" {
+			st := a.sb.sessions[o.Session]
+			if st == nil {
+				return runtime.ProcessInfo{}, notFound("session", o.Session)
+			}
+			snap := st.snapshot()
+			if o.Cwd == "" {
+				o.Cwd = snap.Cwd
+			}
+			env := maps.Clone(snap.Env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			maps.Copy(env, o.Env)
+			o.Env = env
+		}
+		o.Cwd = a.defaultCwd(o.Cwd)
+		rt, err := a.runtime()
+		if err != nil {
+			return runtime.ProcessInfo{}, err
+		}
+		if err := a.checkProcessBudget(rt); err != nil {
+			return runtime.ProcessInfo{}, err
+		}
+		p, err := rt.Start(a.ctx(), o)
+		if err != nil {
+			return runtime.ProcessInfo{}, fmt.Errorf("actor: failed to start process: %w", a.startErr(err))
+		}
+		a.watch(p)
+		in := p.Info()
+		a.emit("process.created", processEventData(in))
+		a.dirty = true
+		return in, nil
+	})
+}
+
+func processEventData(in runtime.ProcessInfo) map[string]any {
+	return map[string]any{"id": in.ID, "pid": in.PID, "command": in.Command, "argv": in.Argv,
+		"pty": in.PTY, "tag": in.Tag, "session": in.Session}
+}
+
+// ListProcesses lists the sandbox's processes, oldest first (running ones and exited
+// ones still kept). A hibernated or passivated sandbox has none.
+func (n *Node) ListProcesses(ctx context.Context, sb string) ([]runtime.ProcessInfo, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return nil, err
+	}
+	return call(ctx, n, sb, func(a *sbActor) ([]runtime.ProcessInfo, error) {
+		if err := a.exists(); err != nil {
+			return nil, err
+		}
+		out := []runtime.ProcessInfo{}
+		if a.sb.rt != nil {
+			for _, p := range a.sb.rt.Processes() {
+				out = append(out, p.Info())
+			}
+		}
+		return out, nil
+	})
+}
+
+// Process returns the live handle of a process, for signal, input, resize, wait and
+// output subscription. The handle is safe for concurrent use (runtime.Process).
+func (n *Node) Process(ctx context.Context, sb, id string) (*runtime.Process, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return nil, err
+	}
+	return call(ctx, n, sb, func(a *sbActor) (*runtime.Process, error) {
+		if err := a.exists(); err != nil {
+			return nil, err
+		}
+		return a.process(id)
+	})
+}
+
+func (a *sbActor) process(id string) (*runtime.Process, error) {
+	if a.sb.rt == nil {
+		return nil, notFound("process", id)
+	}
+	p, err := a.sb.rt.Process(id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return nil, notFound("process", id)
+	}
+	return p, err
+}
+
+// DeleteProcess kills the process's tree (SIGTERM, SIGKILL after the grace) and drops
+// its record. The kill and wait run off the actor; a process.deleted event follows.
+func (n *Node) DeleteProcess(ctx context.Context, sb, id string) error {
+	if err := checkID("sandbox", sb); err != nil {
+		return err
+	}
+	type out struct {
+		a  *sbActor
+		rt *runtime.Sandbox
+	}
+	w, err := call(ctx, n, sb, func(a *sbActor) (out, error) {
+		if err := a.exists(); err != nil {
+			return out{}, err
+		}
+		if _, err := a.process(id); err != nil {
+			return out{}, err
+		}
+		a.touch()
+		return out{a, a.sb.rt}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.rt.Remove(ctx, id); err != nil {
+		if errors.Is(err, runtime.ErrNotFound) {
+			return notFound("process", id)
+		}
+		return fmt.Errorf("actor: failed to delete process: %w", err)
+	}
+	_, err = ask(ctx, w.a, func(a *sbActor) (struct{}, error) {
+		if a.rec != nil {
+			if p := a.sb.procs[id]; p != nil { // exited before its watcher reported it
+				a.recordExit(p)
+				delete(a.sb.procs, id)
+			}
+			a.emit("process.deleted", map[string]any{"id": id})
+			a.dirty = true
+		}
+		return struct{}{}, nil
+	})
+	return err
+}

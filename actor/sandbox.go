@@ -1,0 +1,198 @@
+package actor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"time"
+)
+
+// SandboxSpec is a create request. ID "" makes a server id ("sb_" + 16 hex).
+type SandboxSpec struct {
+	ID     string
+	Labels map[string]string
+	Env    map[string]string
+	Cwd    string
+	Tenant string
+	Pool   map[string]string
+}
+
+// SandboxInfo is a sandbox as the API shows it. Its maps are the caller's to keep.
+type SandboxInfo struct {
+	ID, State, Node string
+	Labels          map[string]string
+	Pool            map[string]string
+	Tenant          string
+	CreatedAt       time.Time
+	LastActiveAt    time.Time
+	Budget          Budget
+	Counts          struct{ Processes, Sessions, Terminals int }
+	FailReason      string
+}
+
+func (a *sbActor) infoNow() SandboxInfo {
+	r := a.rec
+	in := SandboxInfo{
+		ID: r.ID, State: r.State, Node: a.n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
+		Tenant: r.Tenant, CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		FailReason: r.FailReason,
+	}
+	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
+	return in
+}
+
+func (a *sbActor) publishInfo() {
+	if a.rec == nil {
+		a.info.Store(nil)
+		return
+	}
+	in := a.infoNow()
+	a.info.Store(&in)
+}
+
+func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
+	in := SandboxInfo{
+		ID: r.ID, State: r.State, Node: n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
+		Tenant: r.Tenant, CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		FailReason: r.FailReason,
+	}
+	in.Counts.Sessions, in.Counts.Terminals = r.Sessions, r.Terminals
+	return in
+}
+
+// CreateSandbox creates a sandbox, or returns the existing one with created=false when
+// spec.ID exists with identical settings; different settings are ErrConflict. The budget
+// comes from Config.Policy, clamped to Config.Limits. The answer is sent once the
+// sandbox and its sandbox.created event are durable.
+func (n *Node) CreateSandbox(ctx context.Context, spec SandboxSpec) (info SandboxInfo, created bool, err error) {
+	if spec.ID == "" {
+		spec.ID = newID("sb_")
+	}
+	if err := checkID("sandbox", spec.ID); err != nil {
+		return SandboxInfo{}, false, err
+	}
+	type out struct {
+		info    SandboxInfo
+		created bool
+	}
+	o, err := call(ctx, n, spec.ID, func(a *sbActor) (out, error) {
+		info, created, err := a.create(spec)
+		return out{info, created}, err
+	})
+	return o.info, o.created, err
+}
+
+func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
+	if a.rec != nil {
+		if !a.rec.sameSettings(spec) {
+			return SandboxInfo{}, false, fmt.Errorf("%w: sandbox %q exists with different settings", ErrConflict, a.id)
+		}
+		return a.infoNow(), false, nil
+	}
+	b, err := a.n.cfg.Policy.Budget(a.ctx(), BudgetRequest{Tenant: spec.Tenant, SandboxID: spec.ID, Labels: maps.Clone(spec.Labels)})
+	if err != nil {
+		return SandboxInfo{}, false, fmt.Errorf("actor: failed to get budget for sandbox %q: %w", a.id, err)
+	}
+	if err := os.MkdirAll(a.n.workspaceDir(a.id), 0o755); err != nil {
+		return SandboxInfo{}, false, fmt.Errorf("actor: failed to create workspace: %w", err)
+	}
+	now := a.now()
+	a.rec = &sandboxRec{
+		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
+		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
+		State: StateRunning, Budget: toBudgetRec(b.clamp(a.n.cfg.Limits)),
+	}
+	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt = 0, 0, 0, time.Time{}
+	a.saveRec()
+	a.emit("sandbox.created", map[string]any{"labels": spec.Labels})
+	a.rearm()
+	a.dirty = true
+	return a.infoNow(), true, nil
+}
+
+// GetSandbox returns the sandbox (activating it if it was passivated).
+func (n *Node) GetSandbox(ctx context.Context, id string) (SandboxInfo, error) {
+	if err := checkID("sandbox", id); err != nil {
+		return SandboxInfo{}, err
+	}
+	return call(ctx, n, id, func(a *sbActor) (SandboxInfo, error) {
+		if err := a.exists(); err != nil {
+			return SandboxInfo{}, err
+		}
+		return a.infoNow(), nil
+	})
+}
+
+// ListSandboxes returns the sandboxes whose labels include every pair in labels, in id
+// order. Active sandboxes are shown as of their last turn; passivated ones from storage.
+// It does not activate anything.
+func (n *Node) ListSandboxes(ctx context.Context, labels map[string]string) ([]SandboxInfo, error) {
+	out := []SandboxInfo{}
+	err := n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
+		if v == nil {
+			return nil
+		}
+		var in SandboxInfo
+		if a := n.active(id); a != nil && a.info.Load() != nil {
+			in = *a.info.Load()
+			in.Labels, in.Pool = maps.Clone(in.Labels), maps.Clone(in.Pool)
+		} else {
+			var r sandboxRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode sandbox %q: %w", id, err)
+			}
+			in = infoFromRec(n, &r)
+		}
+		for k, want := range labels {
+			if got, ok := in.Labels[k]; !ok || got != want {
+				return nil
+			}
+		}
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("actor: failed to list sandboxes: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSandbox kills every process tree of the sandbox, removes its storage and its
+// workspace. Requests queued behind it see the sandbox gone (ErrNotFound); since every
+// create is a turn, nothing it started can survive it. Live event followers get a
+// final sandbox.deleted event.
+func (n *Node) DeleteSandbox(ctx context.Context, id string) error {
+	if err := checkID("sandbox", id); err != nil {
+		return err
+	}
+	_, err := call(ctx, n, id, func(a *sbActor) (struct{}, error) { return struct{}{}, a.delete() })
+	return err
+}
+
+func (a *sbActor) delete() error {
+	if err := a.exists(); err != nil {
+		return err
+	}
+	a.endWork(false)
+	a.sb.forget(a)
+	if err := os.RemoveAll(a.n.workspaceDir(a.id)); err != nil {
+		return fmt.Errorf("actor: failed to remove workspace of %q: %w", a.id, err)
+	}
+	b := a.write()
+	b.Ops = nil // everything written earlier in this group is for the deleted sandbox
+	b.DeleteSandbox = true
+	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: json.RawMessage("null")}
+	a.rec, a.msgs, a.msgSeqs = nil, nil, nil
+	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt = 0, 0, 0, time.Time{}
+	a.n.alarms.clear(a.id)
+	id := a.id
+	a.afterCommit(func() { a.n.hub.deleted(id, last) })
+	if a.msgWake != nil {
+		close(a.msgWake)
+		a.msgWake = nil
+	}
+	a.dirty = true
+	return nil
+}

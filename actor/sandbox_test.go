@@ -1,0 +1,500 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+func alive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil && !isZombie(pid)
+}
+
+func isZombie(pid int) bool {
+	b, err := readFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+func TestExecAndBudgets(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.Limits = Budget{MaxProcesses: 2, MaxExecTimeout: 300 * time.Millisecond, OutputBufferBytes: 1000}
+	})
+	ctx := tctx(t)
+	_, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: "ex", Env: map[string]string{"SB": "yes"}})
+	must(t, err)
+	tests := []struct {
+		name      string
+		o         runtime.ExecOptions
+		code      int
+		stdout    string
+		timedOut  bool
+		truncated bool
+	}{
+		{name: "env", o: runtime.ExecOptions{Command: "echo $SB $X", Env: map[string]string{"X": "1"}}, stdout: "yes 1\n"},
+		{name: "exit code", o: runtime.ExecOptions{Command: "exit 3"}, code: 3},
+		{name: "timeout clamped", o: runtime.ExecOptions{Command: "sleep 5", Timeout: time.Hour}, code: 124, timedOut: true},
+		{name: "output clamped", o: runtime.ExecOptions{Command: "head -c 5000 /dev/zero", OutputLimit: 1 << 20}, truncated: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := n.Exec(ctx, "ex", tc.o)
+			must(t, err)
+			if res.ExitCode != tc.code || res.TimedOut != tc.timedOut || res.Truncated != tc.truncated ||
+				(tc.stdout != "" && string(res.Stdout) != tc.stdout) {
+				t.Fatalf("res = %+v stdout %q", res, res.Stdout)
+			}
+			if tc.truncated && len(res.Stdout) > 1000 {
+				t.Fatalf("stdout %d bytes over the 1000 budget", len(res.Stdout))
+			}
+		})
+	}
+	t.Run("max processes", func(t *testing.T) {
+		t.Parallel()
+		for range 2 {
+			_, err := n.StartProcess(ctx, "ex", runtime.StartOptions{Command: "sleep 30"})
+			must(t, err)
+		}
+		_, err := n.StartProcess(ctx, "ex", runtime.StartOptions{Command: "sleep 30"})
+		wantErr(t, err, ErrBudgetExceeded)
+		_, _, err = n.PutTerminal(ctx, "ex", "t1", TerminalSpec{})
+		wantErr(t, err, ErrBudgetExceeded)
+		if got := eventTypes(t, n, "ex"); !slices.Contains(got, "budget.denied") {
+			t.Fatalf("no budget.denied in %v", got)
+		}
+	})
+}
+
+func TestProcessLifecycle(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "pl")
+	in, err := n.StartProcess(ctx, "pl", runtime.StartOptions{Command: "echo hi; exit 7", Tag: "x"})
+	must(t, err)
+	p, err := n.Process(ctx, "pl", in.ID)
+	must(t, err)
+	st, err := p.Wait(ctx)
+	must(t, err)
+	if st.Code != 7 {
+		t.Fatalf("exit = %+v", st)
+	}
+	eventually(t, 10*time.Second, "process.exited", func() bool { return slices.Contains(eventTypes(t, n, "pl"), "process.exited") })
+	list, err := n.ListProcesses(ctx, "pl")
+	must(t, err)
+	if len(list) != 1 || list[0].Status != runtime.StatusExited {
+		t.Fatalf("list = %+v", list)
+	}
+	long, err := n.StartProcess(ctx, "pl", runtime.StartOptions{Command: "sleep 60"})
+	must(t, err)
+	must(t, n.DeleteProcess(ctx, "pl", long.ID))
+	if alive(long.PID) {
+		t.Fatal("deleted process still alive")
+	}
+	_, err = n.Process(ctx, "pl", long.ID)
+	wantErr(t, err, ErrNotFound)
+	wantErr(t, n.DeleteProcess(ctx, "pl", "proc_nope"), ErrNotFound)
+	want := []string{"sandbox.created", "process.created", "process.exited", "process.created", "process.exited", "process.deleted"}
+	if got := eventTypes(t, n, "pl"); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+}
+
+// TestTerminalGetOrCreate makes 1,000 concurrent PUTs of one terminal id: exactly one
+// PTY process is started and every caller sees it.
+func TestTerminalGetOrCreate(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.MailboxSize = 2048 })
+	ctx := tctx(t)
+	mustCreate(t, n, "term")
+	const N = 1000
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	procs := make([]string, N)
+	start := make(chan struct{})
+	for i := range N {
+		wg.Go(func() {
+			<-start
+			in, c, err := n.PutTerminal(ctx, "term", "t1", TerminalSpec{Cols: 100, Rows: 30})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if c {
+				created.Add(1)
+			}
+			procs[i] = in.Process
+		})
+	}
+	close(start)
+	wg.Wait()
+	if created.Load() != 1 {
+		t.Fatalf("created = %d", created.Load())
+	}
+	for _, p := range procs {
+		if p != procs[0] || p == "" {
+			t.Fatalf("callers saw different processes: %q vs %q", p, procs[0])
+		}
+	}
+	list, err := n.ListProcesses(ctx, "term")
+	must(t, err)
+	ptys := 0
+	for _, p := range list {
+		if p.PTY && p.Tag == "terminal:t1" {
+			ptys++
+		}
+	}
+	if ptys != 1 || len(list) != 1 {
+		t.Fatalf("%d PTY processes, %d processes", ptys, len(list))
+	}
+	info, p, err := n.GetTerminal(ctx, "term", "t1")
+	must(t, err)
+	if info.Status != "running" || info.Cols != 100 || p.ID() != procs[0] {
+		t.Fatalf("info = %+v", info)
+	}
+	must(t, n.ResizeTerminal(ctx, "term", "t1", 120, 40))
+	if in := p.Info(); in.Cols != 120 || in.Rows != 40 {
+		t.Fatalf("after resize %dx%d", in.Cols, in.Rows)
+	}
+	must(t, n.DeleteTerminal(ctx, "term", "t1"))
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("terminal shell not killed")
+	}
+	_, _, err = n.GetTerminal(ctx, "term", "t1")
+	wantErr(t, err, ErrNotFound)
+}
+
+// TestCreateDeleteRace starts processes, sessions and terminals while the sandbox is
+// deleted (and re-created); afterwards no process started in it is alive.
+func TestCreateDeleteRace(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	var mu sync.Mutex
+	var pids []int
+	for round := range 5 {
+		id := fmt.Sprintf("race%d", round)
+		mustCreate(t, n, id)
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Go(func() {
+				switch i % 4 {
+				case 0:
+					if in, err := n.StartProcess(ctx, id, runtime.StartOptions{Command: "sleep 60 & sleep 60"}); err == nil {
+						mu.Lock()
+						pids = append(pids, in.PID)
+						mu.Unlock()
+					}
+				case 1:
+					if _, p, err := n.GetTerminalOrPut(ctx, id, fmt.Sprintf("t%d", i)); err == nil {
+						mu.Lock()
+						pids = append(pids, p.Info().PID)
+						mu.Unlock()
+					}
+				case 2:
+					_, _, _ = n.CreateSession(ctx, id, SessionSpec{ID: fmt.Sprintf("s%d", i)})
+					_, _ = n.SessionExec(ctx, id, fmt.Sprintf("s%d", i), runtime.SessionCommand{Command: "sleep 30 &"})
+				case 3:
+					_, _ = n.Exec(ctx, id, runtime.ExecOptions{Command: "sleep 30"})
+				}
+			})
+		}
+		wg.Go(func() {
+			time.Sleep(time.Duration(round*15) * time.Millisecond)
+			if err := n.DeleteSandbox(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		// Anything that got in after the delete saw no sandbox; clean up a re-create.
+		_ = n.DeleteSandbox(ctx, id)
+	}
+	if len(pids) == 0 {
+		t.Log("no process started before a delete in any round")
+	}
+	eventually(t, 15*time.Second, "all processes dead", func() bool {
+		for _, pid := range pids {
+			if alive(pid) {
+				return false
+			}
+		}
+		return true
+	})
+	// Nothing of ours is running: the leak check of TestMain also looks for children.
+}
+
+// GetTerminalOrPut is PutTerminal returning the process, for tests.
+func (n *Node) GetTerminalOrPut(ctx context.Context, sb, id string) (TerminalInfo, *runtime.Process, error) {
+	if _, _, err := n.PutTerminal(ctx, sb, id, TerminalSpec{}); err != nil {
+		return TerminalInfo{}, nil, err
+	}
+	return n.GetTerminal(ctx, sb, id)
+}
+
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "ss")
+	in, created, err := n.CreateSession(ctx, "ss", SessionSpec{ID: "s1", Env: map[string]string{"A": "1"}})
+	must(t, err)
+	if !created || in.Status != runtime.SessionReady {
+		t.Fatalf("created=%v info=%+v", created, in)
+	}
+	_, created, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s1", Env: map[string]string{"A": "1"}})
+	must(t, err)
+	if created {
+		t.Fatal("same session created twice")
+	}
+	_, _, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s1"})
+	wantErr(t, err, ErrConflict)
+
+	res, err := n.SessionExec(ctx, "ss", "s1", runtime.SessionCommand{Command: "mkdir -p sub && cd sub && export B=2"})
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("res = %+v %s", res, res.Stderr)
+	}
+	res, err = n.SessionExec(ctx, "ss", "s1", runtime.SessionCommand{Command: "echo $A$B; basename $PWD"})
+	must(t, err)
+	if string(res.Stdout) != "12\nsub\n" {
+		t.Fatalf("stdout %q", res.Stdout)
+	}
+	// A process from the session starts from its snapshot.
+	p, err := n.StartProcess(ctx, "ss", runtime.StartOptions{Command: "echo $B; basename $PWD", Session: "s1"})
+	must(t, err)
+	h, err := n.Process(ctx, "ss", p.ID)
+	must(t, err)
+	_, err = h.Wait(ctx)
+	must(t, err)
+	_, err = n.StartProcess(ctx, "ss", runtime.StartOptions{Command: "true", Session: "nope"})
+	wantErr(t, err, ErrNotFound)
+
+	// A session command runs off the actor: the sandbox answers meanwhile, and
+	// another session runs in parallel.
+	_, _, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s2"})
+	must(t, err)
+	done := make(chan error, 2)
+	start := time.Now()
+	for _, s := range []string{"s1", "s2"} {
+		go func() {
+			_, err := n.SessionExec(ctx, "ss", s, runtime.SessionCommand{Command: "sleep 1"})
+			done <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	_, err = n.GetSandbox(ctx, "ss")
+	must(t, err)
+	if d := time.Since(t0); d > 500*time.Millisecond {
+		t.Fatalf("GetSandbox took %v during a session command", d)
+	}
+	must(t, <-done)
+	must(t, <-done)
+	if d := time.Since(start); d > 1900*time.Millisecond {
+		t.Fatalf("two sessions' 1s commands took %v: not parallel", d)
+	}
+
+	// A command that exits the shell kills the session.
+	res, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "exit 3"})
+	must(t, err)
+	if res.ExitCode != 3 {
+		t.Fatalf("exit: %+v", res)
+	}
+	_, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "true"})
+	wantErr(t, err, ErrConflict)
+	wantErr(t, err, runtime.ErrSessionDead)
+	info, err := n.GetSession(ctx, "ss", "s2")
+	must(t, err)
+	if info.Status != runtime.SessionDead {
+		t.Fatalf("status %v", info.Status)
+	}
+	_, created, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s2", Cwd: "sub"})
+	must(t, err)
+	if !created {
+		t.Fatal("dead session not replaced")
+	}
+	must(t, n.DeleteSession(ctx, "ss", "s2"))
+	_, err = n.GetSession(ctx, "ss", "s2")
+	wantErr(t, err, ErrNotFound)
+	for _, typ := range []string{"session.created", "session.dead", "session.deleted"} {
+		if !slices.Contains(eventTypes(t, n, "ss"), typ) {
+			t.Errorf("no %s event", typ)
+		}
+	}
+}
+
+// TestHibernateWake checks idle hibernation with the fake clock: processes end (with
+// process.exited), and the next session command rehydrates the session's cwd and env.
+func TestHibernateWake(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.Limits = Budget{IdleTTL: 10 * time.Minute, MaxDuration: 2 * time.Hour}
+		c.PassivateAfter = 24 * time.Hour
+	})
+	ctx := tctx(t)
+	mustCreate(t, n, "hw")
+	_, _, err := n.CreateSession(ctx, "hw", SessionSpec{ID: "s"})
+	must(t, err)
+	_, err = n.SessionExec(ctx, "hw", "s", runtime.SessionCommand{Command: "mkdir -p a/b && cd a/b && export K=v1"})
+	must(t, err)
+	bg, err := n.StartProcess(ctx, "hw", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	_, _, err = n.PutTerminal(ctx, "hw", "tt", TerminalSpec{})
+	must(t, err)
+
+	n.clock.Advance(11 * time.Minute)
+	eventually(t, 10*time.Second, "hibernated", func() bool {
+		in, err := n.GetSandbox(ctx, "hw")
+		return err == nil && in.State == StateHibernated
+	})
+	if alive(bg.PID) {
+		t.Fatal("process survived hibernation")
+	}
+	in, err := n.GetSandbox(ctx, "hw")
+	must(t, err)
+	if in.Counts.Processes != 0 || in.Counts.Sessions != 1 || in.Counts.Terminals != 1 {
+		t.Fatalf("counts %+v", in.Counts)
+	}
+	terms, err := n.ListTerminals(ctx, "hw")
+	must(t, err)
+	if len(terms) != 1 || terms[0].Status != "stopped" {
+		t.Fatalf("terminals %+v", terms)
+	}
+	res, err := n.SessionExec(ctx, "hw", "s", runtime.SessionCommand{Command: `echo "$K $PWD"`})
+	must(t, err)
+	if got := string(res.Stdout); !strings.HasPrefix(got, "v1 ") || !strings.HasSuffix(got, "/a/b\n") {
+		t.Fatalf("after wake: %q", got)
+	}
+	_, p, err := n.GetTerminal(ctx, "hw", "tt")
+	must(t, err)
+	if p == nil || p.Info().Status != runtime.StatusRunning {
+		t.Fatal("terminal not restarted")
+	}
+	types := eventTypes(t, n, "hw")
+	i := slices.Index(types, "sandbox.hibernated")
+	if i < 0 || !slices.Contains(types[:i], "process.exited") || !slices.Contains(types[i:], "sandbox.woke") {
+		t.Fatalf("events = %v", types)
+	}
+}
+
+func TestExpired(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.Limits = Budget{MaxDuration: time.Hour, IdleTTL: 2 * time.Hour} })
+	ctx := tctx(t)
+	mustCreate(t, n, "xp")
+	p, err := n.StartProcess(ctx, "xp", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	n.clock.Advance(61 * time.Minute)
+	eventually(t, 10*time.Second, "expired", func() bool {
+		in, err := n.GetSandbox(ctx, "xp")
+		return err == nil && in.State == StateExpired
+	})
+	if alive(p.PID) {
+		t.Fatal("process survived expiry")
+	}
+	_, err = n.Exec(ctx, "xp", runtime.ExecOptions{Command: "true"})
+	wantErr(t, err, ErrExpired)
+	_, _, err = n.CreateSession(ctx, "xp", SessionSpec{})
+	wantErr(t, err, ErrExpired)
+	_, _, err = n.PutTerminal(ctx, "xp", "t", TerminalSpec{})
+	wantErr(t, err, ErrExpired)
+	must(t, n.DeleteSandbox(ctx, "xp"))
+}
+
+// TestCloseReopenSandbox closes the node with work running and reopens the data dir:
+// processes ended with process.exited, and the sandbox, budget, session snapshot,
+// terminal spec, events and messages are back.
+func TestCloseReopenSandbox(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.Limits = Budget{MaxProcesses: 5} })
+	ctx := tctx(t)
+	mustCreate(t, n, "cr")
+	_, _, err := n.CreateSession(ctx, "cr", SessionSpec{ID: "s"})
+	must(t, err)
+	_, err = n.SessionExec(ctx, "cr", "s", runtime.SessionCommand{Command: "mkdir -p w && cd w && export Z=zz"})
+	must(t, err)
+	p, err := n.StartProcess(ctx, "cr", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	_, _, err = n.PutTerminal(ctx, "cr", "tt", TerminalSpec{Cols: 90, Rows: 20})
+	must(t, err)
+	_, err = n.PostMessage(ctx, "cr", []byte(`{"m":1}`))
+	must(t, err)
+	closeNode(t, n)
+	if alive(p.PID) {
+		t.Fatal("process survived Close")
+	}
+	cfg := *n.cfg
+	n2 := reopen(t, &cfg, n.clock)
+	in, err := n2.GetSandbox(ctx, "cr")
+	must(t, err)
+	if in.Budget.MaxProcesses != 5 || in.Counts.Sessions != 1 || in.Counts.Terminals != 1 {
+		t.Fatalf("info %+v", in)
+	}
+	types := eventTypes(t, n2, "cr")
+	exited := 0
+	for _, ty := range types {
+		if ty == "process.exited" {
+			exited++
+		}
+	}
+	if exited != 2 { // the sleep and the terminal's shell
+		t.Fatalf("events %v: %d process.exited", types, exited)
+	}
+	res, err := n2.SessionExec(ctx, "cr", "s", runtime.SessionCommand{Command: `echo $Z; basename $PWD`})
+	must(t, err)
+	if string(res.Stdout) != "zz\nw\n" {
+		t.Fatalf("session after reopen: %q", res.Stdout)
+	}
+	ti, _, err := n2.GetTerminal(ctx, "cr", "tt")
+	must(t, err)
+	if ti.Cols != 90 || ti.Rows != 20 || ti.Status != "running" {
+		t.Fatalf("terminal %+v", ti)
+	}
+	msgs, err := n2.TakeMessages(ctx, "cr", 0, 10)
+	must(t, err)
+	if len(msgs) != 1 {
+		t.Fatalf("messages %v", msgs)
+	}
+}
+
+func TestDeleteSandboxKillsAll(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "dk")
+	p, err := n.StartProcess(ctx, "dk", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	_, tp, err := n.GetTerminalOrPut(ctx, "dk", "t")
+	must(t, err)
+	must(t, n.DeleteSandbox(ctx, "dk"))
+	for _, pid := range []int{p.PID, tp.Info().PID} {
+		if alive(pid) {
+			t.Fatalf("pid %d alive after delete", pid)
+		}
+	}
+	if _, err := n.Exec(ctx, "dk", runtime.ExecOptions{Command: "true"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("exec after delete: %v", err)
+	}
+	list, err := n.ListSandboxes(ctx, nil)
+	must(t, err)
+	if len(list) != 0 {
+		t.Fatalf("list after delete: %+v", list)
+	}
+}

@@ -1,0 +1,211 @@
+package actor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// sandboxWork is the runtime-backed part of a sandbox actor: the runtime sandbox, its
+// processes, sessions and terminals. It is touched only by the actor goroutine. The
+// runtime sandbox is made on first need and closed on hibernation, passivation, delete
+// and node close; sessions and terminals are remembered (durably) across those and
+// restarted from their records on the next request that needs them.
+type sandboxWork struct {
+	rt        *runtime.Sandbox
+	procs     map[string]*runtime.Process // started, exit not yet recorded
+	sessions  map[string]*sessionState
+	terminals map[string]*terminalState
+}
+
+// load reads remembered sessions and terminals.
+func (w *sandboxWork) load(a *sbActor, r Reader) error {
+	var err error
+	r.Scan(pfxSession, nil, func(_, v []byte) bool {
+		st := &sessionState{}
+		if err = json.Unmarshal(v, &st.rec); err != nil {
+			return false
+		}
+		w.sessionMap()[st.rec.ID] = st
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("decode session: %w", err)
+	}
+	r.Scan(pfxTerminal, nil, func(_, v []byte) bool {
+		st := &terminalState{}
+		if err = json.Unmarshal(v, &st.rec); err != nil {
+			return false
+		}
+		w.terminalMap()[st.rec.ID] = st
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("decode terminal: %w", err)
+	}
+	return nil
+}
+
+func (w *sandboxWork) sessionMap() map[string]*sessionState {
+	if w.sessions == nil {
+		w.sessions = map[string]*sessionState{}
+	}
+	return w.sessions
+}
+
+func (w *sandboxWork) terminalMap() map[string]*terminalState {
+	if w.terminals == nil {
+		w.terminals = map[string]*terminalState{}
+	}
+	return w.terminals
+}
+
+// busy reports whether running processes keep the activation in memory. Live session
+// shells do not: they are closed on passivation and restarted from their snapshot.
+func (w *sandboxWork) busy() bool { return len(w.procs) > 0 || (w.rt != nil && w.rt.Running() > 0) }
+
+// counts returns live processes, and remembered sessions and terminals.
+func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
+	if w.rt != nil {
+		procs = w.rt.Running()
+	}
+	return procs, len(w.sessions), len(w.terminals)
+}
+
+// forget drops remembered sessions and terminals (sandbox deleted).
+func (w *sandboxWork) forget(a *sbActor) { w.sessions, w.terminals, w.procs = nil, nil, nil }
+
+// runtime returns the sandbox's runtime, starting it if needed.
+func (a *sbActor) runtime() (*runtime.Sandbox, error) {
+	if a.sb.rt != nil {
+		return a.sb.rt, nil
+	}
+	b := a.rec.Budget.budget()
+	rt, err := runtime.New(&runtime.Config{
+		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: b.MaxProcesses,
+		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("actor: failed to start runtime for sandbox %q: %w", a.id, err)
+	}
+	a.sb.rt = rt
+	return rt, nil
+}
+
+// endWork ends every process of the sandbox (session shells and terminals included);
+// sessions and terminals stay remembered. With record, a process.exited event is
+// written for every process whose exit was not recorded yet.
+func (a *sbActor) endWork(record bool) {
+	w := &a.sb
+	ctx, cancel := context.WithTimeout(context.Background(), a.n.cfg.KillGrace+10*time.Second)
+	defer cancel()
+	for _, st := range w.sessions {
+		if st.live != nil {
+			_ = st.live.Close(ctx)
+			st.live = nil
+		}
+	}
+	for _, st := range w.terminals {
+		st.proc = nil
+	}
+	if w.rt == nil {
+		return
+	}
+	if err := w.rt.Close(ctx); err != nil {
+		a.n.log.Error("actor: failed to close runtime", "sandbox", a.id, "err", err)
+	}
+	w.rt = nil
+	if record && a.rec != nil {
+		for _, p := range w.procs {
+			a.recordExit(p)
+		}
+	}
+	w.procs = nil
+	a.dirty = true
+}
+
+// watch records p as running and posts its exit back to this activation.
+func (a *sbActor) watch(p *runtime.Process) {
+	if a.sb.procs == nil {
+		a.sb.procs = map[string]*runtime.Process{}
+	}
+	a.sb.procs[p.ID()] = p
+	a.n.wg.Add(1) // the actor goroutine holds a count, so this never races Close's Wait
+	go func() {
+		defer a.n.wg.Done()
+		<-p.Done()
+		a.postSelf(func(a *sbActor) (any, error) {
+			if a.sb.procs[p.ID()] == p {
+				a.recordExit(p)
+				delete(a.sb.procs, p.ID())
+				a.dirty = true
+			}
+			return nil, nil
+		})
+	}()
+}
+
+func (a *sbActor) recordExit(p *runtime.Process) {
+	in := p.Info()
+	data := map[string]any{"id": in.ID, "exit_code": nil, "signal": nil}
+	if in.Exit != nil {
+		data["exit_code"] = in.Exit.Code
+		if in.Exit.Signal != "" {
+			data["signal"] = in.Exit.Signal
+		}
+	}
+	a.emit("process.exited", data)
+}
+
+// checkProcessBudget refuses a new process at the sandbox's MaxProcesses, recording a
+// budget.denied event.
+func (a *sbActor) checkProcessBudget(rt *runtime.Sandbox) error {
+	limit := a.rec.Budget.MaxProcesses
+	if rt.Running() >= limit {
+		return a.denied(limit)
+	}
+	return nil
+}
+
+func (a *sbActor) denied(limit int) error {
+	a.emit("budget.denied", map[string]any{"budget": "max_processes", "limit": limit})
+	return &BudgetError{Budget: "max_processes", Limit: limit}
+}
+
+// startErr maps runtime start errors: the runtime's own process cap is a budget denial.
+func (a *sbActor) startErr(err error) error {
+	if errors.Is(err, runtime.ErrTooManyProcesses) {
+		return a.denied(a.rec.Budget.MaxProcesses)
+	}
+	return err
+}
+
+// clampTimeout applies the sandbox's MaxExecTimeout: 0 or more → the maximum.
+func (a *sbActor) clampTimeout(d time.Duration) time.Duration {
+	max := a.rec.Budget.budget().MaxExecTimeout
+	if d <= 0 || d > max {
+		return max
+	}
+	return d
+}
+
+func (a *sbActor) outputLimit(l int) int {
+	max := a.rec.Budget.OutputBufferBytes
+	if l <= 0 || l > max {
+		return max
+	}
+	return l
+}
+
+// defaultCwd returns cwd, or the sandbox's cwd when empty.
+func (a *sbActor) defaultCwd(cwd string) string {
+	if cwd == "" {
+		return a.rec.Cwd
+	}
+	return cwd
+}

@@ -1,0 +1,29 @@
+package runtime
+
+import "errors"
+
+// Errors returned by the process side of the runtime. Compare with errors.Is: most are
+// wrapped with detail.
+var (
+	// ErrNotFound is returned for an unknown process id.
+	ErrNotFound = errors.New("runtime: process not found")
+	// ErrExited is returned when a signal or input is sent to a process that has exited.
+	ErrExited = errors.New("runtime: process already exited")
+	// ErrStdinClosed is returned by Process.Write after Process.CloseStdin.
+	ErrStdinClosed = errors.New("runtime: stdin closed")
+	// ErrNotPTY is returned by Process.Resize on a process without a PTY.
+	ErrNotPTY = errors.New("runtime: process has no pty")
+	// ErrTooManyProcesses is returned by Sandbox.Start and Sandbox.StartTerminal when
+	// Config.MaxProcesses processes are already running.
+	ErrTooManyProcesses = errors.New("runtime: too many processes")
+	// ErrBadSignal is returned by ParseSignal for an unknown signal name or number.
+	ErrBadSignal = errors.New("runtime: bad signal")
+	// ErrClosed is returned by every Sandbox method after Sandbox.Close.
+	ErrClosed = errors.New("runtime: sandbox closed")
+	// ErrInvalid is returned for bad options: both or neither of Command and Argv, a cwd
+	// outside the workspace, a bad id.
+	ErrInvalid = errors.New("runtime: invalid options")
+	// ErrDuplicateID is returned by Sandbox.Start when StartOptions.ID names a process
+	// that is still listed.
+	ErrDuplicateID = errors.New("runtime: process id already in use")
+)

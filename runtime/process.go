@@ -1,0 +1,296 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Status is the state of a process.
+type Status string
+
+// Process states.
+const (
+	// StatusRunning is a process that has not exited yet.
+	StatusRunning Status = "running"
+	// StatusExited is a process whose exit was published (all output read).
+	StatusExited Status = "exited"
+)
+
+// ExitStatus is how a process ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 when the process was killed by a signal.
+	Code int
+	// Signal is the name of the signal that killed the process ("SIGKILL"), or "".
+	Signal string
+}
+
+// ProcessInfo is a snapshot of a process.
+type ProcessInfo struct {
+	ID      string
+	Command string
+	Argv    []string
+	Cwd     string
+	PID     int
+	PTY     bool
+	Cols    uint16
+	Rows    uint16
+	Tag     string
+	Label   string
+	Session string
+	Status  Status
+	// Exit is nil while the process runs.
+	Exit      *ExitStatus
+	CreatedAt time.Time
+	ExitedAt  *time.Time
+	// OutputOffset is the offset after the last output byte.
+	OutputOffset int64
+	// OutputDropped is how many of the oldest output bytes left the ring.
+	OutputDropped int64
+}
+
+// Process is a running or exited process of a sandbox, with its output ring.
+//
+// All methods are safe for concurrent use. The process is watched by goroutines owned by
+// its Sandbox: they read its output into the ring and publish its exit.
+type Process struct {
+	sb      *Sandbox
+	id      string
+	command string
+	argv    []string
+	cwd     string
+	pid     int
+	isPTY   bool
+	tag     string
+	label   string
+	session string
+	created time.Time
+
+	g        *procGroup
+	ring     *ring
+	done     chan struct{}
+	attached atomic.Int32
+
+	stdin  *os.File // pipe write end, or the PTY master
+	master *os.File // nil without a PTY
+
+	mu          sync.Mutex
+	cols, rows  uint16
+	stdinClosed bool
+	exit        *ExitStatus
+	exitedAt    time.Time
+	keep        *time.Timer // guarded by sb.mu
+}
+
+// ID returns the process id.
+func (p *Process) ID() string { return p.id }
+
+// Info returns a snapshot of the process.
+func (p *Process) Info() ProcessInfo {
+	start, end := p.ring.offsets()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	info := ProcessInfo{
+		ID: p.id, Command: p.command, Argv: append([]string(nil), p.argv...), Cwd: p.cwd,
+		PID: p.pid, PTY: p.isPTY, Cols: p.cols, Rows: p.rows, Tag: p.tag, Label: p.label,
+		Session: p.session, Status: StatusRunning, CreatedAt: p.created,
+		OutputOffset: end, OutputDropped: start,
+	}
+	if p.exit != nil {
+		e, t := *p.exit, p.exitedAt
+		info.Status, info.Exit, info.ExitedAt = StatusExited, &e, &t
+	}
+	return info
+}
+
+// Done returns a channel closed once the exit is published, after all output was read.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the process to exit and returns how it ended.
+func (p *Process) Wait(ctx context.Context) (ExitStatus, error) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return ExitStatus{}, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return *p.exit, nil
+}
+
+// Signal sends sig to the process group (for a PTY, to the whole session). It returns
+// ErrExited once the process has exited.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if err := p.g.signal(sig); err != nil {
+		return fmt.Errorf("failed to signal process %s: %w", p.id, err)
+	}
+	return nil
+}
+
+// Kill ends the process tree: SIGTERM to the group, SIGKILL after the sandbox's
+// KillGrace, and waits for the exit. Killing an exited process is a no-op. If ctx ends
+// first the tree is sent SIGKILL and ctx's error returned.
+func (p *Process) Kill(ctx context.Context) error {
+	if p.g.signal(syscall.SIGTERM) == nil {
+		t := time.NewTimer(p.sb.cfg.KillGrace)
+		defer t.Stop()
+		select {
+		case <-p.done:
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		_ = p.g.signal(syscall.SIGKILL)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Write writes b to the process's stdin (the PTY master for a PTY). It may block while
+// the process does not read. It returns ErrExited after exit and ErrStdinClosed after
+// CloseStdin.
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	exited, closed := p.exit != nil, p.stdinClosed
+	p.mu.Unlock()
+	switch {
+	case exited:
+		return 0, ErrExited
+	case closed:
+		return 0, ErrStdinClosed
+	}
+	n, err := p.stdin.Write(b)
+	if err != nil {
+		if p.exitedOrGone() || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EIO) {
+			return n, ErrExited
+		}
+		if errors.Is(err, os.ErrClosed) {
+			return n, ErrStdinClosed
+		}
+		return n, fmt.Errorf("failed to write stdin: %w", err)
+	}
+	return n, nil
+}
+
+// exitedOrGone reports whether the leader has exited (perhaps not yet published).
+func (p *Process) exitedOrGone() bool {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	return p.g.reaped
+}
+
+// CloseStdin ends the process's input: it closes the stdin pipe, or on a PTY sends the
+// terminal's EOF character (^D), which a reader at the start of a line sees as EOF.
+// Later Writes return ErrStdinClosed.
+func (p *Process) CloseStdin() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.exit != nil:
+		return ErrExited
+	case p.stdinClosed:
+		return nil
+	}
+	p.stdinClosed = true
+	if p.master != nil {
+		return sendEOF(p.master)
+	}
+	return p.stdin.Close()
+}
+
+// Resize sets the PTY's window size (TIOCSWINSZ); the foreground job gets SIGWINCH.
+// It returns ErrNotPTY for a process with pipes.
+func (p *Process) Resize(cols, rows uint16) error {
+	if p.master == nil {
+		return ErrNotPTY
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exit != nil {
+		return ErrExited
+	}
+	if err := setWinsize(p.master, cols, rows); err != nil {
+		return fmt.Errorf("failed to resize: %w", err)
+	}
+	p.cols, p.rows = cols, rows
+	return nil
+}
+
+// Attached returns the number of open subscriptions.
+func (p *Process) Attached() int { return int(p.attached.Load()) }
+
+// Subscribe returns a subscription to the process's output from offset from; from < 0
+// means the current end (live output only), and from beyond the end is the end.
+func (p *Process) Subscribe(from int64) *Subscription {
+	if _, end := p.ring.offsets(); from < 0 || from > end {
+		from = end
+	}
+	p.attached.Add(1)
+	return &Subscription{p: p, pos: from, closed: make(chan struct{})}
+}
+
+// Subscription delivers a process's events in offset order: a gap if the asked-for
+// bytes already left the ring, the buffered output, live output, then the exit. After
+// the exit event, and after Close, Next returns io.EOF. A subscriber that falls behind
+// the ring gets a gap event with the exact range it missed; it never slows the process
+// or other subscribers.
+//
+// One goroutine calls Next; Close is safe from any goroutine and idempotent.
+type Subscription struct {
+	p        *Process
+	pos      int64
+	exitSent bool
+	once     sync.Once
+	closed   chan struct{}
+}
+
+// Next returns the next event. It blocks until there is one, ctx is done or the
+// subscription is closed.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for {
+		select {
+		case <-s.closed:
+			return Event{}, io.EOF
+		default:
+		}
+		if s.exitSent {
+			return Event{}, io.EOF
+		}
+		ev, next, wait, ok := s.p.ring.read(s.pos)
+		if ok {
+			s.pos = next
+			if ev.Kind == EventExit {
+				s.exitSent = true
+			}
+			return ev, nil
+		}
+		select {
+		case <-wait:
+		case <-s.closed:
+			return Event{}, io.EOF
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Offset returns the offset of the next byte the subscription will deliver.
+func (s *Subscription) Offset() int64 { return s.pos }
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.p.attached.Add(-1)
+	})
+}

@@ -1,0 +1,260 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StartOptions are the settings of a process started with Sandbox.Start.
+type StartOptions struct {
+	// ID is the process id; "" makes "proc_" + 16 hex digits. A given id must be 1-63
+	// chars of [a-z0-9_-] and not in use.
+	ID string
+	// Command is run by /bin/sh -c. Exactly one of Command and Argv is set.
+	Command string
+	// Argv is run directly.
+	Argv []string
+	// Cwd is relative to the workspace, or absolute inside it; "" is the workspace.
+	Cwd string
+	// Env is overlaid on the sandbox env.
+	Env map[string]string
+	// PTY puts the process on a PTY of this size. nil means pipes: stdout and stderr
+	// are separate streams and stdin is a pipe.
+	PTY *WinSize
+	// Tag, Label and Session are recorded for listing only.
+	Tag, Label, Session string
+	// Timeout kills the tree with SIGKILL when it passes; 0 means none.
+	Timeout time.Duration
+	// Keep is how long the exited record stays listed; 0 means DefaultKeep.
+	Keep time.Duration
+}
+
+// readBufBytes is the read buffer of each output reader.
+const readBufBytes = 16 << 10
+
+// Start starts a long-lived process in its own process group (a new session for a PTY)
+// and returns at once. Its output goes to the process's ring. It returns
+// ErrTooManyProcesses when Config.MaxProcesses are running, ErrInvalid for bad options
+// or a program that cannot be started, ErrDuplicateID and ErrClosed.
+func (s *Sandbox) Start(ctx context.Context, o StartOptions) (*Process, error) {
+	p, err := s.start(ctx, o, nil)
+	if err != nil {
+		return nil, fmt.Errorf("failed to start process: %w", err)
+	}
+	return p, nil
+}
+
+// start starts a process; env layers go between the sandbox env and o.Env.
+func (s *Sandbox) start(ctx context.Context, o StartOptions, envMid map[string]string) (*Process, error) {
+	argv, err := commandArgv(o.Command, o.Argv)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := s.resolveCwd(o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if o.ID != "" && !validID(o.ID) {
+		return nil, fmt.Errorf("%w: bad process id %q", ErrInvalid, o.ID)
+	}
+	if o.PTY != nil && (o.PTY.Cols == 0 || o.PTY.Rows == 0) {
+		return nil, fmt.Errorf("%w: pty size must be positive", ErrInvalid)
+	}
+	id := o.ID
+	if id == "" {
+		id = newProcessID()
+	}
+	if err := s.reserve(id); err != nil {
+		return nil, err
+	}
+	p, err := s.spawn(ctx, id, argv, dir, o, envMid)
+	if err != nil {
+		s.unreserve(id, nil)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		return nil, err
+	}
+	s.unreserve(id, p)
+	return p, nil
+}
+
+// reserve claims id and a running slot, and registers the watcher goroutines of the
+// process about to start so that Close waits for them.
+func (s *Sandbox) reserve(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.procs[id] != nil || s.pending[id]:
+		return fmt.Errorf("%w: %q", ErrDuplicateID, id)
+	case s.cfg.MaxProcesses > 0 && s.running >= s.cfg.MaxProcesses:
+		return fmt.Errorf("%w: %d running", ErrTooManyProcesses, s.running)
+	}
+	s.pending[id] = true
+	s.running++
+	s.wg.Add(1)
+	return nil
+}
+
+// unreserve ends a reservation: with p the process is listed, without it the slot is
+// given back.
+func (s *Sandbox) unreserve(id string, p *Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, id)
+	if p == nil {
+		s.running--
+		s.wg.Done()
+		return
+	}
+	s.procs[id] = p
+	s.order = append(s.order, p)
+}
+
+func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir string, o StartOptions, envMid map[string]string) (*Process, error) {
+	cmd, err := s.cfg.Driver.Command(ctx, Spec{Argv: argv, Dir: dir, Env: s.environ(envMid, o.Env), PTY: o.PTY != nil})
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{
+		sb: s, id: id, argv: o.Argv, cwd: dir, tag: o.Tag, label: o.Label,
+		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
+		g: &procGroup{session: o.PTY != nil}, ring: newRing(s.cfg.OutputBufferBytes),
+		done: make(chan struct{}),
+	}
+	if o.Command != "" {
+		p.command, p.argv = o.Command, nil
+	}
+	var outputs []output
+	if o.PTY != nil {
+		m, err := startPTY(cmd, *o.PTY)
+		if err != nil {
+			return nil, err
+		}
+		p.master, p.stdin, p.cols, p.rows = m, m, o.PTY.Cols, o.PTY.Rows
+		outputs = []output{{StreamPTY, m}}
+	} else {
+		files, err := pipes(3)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
+		setpgid(cmd)
+		err = cmd.Start()
+		closeAll(files[0], files[3], files[5])
+		if err != nil {
+			closeAll(files[1], files[2], files[4])
+			return nil, err
+		}
+		p.stdin = files[1]
+		outputs = []output{{StreamStdout, files[2]}, {StreamStderr, files[4]}}
+	}
+	p.pid = cmd.Process.Pid
+	p.g.setPID(p.pid)
+	keep := o.Keep
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	go p.watch(cmd, outputs, o.Timeout, keep)
+	return p, nil
+}
+
+// output is one stream of a process and the file it is read from.
+type output struct {
+	stream Stream
+	f      *os.File
+}
+
+// pipes makes n pipes and returns their ends as read, write, read, write, ...
+func pipes(n int) ([]*os.File, error) {
+	files := make([]*os.File, 0, 2*n)
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(files...)
+			return nil, err
+		}
+		files = append(files, r, w)
+	}
+	return files, nil
+}
+
+// watch owns a started process: it reads its outputs into the ring, enforces the
+// timeout, and on exit kills what is left of the tree, reads the outputs to their end
+// (bounded), reaps the process and publishes the exit. It runs on its own goroutine,
+// counted in s.wg.
+func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Duration) {
+	defer p.sb.wg.Done()
+	var readers sync.WaitGroup
+	files := make([]*os.File, len(outputs))
+	for i, o := range outputs {
+		files[i] = o.f
+		readers.Go(func() { p.readOutput(o) })
+	}
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { _ = p.g.signal(syscall.SIGKILL) })
+		defer t.Stop()
+	}
+	_ = waitExited(p.pid) // on error (never expected) cmd.Wait below still reaps
+	p.g.finish()
+	if p.master == nil {
+		_ = p.stdin.Close() // nobody can read it any more
+	}
+	cmd.WaitDelay = drainBound
+	_ = cmd.Wait()
+	drain(&readers, files...)
+	closeAll(files...)
+	st := ExitStatus{Code: -1} // unknown: only if the wait itself failed
+	if ps := cmd.ProcessState; ps != nil {
+		st = exitStatus(ps)
+	}
+	p.publishExit(st, keep)
+}
+
+// readOutput copies one output into the ring until EOF or error (EIO on a PTY master
+// once every holder of the slave is gone).
+func (p *Process) readOutput(o output) {
+	buf := make([]byte, readBufBytes)
+	for {
+		n, err := o.f.Read(buf)
+		if n > 0 {
+			p.ring.write(o.stream, buf[:n])
+		}
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			return // io.EOF, EIO from a PTY master, or the drain deadline
+		}
+	}
+}
+
+// exitStatus converts a reaped process state.
+func exitStatus(ps *os.ProcessState) ExitStatus {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: SignalName(ws.Signal())}
+	}
+	return ExitStatus{Code: ps.ExitCode()}
+}
+
+// publishExit records the exit, wakes subscribers and waiters, frees the running slot
+// and schedules the record's removal after keep.
+func (p *Process) publishExit(st ExitStatus, keep time.Duration) {
+	p.mu.Lock()
+	p.exit, p.exitedAt = &st, time.Now().UTC()
+	p.mu.Unlock()
+	p.ring.close(st)
+	s := p.sb
+	s.mu.Lock()
+	s.running--
+	if !s.closed {
+		p.keep = time.AfterFunc(keep, func() { s.drop(p) })
+	}
+	s.mu.Unlock()
+	close(p.done)
+}

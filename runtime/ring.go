@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"sort"
+	"sync"
+)
+
+const (
+	// ringMinAlloc is the first allocation of a ring: rings grow lazily, so an idle
+	// process costs next to nothing.
+	ringMinAlloc = 4 << 10
+	// maxEventBytes caps the data of one output event.
+	maxEventBytes = 64 << 10
+)
+
+// streamTag says that output from offset off on came from stream, until the next tag.
+type streamTag struct {
+	off    int64
+	stream Stream
+}
+
+// ring is the bounded output buffer of one process, addressed by absolute offset across
+// its streams. Writers never block on readers: a reader that falls behind the oldest
+// retained byte is told about the gap when it next reads.
+//
+// ring is safe for concurrent use. Readers wait on the channel returned by read, which is
+// closed by the next write or by close.
+type ring struct {
+	mu      sync.Mutex
+	max     int
+	buf     []byte // len(buf) is the current capacity; byte at offset o lives at o % len(buf)
+	start   int64  // oldest retained offset
+	end     int64  // offset after the newest byte
+	tags    []streamTag
+	tagHead int // tags[:tagHead] describe dropped bytes only
+	exit    *ExitStatus
+	wait    chan struct{} // non-nil while a reader waits
+}
+
+func newRing(max int) *ring {
+	return &ring{max: max}
+}
+
+// write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size.
+func (r *ring) write(stream Stream, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.tags); n == r.tagHead || r.tags[n-1].stream != stream {
+		r.tags = append(r.tags, streamTag{off: r.end, stream: stream})
+	}
+	if len(p) >= r.max { // everything retained so far is dropped, and p's head too
+		r.end += int64(len(p) - r.max)
+		r.start = r.end
+		p = p[len(p)-r.max:]
+	}
+	r.growLocked(int(r.end-r.start) + len(p))
+	size := int64(len(r.buf))
+	at := int(r.end % size)
+	n := copy(r.buf[at:], p)
+	copy(r.buf, p[n:])
+	r.end += int64(len(p))
+	if r.end-r.start > size {
+		r.start = r.end - size
+	}
+	r.pruneTagsLocked()
+	if r.wait != nil {
+		close(r.wait)
+		r.wait = nil
+	}
+}
+
+// growLocked makes the buffer hold want bytes, up to r.max, keeping retained bytes at
+// their offset modulo the new size.
+func (r *ring) growLocked(want int) {
+	if want <= len(r.buf) || len(r.buf) == r.max {
+		return
+	}
+	size := max(2*len(r.buf), want, ringMinAlloc)
+	size = min(size, r.max)
+	nb := make([]byte, size)
+	for o := r.start; o < r.end; {
+		from := int(o % int64(len(r.buf)))
+		to := int(o % int64(size))
+		n := min(int(r.end-o), len(r.buf)-from, size-to)
+		copy(nb[to:to+n], r.buf[from:from+n])
+		o += int64(n)
+	}
+	r.buf = nb
+}
+
+func (r *ring) pruneTagsLocked() {
+	for r.tagHead+1 < len(r.tags) && r.tags[r.tagHead+1].off <= r.start {
+		r.tagHead++
+	}
+	if r.tagHead > 32 && r.tagHead > len(r.tags)/2 {
+		n := copy(r.tags, r.tags[r.tagHead:])
+		r.tags = r.tags[:n]
+		r.tagHead = 0
+	}
+}
+
+// close records the exit status; readers get it after the last output byte.
+func (r *ring) close(st ExitStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exit != nil {
+		return
+	}
+	r.exit = &st
+	if r.wait != nil {
+		close(r.wait)
+		r.wait = nil
+	}
+}
+
+// offsets returns the retained range [start, end).
+func (r *ring) offsets() (start, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.start, r.end
+}
+
+// read returns the next event for a reader at *pos and advances *pos. When there is
+// nothing to read yet it returns ok == false and a channel closed by the next change. It
+// returns the exit event (ok, Kind EventExit) once all output up to the end was read.
+func (r *ring) read(pos int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pos < r.start {
+		return Event{Kind: EventGap, From: pos, To: r.start}, r.start, nil, true
+	}
+	if pos < r.end {
+		i := r.tagHead + sort.Search(len(r.tags)-r.tagHead, func(i int) bool {
+			return r.tags[r.tagHead+i].off > pos
+		}) - 1
+		stop := min(r.end, pos+maxEventBytes)
+		if i+1 < len(r.tags) {
+			stop = min(stop, r.tags[i+1].off)
+		}
+		data := make([]byte, stop-pos)
+		size := int64(len(r.buf))
+		at := int(pos % size)
+		n := copy(data, r.buf[at:])
+		copy(data[n:], r.buf)
+		return Event{Kind: EventOutput, Stream: r.tags[i].stream, Offset: pos, Data: data}, stop, nil, true
+	}
+	if r.exit != nil {
+		return Event{Kind: EventExit, Exit: *r.exit}, pos, nil, true
+	}
+	if r.wait == nil {
+		r.wait = make(chan struct{})
+	}
+	return Event{}, pos, r.wait, false
+}

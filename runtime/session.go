@@ -1,0 +1,429 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime/internal/frame"
+)
+
+// SessionOptions configures a new session.
+type SessionOptions struct {
+	// ID is the session's id; "" makes one ("sess_" + 16 hex digits).
+	ID string
+	// Cwd is where the shell starts: relative to the workspace, or absolute inside it.
+	// "" is the workspace itself.
+	Cwd string
+	// Env is overlaid on the sandbox environment.
+	Env map[string]string
+	// Shell is the shell to run; "" is "bash". Only bash is supported: the framing of
+	// commands uses bash features.
+	Shell string
+	// Snapshot, when set, makes the session start from this cwd and exported env
+	// instead of Cwd and Env (rehydration after hibernation or a move). A snapshot cwd
+	// that no longer exists falls back to Cwd.
+	Snapshot *SessionSnapshot
+}
+
+// SessionSnapshot is the state of a session that survives its shell: the working
+// directory and the exported variables.
+type SessionSnapshot struct {
+	Cwd string
+	Env map[string]string
+}
+
+// SessionCommand is one command for Session.Exec.
+type SessionCommand struct {
+	// Command is bash source; it runs in the session's shell. It must not hold NUL.
+	Command string
+	// Cwd, when set, is the directory for this call only: relative to the workspace or
+	// absolute inside it. The shell returns to its own cwd afterwards.
+	Cwd string
+	// Env is set for this call only; the previous values come back afterwards.
+	Env map[string]string
+	// Timeout ends the command: its whole tree and the shell are killed and the session
+	// is dead. 0 is none.
+	Timeout time.Duration
+	// OutputLimit caps each of stdout and stderr; 0 is the session's default (1 MiB
+	// unless the sandbox says otherwise). Bytes beyond it are read and dropped.
+	OutputLimit int
+}
+
+// SessionStatus is what a session is doing.
+type SessionStatus string
+
+// Session statuses.
+const (
+	SessionReady SessionStatus = "ready"
+	SessionBusy  SessionStatus = "busy"
+	SessionDead  SessionStatus = "dead"
+)
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID            string
+	Status        SessionStatus
+	Cwd           string
+	Env           map[string]string
+	CreatedAt     time.Time
+	LastCommandAt *time.Time
+	Commands      int
+	DeadReason    string
+}
+
+// sessionConfig is what a Sandbox hands newSession.
+type sessionConfig struct {
+	// Options are the caller's options.
+	Options SessionOptions
+	// Dir is the workspace directory (absolute).
+	Dir string
+	// Env is the sandbox environment (base variables plus Config.Env); Options.Env is
+	// overlaid on it.
+	Env map[string]string
+	// OutputLimit is the default cap per stream; 0 is 1 MiB.
+	OutputLimit int
+	// TempDir is where the session's private directory (command file and FIFOs) is
+	// made; "" is os.TempDir().
+	TempDir string
+}
+
+const (
+	sessDefaultOutputLimit = 1 << 20
+	// sessStartTimeout bounds how long a new shell may take to report ready.
+	sessStartTimeout = 30 * time.Second
+	// sessDrainWait bounds how long a finished command's output is followed for EOF
+	// when something it left in the background still holds stdout or stderr.
+	sessDrainWait = 25 * time.Millisecond
+	// sessExitWait bounds how long a shell whose control fd closed may take to exit.
+	sessExitWait = 5 * time.Second
+)
+
+// Session is a persistent bash that runs commands one at a time.
+//
+// Concurrency: all methods are safe for concurrent use. Exec calls are served in the
+// order they arrive, by one goroutine the session owns. Close stops it.
+//
+// Lifecycle:
+//  1. newSession starts bash in its own process group, with fd 3 as the control pipe,
+//     sends it the helper functions and waits for the first frame.
+//  2. Each Exec writes the command to a file the shell sources, with stdout and stderr
+//     on two fresh FIFOs; completion, status, cwd and exported env come back as a frame
+//     on the control fd, marked with a random nonce the command never sees.
+//  3. A timeout, an exit of the shell or Close kills the shell's tree and makes the
+//     session dead; later Execs return an error wrapping ErrSessionDead.
+//  4. Close kills what is left, stops the goroutines and removes the private directory.
+//     Call it for dead sessions too.
+type Session struct {
+	id        string
+	dir       string
+	limit     int
+	createdAt time.Time
+
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File
+	ctl    *os.File
+	tmp    string
+	ctlCh  chan []byte   // control bytes; closed at EOF
+	kick   chan struct{} // a request was queued
+	exited chan struct{} // closed once the shell is reaped
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	reapMu sync.Mutex // held while the shell's pid is signalled or reaped
+	reaped bool
+	state  *os.ProcessState
+
+	ctlBuf []byte // owned by whoever reads ctlCh: newSession, then the worker
+
+	mu       sync.Mutex
+	queue    []*sessReq
+	running  bool
+	dead     string
+	snap     SessionSnapshot
+	commands int
+	lastAt   *time.Time
+}
+
+type sessReq struct {
+	cmd  SessionCommand
+	cwd  string // resolved per-call cwd
+	done chan sessResult
+}
+
+type sessResult struct {
+	res ExecResult
+	err error
+}
+
+// newSession starts a session's shell and waits until it is ready.
+func newSession(ctx context.Context, cfg sessionConfig) (_ *Session, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: failed to start session: %w", err)
+		}
+	}()
+	o := cfg.Options
+	id := o.ID
+	if id == "" {
+		id = "sess_" + sessRandHex(8)
+	}
+	shell, err := sessShell(o.Shell)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := sessResolveCwd(cfg.Dir, o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	maps.Copy(env, cfg.Env)
+	maps.Copy(env, o.Env)
+	if o.Snapshot != nil {
+		if fi, err := os.Stat(o.Snapshot.Cwd); err == nil && fi.IsDir() && filepath.IsAbs(o.Snapshot.Cwd) {
+			cwd = o.Snapshot.Cwd
+		}
+		env = maps.Clone(o.Snapshot.Env)
+		delete(env, "SHLVL") // bash adds one on start; keep rehydration stable
+	}
+	if fi, err := os.Stat(cwd); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFileNotFound, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s", ErrNotDir, cwd)
+	}
+	env["PWD"] = cwd
+	envList, err := sessEnvList(env)
+	if err != nil {
+		return nil, err
+	}
+	limit := cfg.OutputLimit
+	if limit <= 0 {
+		limit = sessDefaultOutputLimit
+	}
+	tmp, err := os.MkdirTemp(cfg.TempDir, "sandgate-sess-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		id: id, dir: cfg.Dir, limit: limit, createdAt: time.Now(), tmp: tmp,
+		ctlCh: make(chan []byte, 16), kick: make(chan struct{}, 1),
+		exited: make(chan struct{}), closing: make(chan struct{}),
+	}
+	if err := s.start(shell, cwd, envList); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := s.handshake(ctx); err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.work()
+	return s, nil
+}
+
+// start launches the shell and the goroutines that watch it.
+func (s *Session) start(shell, cwd string, env []string) error {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return err
+	}
+	cmd := exec.Command(shell, "--noprofile", "--norc")
+	cmd.Dir = cwd
+	cmd.Env = env
+	cmd.Stdin = stdinR
+	cmd.ExtraFiles = []*os.File{ctlW} // fd 3 in the shell
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	stdinR.Close()
+	ctlW.Close()
+	if err != nil {
+		stdinW.Close()
+		ctlR.Close()
+		return err
+	}
+	s.cmd, s.pid, s.stdin, s.ctl = cmd, cmd.Process.Pid, stdinW, ctlR
+	s.wg.Add(2)
+	go s.waitShell()
+	go s.readControl()
+	return nil
+}
+
+// handshake sends the helpers and waits for the first frame.
+func (s *Session) handshake(ctx context.Context) error {
+	nonce := sessRandHex(16)
+	if _, err := s.stdin.Write(sessInitLines(s.tmp, nonce)); err != nil {
+		return fmt.Errorf("failed to write to the shell: %w", err)
+	}
+	t := time.NewTimer(sessStartTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case b, ok := <-s.ctlCh:
+			if !ok {
+				return errors.New("shell exited during start")
+			}
+			fr, done, err := s.takeFrame(b, nonce)
+			if err != nil {
+				return err
+			}
+			if done {
+				s.snap = SessionSnapshot{Cwd: fr.Cwd, Env: fr.Env}
+				return nil
+			}
+		case <-t.C:
+			return errors.New("shell did not start in time")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// takeFrame adds control bytes to the buffer and returns the frame of nonce once it
+// is complete. Bytes before a frame header are dropped.
+func (s *Session) takeFrame(b []byte, nonce string) (frame.Frame, bool, error) {
+	s.ctlBuf = append(s.ctlBuf, b...)
+	fr, n, err := frame.Parse(s.ctlBuf, nonce)
+	if errors.Is(err, frame.ErrIncomplete) {
+		return frame.Frame{}, false, nil
+	}
+	if err != nil {
+		return frame.Frame{}, false, err
+	}
+	s.ctlBuf = append(s.ctlBuf[:0], s.ctlBuf[n:]...)
+	return fr, true, nil
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Info describes the session now.
+func (s *Session) Info() SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := SessionReady
+	switch {
+	case s.dead != "":
+		st = SessionDead
+	case s.running:
+		st = SessionBusy
+	}
+	var last *time.Time
+	if s.lastAt != nil {
+		t := *s.lastAt
+		last = &t
+	}
+	return SessionInfo{
+		ID: s.id, Status: st, Cwd: s.snap.Cwd, Env: maps.Clone(s.snap.Env),
+		CreatedAt: s.createdAt, LastCommandAt: last, Commands: s.commands, DeadReason: s.dead,
+	}
+}
+
+// Snapshot returns the cwd and exported env as of the last finished command.
+func (s *Session) Snapshot() SessionSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SessionSnapshot{Cwd: s.snap.Cwd, Env: maps.Clone(s.snap.Env)}
+}
+
+// Close kills the shell and everything it started, stops the session's goroutines
+// and removes its private directory. Queued and running Execs return an error wrapping
+// ErrSessionDead. It is idempotent; it returns ctx.Err() if ctx ends before the
+// goroutines are done (they still finish).
+func (s *Session) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.markDead("session closed")
+		close(s.closing)
+		s.killTree()
+		s.stdin.Close()
+		s.ctl.Close()
+	})
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return os.RemoveAll(s.tmp)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// markDead records why the session died; the first reason wins.
+func (s *Session) markDead(reason string) {
+	s.mu.Lock()
+	if s.dead == "" {
+		s.dead = reason
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) deadErrLocked() error {
+	return fmt.Errorf("%w: %s", ErrSessionDead, s.dead)
+}
+
+// waitShell reaps the shell. Before reaping it kills whatever is left in the shell's
+// process group, while the zombie still pins the group id against reuse.
+func (s *Session) waitShell() {
+	defer s.wg.Done()
+	pinned := sessWaitNoReap(s.pid)
+	s.reapMu.Lock()
+	if pinned {
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
+	_ = s.cmd.Wait()
+	s.state = s.cmd.ProcessState
+	s.reaped = true
+	s.reapMu.Unlock()
+	close(s.exited)
+}
+
+// killTree kills the shell, its process group and every descendant, unless the shell
+// was already reaped (then waitShell has killed its group).
+func (s *Session) killTree() {
+	s.reapMu.Lock()
+	defer s.reapMu.Unlock()
+	if s.reaped {
+		return
+	}
+	sessKillTree(s.pid)
+}
+
+// readControl moves control-fd bytes to ctlCh until EOF or Close.
+func (s *Session) readControl() {
+	defer s.wg.Done()
+	defer close(s.ctlCh)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.ctl.Read(buf)
+		if n > 0 {
+			select {
+			case s.ctlCh <- slices.Clone(buf[:n]):
+			case <-s.closing:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// sessRandHex returns n random bytes in hex.
+func sessRandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on Linux; panics otherwise (crypto/rand contract)
+	return hex.EncodeToString(b)
+}
+
+// sessShell resolves the session shell; only bash is supported.
+func sessShell(name string) (string, error) {
+	if name == "" {
+		name = "bash"
+	}
+	if filepath.Base(name) != "bash" {
+		return "", fmt.Errorf("%w: shell %q: only bash is supported", ErrInvalid, name)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: shell %q: %w", ErrInvalid, name, err)
+	}
+	return p, nil
+}
+
+// sessResolveCwd resolves p against the workspace dir: relative paths are joined to it
+// and absolute ones must lie inside it (lexically; the shell itself may cd anywhere).
+func sessResolveCwd(dir, p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%w: cwd holds a NUL byte", ErrInvalid)
+	}
+	if p == "" {
+		return dir, nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", fmt.Errorf("%w: cwd %q", ErrEscapes, p)
+	}
+	return p, nil
+}
+
+// sessEnvList turns env into KEY=VALUE pairs, sorted, rejecting unusable keys.
+func sessEnvList(env map[string]string) ([]string, error) {
+	out := make([]string, 0, len(env))
+	for _, k := range sessSortedKeys(env) {
+		v := env[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("%w: bad environment variable %q", ErrInvalid, k)
+		}
+		out = append(out, k+"="+v)
+	}
+	return out, nil
+}
+
+func sessSortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

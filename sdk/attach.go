@@ -69,9 +69,10 @@ const maxFrame = 16 << 20
 //  4. [Attachment.Close] detaches (the process keeps running) and stops the goroutine.
 //
 // Next must be called from one goroutine at a time. Write, Resize, Signal, Offset and
-// Close are safe concurrently with each other and with Next. Input written while the
-// connection is down waits for the reconnect; input in flight when it dropped may be
-// lost.
+// Close are safe concurrently with each other and with Next. A message sent while the
+// connection is down waits for the reconnect, and one whose write fails is sent again
+// once on the next connection; a message the kernel accepted just before the
+// connection dropped may still be lost.
 type Attachment struct {
 	c    *Client
 	path []string
@@ -174,7 +175,7 @@ func (a *Attachment) run(conn *websocket.Conn) {
 			return
 		}
 		if failures >= a.c.retries {
-			a.finish(fmt.Errorf("sdk: attachment lost after %d retries: %w", failures, lastErr))
+			a.finish(fmt.Errorf("sdk: attachment lost after %d retries: %w", failures, noEOF(lastErr)))
 			return
 		}
 		failures++
@@ -246,7 +247,9 @@ func (a *Attachment) read(conn *websocket.Conn) (progress, end bool, err error) 
 		}
 		select {
 		case a.events <- ev:
-			progress = true
+			// A ready frame alone is no progress, so a server that accepts and drops
+			// at once still uses up the retries.
+			progress = progress || ev.Type != AttachReady
 		case <-a.ctx.Done():
 			return progress, false, a.ctx.Err()
 		}
@@ -352,15 +355,31 @@ func (a *Attachment) current(ctx context.Context) (*websocket.Conn, error) {
 	}
 }
 
+// send writes one message. A write that fails because the connection dropped is
+// retried once on the next connection.
 func (a *Attachment) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
 	conn, err := a.current(ctx)
 	if err != nil {
 		return err
 	}
-	if err := conn.Write(ctx, typ, b); err != nil {
-		return fmt.Errorf("sdk: failed to send: %w", err)
+	werr := conn.Write(ctx, typ, b)
+	if werr == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() == nil {
+		a.mu.Lock()
+		if a.conn == conn { // the reader has not seen the drop yet; it will
+			a.conn = nil
+			a.up = make(chan struct{})
+		}
+		a.mu.Unlock()
+		if next, err := a.current(ctx); err == nil && next != conn {
+			if werr = next.Write(ctx, typ, b); werr == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("sdk: failed to send: %w", werr)
 }
 
 // Write sends p as input bytes (a binary frame).

@@ -111,19 +111,24 @@ func newSSEReader(r io.Reader) *sseReader {
 
 // next returns the next event, or the read error (io.EOF at the end of the body).
 func (s *sseReader) next() (sseEvent, error) {
+	parse := true
 	for len(s.pending) == 0 {
-		evs, n := parseSSE(s.buf)
-		if n > 0 {
-			s.buf = append(s.buf[:0], s.buf[n:]...)
-		}
-		if len(evs) > 0 {
-			s.pending = evs
-			break
+		// Reparse only when a line may have ended, so a long line costs linear time.
+		if parse {
+			evs, n := parseSSE(s.buf)
+			if n > 0 {
+				s.buf = append(s.buf[:0], s.buf[n:]...)
+			}
+			if len(evs) > 0 {
+				s.pending = evs
+				break
+			}
 		}
 		if len(s.buf) > maxSSEEvent {
 			return sseEvent{}, fmt.Errorf("%w: over %d bytes", errSSETooLarge, maxSSEEvent)
 		}
 		m, err := s.r.Read(s.chunk)
+		parse = bytes.ContainsAny(s.chunk[:m], "\r\n") || bytes.HasSuffix(s.buf, []byte{'\r'})
 		s.buf = append(s.buf, s.chunk[:m]...)
 		if err != nil && m == 0 {
 			return sseEvent{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -63,7 +64,7 @@ func (c *Client) followSSE(ctx context.Context, what string, target sseTarget, h
 			}
 		}
 		if failures >= c.retries {
-			return fmt.Errorf("sdk: %s: connection lost after %d retries: %w", what, failures, drop)
+			return fmt.Errorf("sdk: %s: connection lost after %d retries: %w", what, failures, noEOF(drop))
 		}
 		failures++
 		if err := sleepCtx(ctx, c.retryDelay(failures, drop)); err != nil {
@@ -109,4 +110,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// noEOF turns an io.EOF from a dropped connection into io.ErrUnexpectedEOF, so a lost
+// stream is never mistaken for one that ended.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w (%v)", io.ErrUnexpectedEOF, err)
+	}
+	return err
 }

@@ -76,7 +76,9 @@ function renderSandboxes() {
         el(
           'td',
           { class: 'actions' },
-          el('a', { href: `/t/${enc(sb.id)}/main`, target: '_blank', rel: 'noopener', class: 'button' }, 'Terminal'),
+          // rel=opener: a noopener tab would not get a copy of this tab's sessionStorage,
+          // so it would ask for the token again. The page is our own, same origin.
+          el('a', { href: `/t/${enc(sb.id)}/main`, target: '_blank', rel: 'opener', class: 'button' }, 'Terminal'),
           el('button', { type: 'button', class: 'danger', onclick: () => deleteSandbox(sb.id) }, 'Delete'),
         ),
       );
@@ -305,7 +307,8 @@ $('#start-proc').addEventListener('submit', async (ev) => {
 $('#open-term').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const t = field(ev.target, 'terminal').value.trim() || 'main';
-  window.open(`/t/${enc(selected)}/${enc(t)}`, '_blank', 'noopener');
+  window.open(`/t/${enc(selected)}/${enc(t)}`, '_blank'); // with opener: see the Terminal link
+
 });
 
 // --- output tail -----------------------------------------------------------------

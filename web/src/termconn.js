@@ -4,15 +4,16 @@
 // Lifecycle:
 //  1. start() PUTs the terminal (get-or-create) with the fitted size and remembers the
 //     process id behind it.
-//  2. It opens GET /v1/sandboxes/{sb}/terminals/{t}/ws?offset=N, where N counts every
-//     output byte received so far (0 at first, so a page opened late replays the buffer).
+//  2. It opens GET /v1/sandboxes/{sb}/terminals/{t}/ws, at first without an offset, so
+//     a page opened late replays what the ring buffer still holds, and the server's
+//     ready message says at which offset N that replay starts.
 //  3. Binary frames are output: N grows by their length. A gap message moves N to its
 //     end and is reported; exit is reported and ends the connection for good.
 //  4. A connection that closes without exit is reopened after a backoff (250 ms doubling
 //     to 8 s, with jitter) with ?offset=N, so the output resumes exactly where it stopped:
 //     no byte twice, none missing (any the server no longer has arrive as a gap).
 //     Before reopening it PUTs the terminal again; if a different process answers (the
-//     sandbox woke from hibernation, or the server restarted) the offset restarts at 0.
+//     sandbox woke from hibernation, or the server restarted) the stream starts over.
 //
 // Callbacks run synchronously on the page's event loop. TermConn is not shared between
 // pages: two pages on one terminal each have their own.
@@ -30,7 +31,7 @@ export class TermConn {
     this.paths = paths; // { ws(offset) -> ws URL }
     this.size = size; // () => {cols, rows}
     this.on = on; // { output(bytes), gap(from, to), exit(msg), state(name, detail), restarted(oldProc, newProc), error(err), login() -> Promise }
-    this.offset = 0; // output bytes received (or skipped by a gap) so far
+    this.offset = null; // offset of the next output byte; null until the first ready
     this.process = null; // the process id behind the terminal
     this.ws = null;
     this.exited = false;
@@ -85,7 +86,7 @@ export class TermConn {
     if (p && this.process && p !== this.process) {
       const old = this.process;
       this.process = p;
-      this.offset = 0;
+      this.offset = null;
       this.on.restarted(old, p);
     } else if (p) {
       this.process = p;
@@ -116,7 +117,7 @@ export class TermConn {
       if (ws !== this.ws) return;
       if (typeof ev.data !== 'string') {
         const bytes = new Uint8Array(ev.data);
-        this.offset += bytes.length;
+        this.offset = (this.offset ?? 0) + bytes.length;
         this.on.output(bytes);
         return;
       }
@@ -129,6 +130,13 @@ export class TermConn {
       switch (msg.type) {
         case 'ready':
           ready = true;
+          // ready.offset is where this stream starts: the offset asked for, or the
+          // oldest byte still buffered when none was. A later start than asked is a
+          // hole, whether or not a gap message follows to say so.
+          if (typeof msg.offset === 'number') {
+            if (this.offset !== null && msg.offset > this.offset) this.on.gap(this.offset, msg.offset);
+            this.offset = msg.offset;
+          }
           if (this.attempt > 0 || this.wasOpen) this.reconnects++;
           this.wasOpen = true;
           this.attempt = 0;
@@ -136,8 +144,8 @@ export class TermConn {
           this.sendResize();
           break;
         case 'gap':
-          if (typeof msg.to === 'number' && msg.to > this.offset) {
-            this.on.gap(Math.max(this.offset, msg.from || 0), msg.to);
+          if (typeof msg.to === 'number' && (this.offset === null || msg.to > this.offset)) {
+            this.on.gap(Math.max(this.offset ?? 0, msg.from || 0), msg.to);
             this.offset = msg.to;
           }
           break;

@@ -30,7 +30,7 @@ web/node_modules/.ci-stamp: web/package-lock.json web/package.json
 
 test-web: web ## build bin/sandgate with the UI and run the browser tests (needs /usr/bin/chromium)
 	$(GO) build -o bin/sandgate ./cmd/sandgate
-	cd web && SANDGATE_BIN=$(CURDIR)/bin/sandgate ARTIFACTS=$(CURDIR)/artifacts node --test --test-concurrency=1 --test-timeout=300000 test/
+	cd web && SANDGATE_BIN=$(CURDIR)/bin/sandgate ARTIFACTS=$(CURDIR)/artifacts node --test --test-concurrency=1 --test-timeout=300000 test/*.test.mjs
 
 bench: ## run the benchmarks that BENCHMARKS.md reports
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./runtime/ ./actor/ ./plugins/ ./gateway/

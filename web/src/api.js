@@ -86,7 +86,7 @@ export async function api(method, path, body, { signal } = {}) {
       cache: 'no-store',
     });
     if (res.status === 401) {
-      await login('The server wants an API token.');
+      await login(t ? 'The server refused that token: enter another.' : 'The server wants an API token.');
       continue;
     }
     if (res.status === 204) return null;

@@ -323,7 +323,8 @@ function openTail(sb, p) {
   const pre = $('#tail');
   pre.textContent = '';
   const dec = td();
-  const from = Math.max(0, (p.output_offset || 0) - TAIL_BACK);
+  // Start within what the ring still holds, so an old process shows no pointless gap.
+  const from = Math.max(p.output_dropped || 0, (p.output_offset || 0) - TAIL_BACK);
   if (from > 0) pre.textContent = `[… ${fmtBytes(from)} earlier output not shown …]\n`;
   for (const tr of document.querySelectorAll('#processes tr')) tr.classList.toggle('selected', tr.dataset.process === p.id);
   tailStream = new SSEStream(`${sandboxPath(sb)}/processes/${enc(p.id)}/output?offset=${from}`, {

@@ -128,6 +128,47 @@ describe('terminal page', () => {
     }
   });
 
+  test('output lost while away is marked, and the rest follows in order', async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const page = await browser.newPage();
+      await page.setViewportSize({ width: 420, height: 360 });
+      await page.goto(`${proxy.base}/t/${sb}/lost?token=${server.token}&scrollback=210000`);
+      await waitConnected(page);
+      // Stop the page's connection early, let all 1,488,895 bytes pass through the
+      // 1 MiB ring, then cut: what the page asks for on reconnect is gone.
+      const held = proxy.holdWebSocketAfter(20000);
+      await typeLine(page, 'seq 1 200000; echo lost-done-$((40+2))');
+      await held;
+      for (let i = 0; ; i++) {
+        const tr = await server.api('GET', `/v1/sandboxes/${sb}/terminals/lost`);
+        if (tr.output_offset > 1488895) break;
+        assert.ok(i < 300, `the terminal's output stalled at ${tr.output_offset}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      proxy.cutHeld();
+      await waitForLine(page, 'lost-done-42', { timeout: 120000 });
+      const lines = await termLines(page);
+      const at = lines.findIndex((l) => l.includes('bytes of output lost'));
+      assert.ok(at > 0, 'a gap marker is shown');
+      const m = /\[ (\d+) bytes of output lost: offset (\d+) to (\d+) \]/.exec(lines[at]);
+      assert.ok(m, lines[at]);
+      assert.equal(Number(m[1]), Number(m[3]) - Number(m[2]));
+      assert.ok(Number(m[1]) > 400000, `lost ${m[1]} bytes`);
+      const numbers = (ls) => ls.filter((l) => /^\d+$/.test(l.trim())).map((l) => Number(l.trim()));
+      const before = numbers(lines.slice(0, at));
+      before.forEach((n, i) => assert.equal(n, i + 1, 'before the gap: 1, 2, 3, ...'));
+      // The ring may start mid-line: skip the first line after the marker.
+      const after = numbers(lines.slice(at + 2));
+      assert.ok(after.length > 100000, `${after.length} numbers after the gap`);
+      after.forEach((n, i) => assert.equal(n, after[0] + i, 'after the gap: consecutive'));
+      assert.equal(after[after.length - 1], 200000);
+      await page.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('two pages on one terminal both see input from either', async () => {
     const a = await open('shared');
     const b = await open('shared');

@@ -4,7 +4,7 @@ GO        ?= go
 TEST_TIMEOUT ?= 900s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
 
-.PHONY: help run build test test-go bench lint fmt check
+.PHONY: help run build test test-go web test-web bench lint fmt check
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,6 +19,18 @@ test: test-go ## run every test suite (what CI runs)
 
 test-go: ## go test -race ./...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
+
+web: web/node_modules/.ci-stamp ## build the web UI bundle into gateway/webui/dist (npm ci + esbuild)
+	cd web && node build.mjs
+
+# npm ci runs again only when the lock file or package.json is newer than the last install.
+web/node_modules/.ci-stamp: web/package-lock.json web/package.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+test-web: web ## build bin/sandgate with the UI and run the browser tests (needs /usr/bin/chromium)
+	$(GO) build -o bin/sandgate ./cmd/sandgate
+	cd web && SANDGATE_BIN=$(CURDIR)/bin/sandgate ARTIFACTS=$(CURDIR)/artifacts node --test --test-concurrency=1 --test-timeout=300000 test/*.test.mjs
 
 bench: ## run the benchmarks that BENCHMARKS.md reports
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./runtime/ ./actor/ ./plugins/ ./gateway/

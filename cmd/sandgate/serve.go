@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/gateway"
+	"github.com/sandgate/sandgate/gateway/webui"
 )
 
 const serveUsage = `usage: sandgate serve [flags]
@@ -73,7 +74,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
-		Labels: nodeLabels, Logger: log,
+		Labels: nodeLabels, Logger: log, UI: webui.Handler(),
 	}
 	switch {
 	case *tokens != "":

@@ -34,7 +34,7 @@ type instance struct {
 	stack         [2]uint64
 	stderr        tailBuffer
 
-	mu      sync.Mutex // guards guestErr, written by the error host function
+	mu       sync.Mutex // guards guestErr, written by the error host function
 	guestErr string
 }
 

@@ -4,7 +4,7 @@ GO        ?= go
 TEST_TIMEOUT ?= 900s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
 
-.PHONY: help run build test test-go web test-web bench lint fmt check
+.PHONY: help run build test test-go web test-web bench lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -47,3 +47,11 @@ check: lint ## what CI checks besides tests: format, tidy, lint, a non-Linux bui
 	$(GO) mod tidy
 	GOOS=darwin $(GO) build ./...
 	git diff --exit-code -- go.mod go.sum
+
+PLUGIN_DIR ?= bin/plugins
+
+plugins: ## build the example policy plugins into bin/plugins (pools needs wabt's wat2wasm)
+	mkdir -p $(PLUGIN_DIR)
+	cd examples/plugins/tiers && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(CURDIR)/$(PLUGIN_DIR)/tiers.wasm .
+	cd examples/plugins/guard && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(CURDIR)/$(PLUGIN_DIR)/guard.wasm .
+	wat2wasm -o $(PLUGIN_DIR)/pools.wasm examples/plugins/pools/pools.wat

@@ -125,11 +125,17 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 	defer signal.Stop(sigs)
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
-	defer signal.Stop(hups)
+	stopHups := make(chan struct{})
+	defer func() { signal.Stop(hups); close(stopHups) }()
 	go func() {
-		for range hups {
-			if err := srv.ReloadPolicy(context.Background()); err != nil {
-				cfg.Logger.Error("policy reload failed; keeping the running plugin", "err", err)
+		for {
+			select {
+			case <-hups:
+				if err := srv.ReloadPolicy(context.Background()); err != nil {
+					cfg.Logger.Error("policy reload failed; keeping the running plugin", "err", err)
+				}
+			case <-stopHups:
+				return
 			}
 		}
 	}()

@@ -42,6 +42,8 @@ type Config struct {
 	PolicyFile string
 	// PolicyConfig is handed to the plugin's init.
 	PolicyConfig []byte
+	// PolicyTimeout bounds each plugin call; zero means the plugin host's default (20 ms).
+	PolicyTimeout time.Duration
 	// Policy decides routing when PolicyFile is empty; nil allows every request.
 	Policy RoutePolicy
 	// Budgets decides sandbox budgets; nil means the actor's built-in default policy.
@@ -277,6 +279,7 @@ func openPolicy(ctx context.Context, c *Config) (*plugins.Host, error) {
 		CacheDir:      filepath.Join(c.DataDir, "plugin-cache"),
 		DefaultBudget: pb,
 		MaxBudget:     pb,
+		CallTimeout:   c.PolicyTimeout,
 		Logger:        c.Logger.With("component", "policy"),
 	})
 	if err != nil {

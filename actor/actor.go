@@ -26,8 +26,8 @@ type sbActor struct {
 	sys    []*request // system requests, unbounded
 
 	sysSig  chan struct{}
-	stopped chan struct{} // closed once the activation is gone from the registry
-	info   atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
+	stopped chan struct{}               // closed once the activation is gone from the registry
+	info    atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
 
 	// Actor state, touched only by the actor goroutine.
 	turnCtx   context.Context // the current user turn's ctx (background for system turns)

@@ -33,7 +33,6 @@ func testSessionConfig(tb testing.TB) sessionConfig {
 			"HOME": dir,
 			"LANG": "C.UTF-8",
 		},
-		TempDir: tb.TempDir(),
 	}
 }
 

@@ -247,11 +247,13 @@ func TestSessionExit(t *testing.T) {
 	t.Parallel()
 	s := newTestSession(t, testSessionConfig(t))
 	shell := fmt.Sprint(s.pid)
-	r := run(t, s, "printf bye; sleep 1000 & exit 42")
-	if r.ExitCode != 42 || string(r.Stdout) != "bye" || r.TimedOut {
-		t.Fatalf("result = %+v", r)
+	r := run(t, s, "sleep 1000 & printf '%s bye' $!; exit 42")
+	kid, bye, _ := strings.Cut(string(r.Stdout), " ")
+	if r.ExitCode != 42 || bye != "bye" || r.TimedOut {
+		t.Fatalf("result = %+v %q", r, r.Stdout)
 	}
 	waitFor(t, "shell gone", func() bool { return !alive(shell) })
+	waitFor(t, "background child in the shell's group gone", func() bool { return !alive(kid) })
 	info := s.Info()
 	if info.Status != SessionDead || info.DeadReason != "shell exited with status 42" {
 		t.Errorf("info = %+v", info)

@@ -259,4 +259,3 @@ func (s *Session) waitExited() {
 		<-s.exited
 	}
 }
-

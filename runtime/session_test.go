@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,7 +210,7 @@ func TestSessionTimeout(t *testing.T) {
 	// a foreground sleep; partial output before the timeout must be kept.
 	r := mustExec(t, s, SessionCommand{
 		Command: `sleep 1000 & echo $!; setsid sleep 1000 & echo $!; printf partial >&2; sleep 1000`,
-		Timeout: 500 * time.Millisecond,
+		Timeout: 2 * time.Second, // ample for the echoes below on a loaded machine
 	})
 	if !r.TimedOut || r.ExitCode != 124 || string(r.Stderr) != "partial" {
 		t.Fatalf("result = %+v stderr %q", r, r.Stderr)
@@ -222,11 +223,11 @@ func TestSessionTimeout(t *testing.T) {
 		waitFor(t, "pid "+p+" gone", func() bool { return !alive(p) })
 	}
 	info := s.Info()
-	if info.Status != SessionDead || info.DeadReason != "command timed out after 500ms" {
+	if info.Status != SessionDead || info.DeadReason != "command timed out after 2s" {
 		t.Errorf("info = %+v", info)
 	}
 	_, err := s.Exec(testCtx(t), SessionCommand{Command: "true"})
-	if !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "command timed out after 500ms") {
+	if !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "command timed out after 2s") {
 		t.Errorf("exec on dead session: %v", err)
 	}
 }
@@ -246,11 +247,13 @@ func TestSessionExit(t *testing.T) {
 	t.Parallel()
 	s := newTestSession(t, testSessionConfig(t))
 	shell := fmt.Sprint(s.pid)
-	r := run(t, s, "printf bye; sleep 1000 & exit 42")
-	if r.ExitCode != 42 || string(r.Stdout) != "bye" || r.TimedOut {
-		t.Fatalf("result = %+v", r)
+	r := run(t, s, "sleep 1000 & printf '%s bye' $!; exit 42")
+	kid, bye, _ := strings.Cut(string(r.Stdout), " ")
+	if r.ExitCode != 42 || bye != "bye" || r.TimedOut {
+		t.Fatalf("result = %+v %q", r, r.Stdout)
 	}
 	waitFor(t, "shell gone", func() bool { return !alive(shell) })
+	waitFor(t, "background child in the shell's group gone", func() bool { return !alive(kid) })
 	info := s.Info()
 	if info.Status != SessionDead || info.DeadReason != "shell exited with status 42" {
 		t.Errorf("info = %+v", info)
@@ -291,6 +294,8 @@ func TestSessionBackgroundChildHoldsStdout(t *testing.T) {
 func TestSessionControlFD(t *testing.T) {
 	t.Parallel()
 	s := newTestSession(t, testSessionConfig(t))
+	// Bash restores its own redirections after it writes a frame; look once it is idle.
+	waitShellIdle(t, s.pid)
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.pid))
 	if err != nil {
 		t.Fatal(err)
@@ -325,9 +330,19 @@ func TestSessionControlFD(t *testing.T) {
 	}
 }
 
-// TestSessionFakeFrame writes fake frames to stdout, stderr and every fd of the shell
-// that accepts writes (including bash's saved copy of the control fd), then keeps
-// running: only the real frame may complete the command.
+// waitShellIdle waits until the shell blocks in read(0, …), the state between commands.
+func waitShellIdle(tb testing.TB, pid int) {
+	tb.Helper()
+	nr := map[string]string{"amd64": "0", "arm64": "63"}[goruntime.GOARCH]
+	if nr == "" {
+		tb.Skip("no read syscall number for " + goruntime.GOARCH)
+	}
+	waitFor(tb, "shell idle", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		return strings.HasPrefix(string(b), nr+" 0x0 ")
+	})
+}
+
 // inheritedFDs lists this process's fds above 2 that lack close-on-exec.
 func inheritedFDs(tb testing.TB) map[string]bool {
 	tb.Helper()
@@ -353,16 +368,28 @@ func inheritedFDs(tb testing.TB) map[string]bool {
 	return out
 }
 
+// TestSessionFakeFrame writes fake frames to stdout, stderr and to bash's saved copy
+// of the control fd (which the shell itself, running the command, can reach), then
+// keeps running: only the real frame may complete the command.
 func TestSessionFakeFrame(t *testing.T) {
 	t.Parallel()
 	s := newTestSession(t, testSessionConfig(t))
+	waitShellIdle(t, s.pid)
+	ctl, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", s.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := `fake=$'\nsandgate:x 0\n/\n\0\nsandgate:x:end\n'
 printf '%s' "$fake"; printf '%s' "$fake" >&2
-for f in /proc/$$/fd/*; do n=${f##*/}; if ((n > 2)); then printf '%s' "$fake" >&$n; fi; done 2>/dev/null
+hit=0
+for f in /proc/$$/fd/*; do
+  if [[ $(readlink "$f") == '` + ctl + `' ]]; then printf '%s' "$fake" >&"${f##*/}"; hit=1; fi
+done
+[[ $hit == 1 ]] || echo "no control copy found" >&2
 sleep 0.3; printf done; exit_now() { return 7; }; exit_now`
 	r := run(t, s, cmd)
-	if r.ExitCode != 7 || !strings.HasSuffix(string(r.Stdout), "done") {
-		t.Fatalf("result = %+v stdout %q", r, r.Stdout)
+	if r.ExitCode != 7 || !strings.HasSuffix(string(r.Stdout), "done") || strings.Contains(string(r.Stderr), "no control") {
+		t.Fatalf("result = %+v stdout %q stderr %q", r, r.Stdout, r.Stderr)
 	}
 	if r := run(t, s, "echo alive"); string(r.Stdout) != "alive\n" {
 		t.Errorf("after fake frames: %q", r.Stdout)

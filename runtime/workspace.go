@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Workspace gives confined access to the files of a sandbox's workspace directory. It
+// uses os.Root, so no path, however it is spelt and whatever symlinks it meets, reaches
+// outside the directory: such paths fail with ErrEscapes and touch nothing.
+//
+// Paths are relative to the workspace, or absolute with the workspace's own absolute
+// path (as given, or with symlinks resolved) in front, so what `pwd` prints in the
+// sandbox works. Errors wrap ErrEscapes, ErrFileNotFound (which matches
+// fs.ErrNotExist), ErrIsDir, ErrNotDir, ErrNotEmpty, ErrExist or ErrInvalid.
+//
+// Concurrency: all methods are safe for concurrent use. Close must not race other calls.
+type Workspace struct {
+	dir      string
+	prefixes []string
+	root     *os.Root
+}
+
+// DirEntry is one entry of a workspace directory.
+type DirEntry struct {
+	Name    string
+	Type    string // "file", "dir" or "symlink"; other kinds (FIFOs, sockets) are "file"
+	Size    int64
+	Mode    fs.FileMode
+	ModTime time.Time
+}
+
+// OpenWorkspace opens dir (which must exist) as a workspace.
+func OpenWorkspace(dir string) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: failed to open workspace: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: failed to open workspace: %w", wsMapErr(err))
+	}
+	w := &Workspace{dir: abs, prefixes: []string{abs}, root: root}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		w.prefixes = append(w.prefixes, real)
+	}
+	return w, nil
+}
+
+// Dir returns the workspace's absolute path.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Close releases the workspace's directory handle.
+func (w *Workspace) Close() error { return w.root.Close() }
+
+// Open opens a regular file for reading and returns it with its info. A directory is
+// ErrIsDir; other non-regular files are ErrInvalid. The caller closes the file.
+func (w *Workspace) Open(path string) (_ *os.File, _ fs.FileInfo, err error) {
+	defer wsWrap("open", path, &err)
+	rel, err := wsResolve(w.prefixes, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: opening a FIFO must not hang; it is refused below.
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = ErrIsDir
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%w: not a regular file", ErrInvalid)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// ReadDir lists a directory, sorted by name. Entries are described without following
+// symlinks.
+func (w *Workspace) ReadDir(path string) (_ []DirEntry, err error) {
+	defer wsWrap("read directory", path, &err)
+	rel, err := wsResolve(w.prefixes, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, ErrNotDir
+	}
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DirEntry, 0, len(ents))
+	for _, e := range ents {
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, wsEntry(fi))
+	}
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func wsEntry(fi fs.FileInfo) DirEntry {
+	typ := "file"
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		typ = "symlink"
+	case fi.IsDir():
+		typ = "dir"
+	}
+	return DirEntry{Name: fi.Name(), Type: typ, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+}
+
+// Stat describes a path without following a symlink in its last element.
+func (w *Workspace) Stat(path string) (_ fs.FileInfo, err error) {
+	defer wsWrap("stat", path, &err)
+	rel, err := wsResolve(w.prefixes, path)
+	if err != nil {
+		return nil, err
+	}
+	return w.root.Lstat(rel)
+}
+
+// Entry describes a path like Stat, as a DirEntry.
+func (w *Workspace) Entry(path string) (DirEntry, error) {
+	fi, err := w.Stat(path)
+	if err != nil {
+		return DirEntry{}, err
+	}
+	return wsEntry(fi), nil
+}

@@ -508,3 +508,23 @@ func TestDeleteSandboxKillsAll(t *testing.T) {
 		t.Fatalf("list after delete: %+v", list)
 	}
 }
+
+func TestWorkspace(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "ws")
+	w, err := n.Workspace(ctx, "ws")
+	must(t, err)
+	defer w.Close()
+	must(t, w.WriteFile("a/b.txt", strings.NewReader("hello"), 0o644))
+	res, err := n.Exec(ctx, "ws", runtime.ExecOptions{Command: "cat a/b.txt"})
+	must(t, err)
+	if string(res.Stdout) != "hello" {
+		t.Fatalf("exec sees %q", res.Stdout)
+	}
+	_, _, err = w.Open("../x")
+	wantErr(t, err, runtime.ErrEscapes)
+	_, err = n.Workspace(ctx, "nope")
+	wantErr(t, err, ErrNotFound)
+}

@@ -32,7 +32,14 @@ flags:
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	fs.Usage = func() {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+		// Show flags as the docs spell them (--listen); Go's flag package accepts both.
+		fmt.Fprint(stderr, serveUsage+strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
+	}
 	listen := fs.String("listen", "127.0.0.1:7070", "HTTP `address`")
 	data := fs.String("data", "./data", "data `directory`: actor storage and workspaces")
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")

@@ -104,6 +104,7 @@ var ignoredFrames = []string{
 	"os/signal.loop",
 	"runtime.ensureSigM",
 	"runtime.goexit0",
+	"internal/leakcheck.goroutines(", // the goroutine taking the snapshot
 	"created by runtime.gc",
 	"runtime.forcegchelper",
 	"runtime.bgsweep",

@@ -116,3 +116,35 @@ func TestSessionLeaks(t *testing.T) {
 		t.Errorf("bad shell: %v", err)
 	}
 }
+
+// TestSessionShellEnds covers the other ways a command can end the shell.
+func TestSessionShellEnds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		command    string
+		wantCode   int
+		wantReason string
+	}{
+		{name: "set -e then a failure", command: "set -e; false; echo not reached", wantCode: 1, wantReason: "shell exited with status 1"},
+		{name: "exec replaces the shell", command: "exec sh -c 'exit 5'", wantCode: 5, wantReason: "shell exited with status 5"},
+		{name: "killed", command: "kill -KILL $$", wantCode: 137, wantReason: "shell killed by signal 9 (killed)"},
+		{name: "exit in a sourced file", command: "echo 'exit 9' > f.sh; . ./f.sh", wantCode: 9, wantReason: "shell exited with status 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newTestSession(t, testSessionConfig(t))
+			r := run(t, s, tt.command)
+			if r.ExitCode != tt.wantCode || len(r.Stdout) != 0 {
+				t.Errorf("result = %+v %q", r, r.Stdout)
+			}
+			if info := s.Info(); info.Status != SessionDead || info.DeadReason != tt.wantReason {
+				t.Errorf("info = %v %q, want dead %q", info.Status, info.DeadReason, tt.wantReason)
+			}
+			if _, err := s.Exec(testCtx(t), SessionCommand{Command: "true"}); !errors.Is(err, ErrSessionDead) {
+				t.Errorf("exec after: %v", err)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
@@ -64,13 +65,17 @@ func BenchmarkSessionExec(b *testing.B) {
 		in.Close()
 		_ = cmd.Wait()
 	})
-	for _, c := range []struct{ name, command string }{
-		{"session-true", "true"},
-		{"session-echo", "echo hello"},
-		{"session-external-cmd", "/bin/true"},
+	for _, c := range []struct{ name, command, tmp string }{
+		{"session-true", "true", ""},
+		{"session-echo", "echo hello", ""},
+		{"session-external-cmd", "/bin/true", ""},
+		// The private directory on the disk file system instead of /dev/shm.
+		{"session-true-fifos-in-tmpdir", "true", os.TempDir()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			s := newTestSession(b, testSessionConfig(b))
+			cfg := testSessionConfig(b)
+			cfg.TempDir = c.tmp
+			s := newTestSession(b, cfg)
 			ctx := testCtx(b)
 			benchLatencies(b, func() {
 				r, err := s.Exec(ctx, SessionCommand{Command: c.command})

@@ -11,9 +11,9 @@ import (
 // Close, all at once: every call either runs correctly or reports a dead session.
 func TestSessionHammer(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
-	run(t, s, "mkdir -p d0 d1 d2")
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	sessRun(t, s, "mkdir -p d0 d1 d2")
 	const workers, perWorker = 8, 25
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -28,7 +28,7 @@ func TestSessionHammer(t *testing.T) {
 					Env:     map[string]string{"W": fmt.Sprint(w, "-", i)},
 					Cwd:     fmt.Sprintf("d%d", i%3),
 				}
-				r, err := s.Exec(testCtx(t), c)
+				r, err := s.Exec(sessTestCtx(t), c)
 				mu.Lock()
 				switch {
 				case errors.Is(err, ErrSessionDead):
@@ -49,8 +49,8 @@ func TestSessionHammer(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		waitFor(t, "some commands", func() bool { return s.Info().Commands >= workers*perWorker/2 })
-		if err := s.Close(testCtx(t)); err != nil {
+		sessWaitFor(t, "some commands", func() bool { return s.Info().Commands >= workers*perWorker/2 })
+		if err := s.Close(sessTestCtx(t)); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	}()

@@ -148,3 +148,23 @@ func TestSessionShellEnds(t *testing.T) {
 		})
 	}
 }
+
+func TestSessionAfterClose(t *testing.T) {
+	t.Parallel()
+	s := sessNewTest(t, sessTestConfig(t))
+	calls := 0
+	s.setAfterClose(func() { calls++ })
+	for range 2 {
+		if err := s.Close(sessTestCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("afterClose ran %d times, want 1", calls)
+	}
+	late := false
+	s.setAfterClose(func() { late = true })
+	if !late {
+		t.Errorf("afterClose set after Close did not run at once")
+	}
+}

@@ -154,11 +154,11 @@ type Session struct {
 	afterClose func() // set by the owner; run once by Close
 	closed     bool   // Close has finished
 	queue      []*sessReq
-	running  bool
-	dead     string
-	snap     SessionSnapshot
-	commands int
-	lastAt   *time.Time
+	running    bool
+	dead       string
+	snap       SessionSnapshot
+	commands   int
+	lastAt     *time.Time
 }
 
 type sessReq struct {

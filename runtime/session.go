@@ -125,6 +125,17 @@ const (
 //     session dead; later Execs return an error wrapping ErrSessionDead.
 //  4. Close kills what is left, stops the goroutines and removes the private directory.
 //     Call it for dead sessions too.
+//
+// Caveats, all following from "the command runs in the shell itself":
+//   - Jobs a command leaves in the background keep running, but the command's stdout
+//     and stderr are closed once it is reported: later writes there fail (SIGPIPE).
+//     Redirect their output, or start a process instead.
+//   - `set -e` makes the next failing command exit the shell (the session dies), as in
+//     a terminal; `set -x` traces go to the command's stderr.
+//   - The shell holds readonly helpers named __sg_f, __sg_pre, __sg_post and __sg_d.
+//     Aliases cannot break the framing, nor can functions named like builtins, except
+//     functions named `builtin` or `.`: with those the frame never comes and the
+//     command runs until its timeout.
 type Session struct {
 	id        string
 	dir       string

@@ -88,6 +88,7 @@ func TestSessionByteExact(t *testing.T) {
 		{name: "status", command: `printf x; (exit 3)`, wantOut: []byte("x"), wantStatus: 3},
 		{name: "big stdout", command: `head -c 307200 /dev/zero | tr '\0' x`, wantOut: bytes.Repeat([]byte("x"), 307200)},
 		{name: "big both", command: fmt.Sprintf(`for i in $(seq %d); do printf 0123456789abcdef; printf e >&2; done`, len(big)/16), wantOut: big, wantErr: bytes.Repeat([]byte("e"), len(big)/16)},
+		{name: "stdin is empty", command: `cat; read -r x || printf eof`, wantOut: []byte("eof")},
 		{name: "carriage returns", command: `printf 'a\r\nb\r'`, wantOut: []byte("a\r\nb\r")},
 		{name: "fake frame text", command: `printf '\nsandgate:00 0\n/\0\nsandgate:00:end\n'`, wantOut: []byte("\nsandgate:00 0\n/\x00\nsandgate:00:end\n")},
 	}

@@ -217,3 +217,23 @@ func TestSessionHostileSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionPerCallBigEnv: a long per-call value (all bytes but NUL, 1 MiB) arrives
+// intact and does not persist.
+func TestSessionPerCallBigEnv(t *testing.T) {
+	t.Parallel()
+	s := sessNewTest(t, sessTestConfig(t))
+	var v []byte
+	for len(v) < 1<<20 {
+		for c := 1; c < 256; c++ {
+			v = append(v, byte(c))
+		}
+	}
+	r := sessMustExec(t, s, SessionCommand{Command: `printf %s "$BIG"`, Env: map[string]string{"BIG": string(v)}, OutputLimit: 2 << 20})
+	if !bytes.Equal(r.Stdout, v) {
+		t.Errorf("value came back with %d bytes, want %d", len(r.Stdout), len(v))
+	}
+	if r := sessRun(t, s, `echo "${BIG-unset}"`); string(r.Stdout) != "unset\n" {
+		t.Errorf("after: %q", sessTrunc(r.Stdout))
+	}
+}

@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 GO        ?= go
 TEST_TIMEOUT ?= 900s
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help run build test test-go web test-web bench lint fmt check plugins
 

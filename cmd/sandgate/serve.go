@@ -51,6 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
 	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
+	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; the server's own origin is always allowed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -82,6 +83,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
 		return 2
+	}
+	if *origins != "" {
+		cfg.AllowedOrigins = strings.Split(*origins, ",")
 	}
 	cfg.PolicyFile = *policy
 	if *policyConfig != "" {

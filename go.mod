@@ -18,5 +18,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/term v0.47.0
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -26,8 +26,8 @@ type sbActor struct {
 	sys    []*request // system requests, unbounded
 
 	sysSig  chan struct{}
-	stopped chan struct{} // closed once the activation is gone from the registry
-	info   atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
+	stopped chan struct{}               // closed once the activation is gone from the registry
+	info    atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
 
 	// Actor state, touched only by the actor goroutine.
 	turnCtx   context.Context // the current user turn's ctx (background for system turns)
@@ -127,8 +127,10 @@ func (a *sbActor) group(reqs []*request) {
 		}
 		var panicked bool
 		res[i].v, res[i].err, panicked = a.turn(r.fn)
-		a.turnCtx = nil
-		a.lastTurn = a.now()
+		if r.ctx != nil {
+			a.turnCtx = nil
+			a.lastTurn = a.now() // only requests count: timers and completions do not
+		}
 		if panicked {
 			// State may be half-changed: nothing of this group is saved.
 			err := fmt.Errorf("%w: internal error in sandbox %q", ErrUnavailable, a.id)
@@ -136,8 +138,8 @@ func (a *sbActor) group(reqs []*request) {
 				res[j] = result{err: err}
 			}
 			a.batch, a.afterHook = nil, nil
-			a.answer(reqs, res)
 			a.crash(err)
+			a.answer(reqs, res)
 			return
 		}
 	}
@@ -145,8 +147,8 @@ func (a *sbActor) group(reqs []*request) {
 		for i := range res {
 			res[i] = result{err: err}
 		}
-		a.answer(reqs, res)
 		a.crash(err)
+		a.answer(reqs, res)
 		return
 	}
 	a.answer(reqs, res)
@@ -212,9 +214,21 @@ func (a *sbActor) commit() error {
 
 // crash drops the activation after a failed commit or a panic: memory no longer
 // matches storage, so the next request activates afresh from durable state.
+// It leaves the registry before the failed group is answered, so a caller retrying
+// at once meets a fresh activation; queued user requests are handed to that one too.
 func (a *sbActor) crash(err error) {
 	a.n.log.Error("actor: dropping activation", "sandbox", a.id, "err", err)
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	var queued []*request
+	for len(a.mb) > 0 {
+		queued = append(queued, <-a.mb)
+	}
 	a.stop(err)
+	for _, r := range queued {
+		a.n.resend(a.id, r)
+	}
 }
 
 // stop closes the mailbox, fails whatever is still queued with err, ends the

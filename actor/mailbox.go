@@ -144,3 +144,25 @@ func (a *sbActor) takeSystem(dst []*request) []*request {
 	a.mu.Unlock()
 	return dst
 }
+
+// resend hands a queued user request of a dropped activation to the current one
+// (starting it). It never blocks: a full mailbox or a closing node answers the request
+// with the error.
+func (n *Node) resend(id string, r *request) {
+	for {
+		a, err := n.actorFor(id)
+		if err != nil {
+			r.done <- result{err: err}
+			return
+		}
+		ok, err := a.enqueue(r)
+		if err != nil {
+			r.done <- result{err: err}
+			return
+		}
+		if ok {
+			return
+		}
+		<-a.stopped
+	}
+}

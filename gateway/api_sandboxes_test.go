@@ -112,7 +112,7 @@ func TestBudgetAndExpiry(t *testing.T) {
 type denyPolicy struct{}
 
 func (denyPolicy) Route(_ context.Context, r RouteRequest) RouteDecision {
-	if strings.Contains(r.Command, "forbidden") {
+	if strings.Contains(strings.Join(r.Command, " "), "forbidden") {
 		return RouteDecision{Reason: "blocked by test: forbidden"}
 	}
 	if r.Route == "POST /v1/sandboxes" && r.Labels["pool"] != "" {

@@ -17,24 +17,24 @@ type execRequest struct {
 	Stdin     *string           `json:"stdin"`
 }
 
-// commandOf checks that exactly one of command and argv is given and returns the text a
-// policy sees.
-func commandOf(command *string, argv []string) (string, error) {
+// commandOf checks that exactly one of command and argv is given and returns the argv
+// that will run, which is what a routing policy sees.
+func commandOf(command *string, argv []string) ([]string, error) {
 	switch {
 	case command != nil && argv != nil:
-		return "", badRequest("give either command or argv, not both")
+		return nil, badRequest("give either command or argv, not both")
 	case command != nil:
 		if strings.TrimSpace(*command) == "" {
-			return "", badRequest("command is empty")
+			return nil, badRequest("command is empty")
 		}
-		return *command, nil
+		return []string{"/bin/sh", "-c", *command}, nil
 	case len(argv) > 0:
 		if argv[0] == "" {
-			return "", badRequest("argv[0] is empty")
+			return nil, badRequest("argv[0] is empty")
 		}
-		return strings.Join(argv, " "), nil
+		return argv, nil
 	}
-	return "", badRequest("command or argv is required")
+	return nil, badRequest("command or argv is required")
 }
 
 func durationMs(field string, v *int64) (time.Duration, error) {

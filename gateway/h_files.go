@@ -39,6 +39,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer ws.Close()
 	st, err := ws.Stat(path)
 	if err != nil {
 		return err
@@ -92,6 +93,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer ws.Close()
 	body := http.MaxBytesReader(w, r.Body, maxFileBody)
 	if err := ws.WriteFile(path, body, mode); err != nil {
 		return err
@@ -113,6 +115,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer ws.Close()
 	if err := ws.Remove(path, recursive); err != nil {
 		return err
 	}
@@ -137,6 +140,7 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer ws.Close()
 	if err := ws.Mkdir(req.Path, req.Parents); err != nil {
 		return err
 	}

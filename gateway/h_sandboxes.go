@@ -25,7 +25,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
-	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), "")
+	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), nil)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkRoute(r, "POST "+sessPath+"/exec", nil, req.Command); err != nil {
+	if err := s.checkRoute(r, "POST "+sessPath+"/exec", nil, []string{"/bin/bash", "-c", req.Command}); err != nil {
 		return err
 	}
 	res, err := s.node.SessionExec(r.Context(), r.PathValue("sb"), r.PathValue("s"), runtime.SessionCommand{

@@ -29,8 +29,10 @@ type testServer struct {
 }
 
 type serverOptions struct {
-	limits actor.Budget
-	policy RoutePolicy
+	limits       actor.Budget
+	policy       RoutePolicy
+	policyFile   string
+	policyConfig string
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -49,7 +51,9 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		NodeID:  "n1",
 		Limits:  opts.limits,
 		Policy:  opts.policy,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// A generous deadline: the suite runs on loaded 2-core machines under -race.
+		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		ln.Close()

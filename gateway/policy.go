@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // RoutePolicy decides whether a request may be served. The plugins package provides the
@@ -20,7 +21,7 @@ type RouteRequest struct {
 	Route   string // the route pattern, e.g. "POST /v1/sandboxes/{sb}/exec"
 	Sandbox string
 	Labels  map[string]string
-	Command string // exec, process and session exec only
+	Command []string // exec, process and session exec only: the argv that runs (sh -c for a command string)
 }
 
 // RouteDecision is a routing policy's answer.
@@ -34,12 +35,12 @@ type RouteDecision struct {
 
 // checkRoute asks the policy about r; labels are the sandbox's when known. It returns
 // the pool the policy chose (at create), or the error to answer with.
-func (s *Server) checkRoute(r *http.Request, pattern string, labels map[string]string, command string) error {
+func (s *Server) checkRoute(r *http.Request, pattern string, labels map[string]string, command []string) error {
 	_, err := s.decideRoute(r, pattern, labels, command)
 	return err
 }
 
-func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]string, command string) (map[string]string, error) {
+func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]string, command []string) (map[string]string, error) {
 	if s.cfg.Policy == nil {
 		return nil, nil
 	}
@@ -57,12 +58,19 @@ func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]
 		return d.Pool, nil
 	}
 	status, code := http.StatusForbidden, codeForbidden
-	if d.Status == http.StatusTooManyRequests {
+	switch d.Status {
+	case http.StatusTooManyRequests:
 		status, code = http.StatusTooManyRequests, codeBudgetExceeded
+	case http.StatusServiceUnavailable:
+		status, code = http.StatusServiceUnavailable, codeUnavailable
 	}
 	reason := d.Reason
 	if reason == "" {
 		reason = "denied by policy"
 	}
-	return nil, &apiError{Status: status, Code: code, Message: reason}
+	e := &apiError{Status: status, Code: code, Message: reason}
+	if status == http.StatusServiceUnavailable {
+		e.RetryAfter = time.Second
+	}
+	return nil, e
 }

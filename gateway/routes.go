@@ -147,7 +147,7 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 		}
 	}
 	if !rt.public && !rt.policyInHandler {
-		if err := s.checkRoute(r, rt.pattern, nil, ""); err != nil {
+		if err := s.checkRoute(r, rt.pattern, nil, nil); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/plugins"
 )
 
 // Config configures a gateway node. The zero value of each field means its default.
@@ -36,7 +37,14 @@ type Config struct {
 	// "app.example.com" or "*.example.com") allowed to open WebSockets; the page's own
 	// origin is always allowed.
 	AllowedOrigins []string
-	// Policy decides routing; nil allows every request.
+	// PolicyFile is a Wasm policy plugin (.wasm) asked for routing and budgets; it is
+	// watched and reloaded when it changes (see ReloadPolicy). Empty means no plugin.
+	PolicyFile string
+	// PolicyConfig is handed to the plugin's init.
+	PolicyConfig []byte
+	// PolicyTimeout bounds each plugin call; zero means the plugin host's default (20 ms).
+	PolicyTimeout time.Duration
+	// Policy decides routing when PolicyFile is empty; nil allows every request.
 	Policy RoutePolicy
 	// Budgets decides sandbox budgets; nil means the actor's built-in default policy.
 	Budgets actor.Policy
@@ -59,6 +67,7 @@ type Server struct {
 	node    *actor.Node
 	tokens  *tokenTable
 	metrics *metrics
+	plugins *plugins.Host // nil without a policy plugin
 	mux     *http.ServeMux
 	routes  []route
 	started time.Time
@@ -84,6 +93,10 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	host, err := openPolicy(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
 	node, err := actor.Open(ctx, &actor.Config{
 		NodeID:  c.NodeID,
 		DataDir: c.DataDir,
@@ -92,15 +105,26 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		Logger:  c.Logger,
 	})
 	if err != nil {
+		if host != nil {
+			_ = host.Close()
+		}
 		return nil, fmt.Errorf("failed to open actor node: %w", err)
 	}
 	s := &Server{
 		cfg:     c,
+		plugins: host,
 		log:     c.Logger,
 		node:    node,
 		tokens:  newTokenTable(c.Tokens),
 		metrics: newMetrics(),
 		started: time.Now(),
+	}
+	if host != nil {
+		if err := s.metrics.register(host); err != nil {
+			_ = node.Close(ctx)
+			_ = host.Close()
+			return nil, fmt.Errorf("failed to register plugin metrics: %w", err)
+		}
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
@@ -218,5 +242,59 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
 	}
+	if s.plugins != nil {
+		if err := s.plugins.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("failed to close policy plugin: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// openPolicy starts the Wasm policy host when c names a plugin file, and points the
+// routing and budget policies at it.
+func openPolicy(ctx context.Context, c *Config) (*plugins.Host, error) {
+	if c.PolicyFile == "" {
+		return nil, nil
+	}
+	limits := actor.DefaultBudget()
+	if c.Limits.IdleTTL > 0 {
+		limits.IdleTTL = c.Limits.IdleTTL
+	}
+	if c.Limits.MaxDuration > 0 {
+		limits.MaxDuration = c.Limits.MaxDuration
+	}
+	if c.Limits.MaxProcesses > 0 {
+		limits.MaxProcesses = c.Limits.MaxProcesses
+	}
+	if c.Limits.MaxExecTimeout > 0 {
+		limits.MaxExecTimeout = c.Limits.MaxExecTimeout
+	}
+	if c.Limits.OutputBufferBytes > 0 {
+		limits.OutputBufferBytes = c.Limits.OutputBufferBytes
+	}
+	pb := toPluginBudget(limits)
+	host, err := plugins.New(ctx, &plugins.Config{
+		Path:          c.PolicyFile,
+		PluginConfig:  c.PolicyConfig,
+		CacheDir:      filepath.Join(c.DataDir, "plugin-cache"),
+		DefaultBudget: pb,
+		MaxBudget:     pb,
+		CallTimeout:   c.PolicyTimeout,
+		Logger:        c.Logger.With("component", "policy"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to load policy plugin: %w", err)
+	}
+	p := pluginPolicy{host: host}
+	c.Policy, c.Budgets = p, p
+	return host, nil
+}
+
+// ReloadPolicy reloads the policy plugin from its file now (serve calls it on SIGHUP).
+// A file that fails to load leaves the running plugin in place and is reported.
+func (s *Server) ReloadPolicy(ctx context.Context) error {
+	if s.plugins == nil {
+		return nil
+	}
+	return s.plugins.Reload(ctx)
 }

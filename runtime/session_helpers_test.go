@@ -26,7 +26,6 @@ func testSessionConfig(tb testing.TB) sessionConfig {
 			"HOME": dir,
 			"LANG": "C.UTF-8",
 		},
-		TempDir: tb.TempDir(),
 	}
 }
 

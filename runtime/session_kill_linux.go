@@ -88,3 +88,6 @@ func sessDescendants(pid int) []int {
 	}
 	return out
 }
+
+// sessPending returns how many bytes wait in the pipe fd (FIONREAD).
+func sessPending(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCINQ) }

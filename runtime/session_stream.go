@@ -82,18 +82,22 @@ func (st *sessStream) finish(wait time.Duration) ([]byte, bool) {
 			<-st.done
 		}
 		t.Stop()
-		// What the reader had not reached yet is still in the pipe: take it.
+		// What the reader had not reached yet is still in the pipe: take exactly what
+		// is there now, so a background writer that never stops cannot keep us here.
 		_ = st.f.SetReadDeadline(time.Time{})
 		if rc, err := st.f.SyscallConn(); err == nil {
-			b := make([]byte, 32<<10)
 			_ = rc.Read(func(fd uintptr) bool {
-				for {
-					n, err := unix.Read(int(fd), b)
-					if n <= 0 || err != nil {
-						return true
+				left, err := sessPending(int(fd))
+				b := make([]byte, 32<<10)
+				for err == nil && left > 0 {
+					n, rerr := unix.Read(int(fd), b[:min(left, len(b))])
+					if n <= 0 || rerr != nil {
+						break
 					}
 					st.add(b[:n])
+					left -= n
 				}
+				return true
 			})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -72,4 +73,15 @@ func sessSortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// sessMkdirTemp makes a session's private directory (mode 0700) under dir; with dir
+// "" it prefers /dev/shm and falls back to os.TempDir().
+func sessMkdirTemp(dir string) (string, error) {
+	if dir == "" {
+		if p, err := os.MkdirTemp("/dev/shm", "sandgate-sess-"); err == nil {
+			return p, nil
+		}
+	}
+	return os.MkdirTemp(dir, "sandgate-sess-")
 }

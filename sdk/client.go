@@ -151,7 +151,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	req.Header = h
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: %s %s: %w", r.method, req.URL.Path, err)
+		return nil, fmt.Errorf("sdk: %w", err)
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()

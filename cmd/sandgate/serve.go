@@ -62,10 +62,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --join: clustering is not available in this build yet; run without --join")
 		return 2
 	}
-	if *policy != "" || *policyConfig != "" {
-		fmt.Fprintln(stderr, "serve: --policy: policy plugins are not wired into this build yet")
-		return 2
-	}
 	nodeLabels, err := parseLabels(*labels)
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
@@ -75,6 +71,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(),
+	}
+	if *policyConfig != "" && *policy == "" {
+		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
+		return 2
+	}
+	cfg.PolicyFile = *policy
+	if *policyConfig != "" {
+		if cfg.PolicyConfig, err = os.ReadFile(*policyConfig); err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return 2
+		}
 	}
 	switch {
 	case *tokens != "":
@@ -116,6 +123,22 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	stopHups := make(chan struct{})
+	defer func() { signal.Stop(hups); close(stopHups) }()
+	go func() {
+		for {
+			select {
+			case <-hups:
+				if err := srv.ReloadPolicy(context.Background()); err != nil {
+					cfg.Logger.Error("policy reload failed; keeping the running plugin", "err", err)
+				}
+			case <-stopHups:
+				return
+			}
+		}
+	}()
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

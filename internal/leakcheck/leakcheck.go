@@ -103,8 +103,6 @@ var ignoredFrames = []string{
 	"os/signal.signal_recv",
 	"os/signal.loop",
 	"runtime.ensureSigM",
-	"internal/poll.runtime_pollWait(", // only when paired with a listed owner, see below
-	"github.com/sandgate/sandgate/internal/leakcheck.",
 	"runtime.goexit0",
 	"created by runtime.gc",
 	"runtime.forcegchelper",
@@ -143,9 +141,6 @@ func ignorable(g string) bool {
 	}
 	body := strings.Join(lines[1:], "\n")
 	for _, f := range ignoredFrames {
-		if f == "internal/poll.runtime_pollWait(" {
-			continue
-		}
 		if strings.Contains(body, f) {
 			return true
 		}

@@ -1,0 +1,83 @@
+package runtime
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+// benchMinSamples is how many latencies a benchmark collects at least, so p50 and p99
+// mean something even under -benchtime=1x (extra samples run with the timer stopped).
+const benchMinSamples = 300
+
+// benchLatencies runs op b.N times (timed) and more untimed if needed, and reports the
+// p50 and p99 latency in microseconds.
+func benchLatencies(b *testing.B, op func()) {
+	b.Helper()
+	lat := make([]time.Duration, 0, max(b.N, benchMinSamples))
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		op()
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	for len(lat) < benchMinSamples {
+		t0 := time.Now()
+		op()
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// BenchmarkSessionExec measures one session command round trip against a baseline:
+// the raw round trip of a line to a bash over a pipe and its reply, the least any
+// shell-backed exec can cost.
+func BenchmarkSessionExec(b *testing.B) {
+	b.Run("baseline-bash-pipe-echo", func(b *testing.B) {
+		cmd := exec.Command("bash", "--noprofile", "--norc")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		outp, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := bufio.NewReader(outp)
+		benchLatencies(b, func() {
+			if _, err := io.WriteString(in, "echo x\n"); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := out.ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
+		})
+		in.Close()
+		_ = cmd.Wait()
+	})
+	for _, c := range []struct{ name, command string }{
+		{"session-true", "true"},
+		{"session-echo", "echo hello"},
+		{"session-external-cmd", "/bin/true"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := newTestSession(b, testSessionConfig(b))
+			ctx := testCtx(b)
+			benchLatencies(b, func() {
+				r, err := s.Exec(ctx, SessionCommand{Command: c.command})
+				if err != nil || r.ExitCode != 0 {
+					b.Fatal(r, err)
+				}
+			})
+		})
+	}
+}

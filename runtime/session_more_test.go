@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/leakcheck"
+)
+
+// TestSessionBackgroundHolderExactOutput: a background child keeps stdout open (so no
+// EOF comes) while the foreground writes more than a pipe buffer; all of it arrives.
+func TestSessionBackgroundHolderExactOutput(t *testing.T) {
+	t.Parallel()
+	s := newTestSession(t, testSessionConfig(t))
+	tests := []struct {
+		name    string
+		command string
+		want    []byte
+	}{
+		{name: "sleeping holder", command: `sleep 1000 & head -c 300000 /dev/zero | tr '\0' x`, want: bytes.Repeat([]byte("x"), 300000)},
+		{name: "holder on both", command: `sleep 1000 2>&1 & printf 'no newline'`, want: []byte("no newline")},
+		{name: "endless writer on stderr", command: `yes >&2 & printf done`, want: []byte("done")},
+	}
+	for _, tt := range tests {
+		r := run(t, s, tt.command)
+		if !bytes.Equal(r.Stdout, tt.want) || r.ExitCode != 0 {
+			t.Errorf("%s: stdout %q (len %d), exit %d", tt.name, trunc(r.Stdout), len(r.Stdout), r.ExitCode)
+		}
+	}
+	if r := run(t, s, "echo fine"); string(r.Stdout) != "fine\n" || len(r.Stderr) != 0 {
+		t.Errorf("after: %q %q", r.Stdout, trunc(r.Stderr))
+	}
+}
+
+func TestSessionContextCanceledWhileRunning(t *testing.T) {
+	t.Parallel()
+	cfg := testSessionConfig(t)
+	s := newTestSession(t, cfg)
+	run(t, s, "mkfifo gate")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Exec(ctx, SessionCommand{Command: "read line < gate; cd /; export AFTER=1"})
+		errc <- err
+	}()
+	waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	// The command runs on; the next one waits for it and sees its effects.
+	next := make(chan ExecResult, 1)
+	go func() { next <- run(t, s, `pwd; echo $AFTER`) }()
+	waitFor(t, "next queued", func() bool { return s.queued() == 1 })
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "gate"), []byte("go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-next; string(r.Stdout) != "/\n1\n" {
+		t.Errorf("next = %q", r.Stdout)
+	}
+}
+
+// TestSessionLeaks runs every way a session can end and checks that no goroutine, fd
+// or child process outlives it. Not parallel: leakcheck counts the whole process.
+func TestSessionLeaks(t *testing.T) {
+	// The Go runtime opens its poller's fds on first use, for good: do that first.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	leakcheck.Check(t)
+	ctx := testCtx(t)
+	ends := []struct {
+		name string
+		end  func(s *Session)
+	}{
+		{"close idle", func(s *Session) {}},
+		{"timeout", func(s *Session) {
+			mustExec(t, s, SessionCommand{Command: "sleep 1000 & setsid sleep 1000 & sleep 1000", Timeout: 100 * time.Millisecond})
+		}},
+		{"exit", func(s *Session) { run(t, s, "sleep 1000 & exit 3") }},
+		{"close busy", func(s *Session) {
+			go func() { _, _ = s.Exec(ctx, SessionCommand{Command: "sleep 1000"}) }()
+			waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+		}},
+		{"background holder", func(s *Session) { run(t, s, "sleep 1000 & echo x") }},
+	}
+	for _, e := range ends {
+		cfg := testSessionConfig(t)
+		s, err := newSession(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, s, "cd /; export A=1; echo hi")
+		e.end(s)
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("%s: Close: %v", e.name, err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("%s: second Close: %v", e.name, err)
+		}
+		if _, err := os.Stat(s.tmp); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: private dir left: %v", e.name, err)
+		}
+	}
+	// newSession failing half-way cleans up too.
+	cfg := testSessionConfig(t)
+	cfg.Options.Shell = "/nonexistent/bash"
+	if _, err := newSession(ctx, cfg); err == nil || !strings.Contains(err.Error(), "bash") {
+		t.Errorf("bad shell: %v", err)
+	}
+}

@@ -15,7 +15,7 @@ build: ## build bin/sandgate
 run: build ## start one node on 127.0.0.1:7070 with embedded defaults
 	./bin/sandgate serve --listen 127.0.0.1:7070 --data ./data
 
-test: test-go ## run every test suite (what CI runs)
+test: test-go test-web ## run every test suite (what CI runs)
 
 test-go: ## go test -race ./...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...

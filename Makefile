@@ -2,20 +2,20 @@
 .DEFAULT_GOAL := help
 GO        ?= go
 TEST_TIMEOUT ?= 900s
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help run build test test-go web test-web bench lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/sandgate
+build: web ## build bin/sandgate with the web UI embedded
 	$(GO) build -o bin/sandgate ./cmd/sandgate
 
 run: build ## start one node on 127.0.0.1:7070 with embedded defaults
 	./bin/sandgate serve --listen 127.0.0.1:7070 --data ./data
 
-test: test-go test-web ## run every test suite (what CI runs)
+test: web test-go test-web ## run every test suite (what CI runs): Go with -race, then the browser tests
 
 test-go: ## go test -race ./...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
@@ -28,8 +28,7 @@ web/node_modules/.ci-stamp: web/package-lock.json web/package.json
 	cd web && npm ci --no-audit --no-fund
 	touch $@
 
-test-web: web ## build bin/sandgate with the UI and run the browser tests (needs /usr/bin/chromium)
-	$(GO) build -o bin/sandgate ./cmd/sandgate
+test-web: build ## run the browser tests against bin/sandgate (needs /usr/bin/chromium)
 	cd web && SANDGATE_BIN=$(CURDIR)/bin/sandgate ARTIFACTS=$(CURDIR)/artifacts node --test --test-concurrency=1 --test-timeout=300000 test/*.test.mjs
 
 bench: ## run the benchmarks that BENCHMARKS.md reports

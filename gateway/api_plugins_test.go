@@ -17,7 +17,7 @@ var (
 )
 
 // examplePlugin builds one of examples/plugins (Go) once per test binary.
-func examplePlugin(t *testing.T, name string) string {
+func examplePlugin(t testing.TB, name string) string {
 	t.Helper()
 	pluginBuilds.Do(func() { pluginBuilder, pluginBuildError = pluginstest.NewBuilder() })
 	if pluginBuildError != nil {

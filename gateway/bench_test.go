@@ -239,3 +239,27 @@ func BenchmarkTerminalFirstByte(b *testing.B) {
 	b.ReportMetric(float64(p50(ours).Microseconds()), "create+attach+first-byte-p50-µs")
 	b.ReportMetric(float64(p50(ours))/float64(p50(raw)), "p50-ratio")
 }
+
+// BenchmarkExecWithGuardPlugin compares exec over HTTP with and without the guard
+// policy plugin deciding every request (issue figure: ≤ 1.05× without).
+func BenchmarkExecWithGuardPlugin(b *testing.B) {
+	plain := newTestServer(b, nil)
+	guarded := newTestServer(b, &serverOptions{policyFile: examplePlugin(b, "guard")})
+	for _, ts := range []*testServer{plain, guarded} {
+		ts.sandbox("bench")
+	}
+	body := `{"argv":["true"]}`
+	const rounds = 300
+	var without, with []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		plain.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		without = append(without, time.Since(start))
+		start = time.Now()
+		guarded.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		with = append(with, time.Since(start))
+	}
+	b.ReportMetric(float64(p50(without).Microseconds()), "plain-p50-µs")
+	b.ReportMetric(float64(p50(with).Microseconds()), "guard-p50-µs")
+	b.ReportMetric(float64(p50(with))/float64(p50(without)), "p50-ratio")
+}

@@ -35,7 +35,9 @@ func TestUsage(t *testing.T) {
 		{"attach --help", []string{"attach", "--help"}, 0, "Ctrl-]", "", true},
 		{"sandboxes extra arg", []string{"sandboxes", "x"}, 2, "", "wrong number of arguments", true},
 		{"cluster --help", []string{"cluster", "--help"}, 0, "-json", "", true},
-		{"serve placeholder", []string{"serve"}, 2, "", "serve: not built on this branch", true},
+		{"serve bad flag", []string{"serve", "--no-such-flag"}, 2, "", "flag provided but not defined", true},
+		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 2, "", "unknown runtime", true},
+		{"serve --help", []string{"serve", "--help"}, 0, "", "--policy", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

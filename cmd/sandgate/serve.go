@@ -32,7 +32,14 @@ flags:
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	fs.Usage = func() {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+		// Show flags as the docs spell them (--listen); Go's flag package accepts both.
+		fmt.Fprint(stderr, serveUsage+strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
+	}
 	listen := fs.String("listen", "127.0.0.1:7070", "HTTP `address`")
 	data := fs.String("data", "./data", "data `directory`: actor storage and workspaces")
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
@@ -44,6 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
 	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
+	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; the server's own origin is always allowed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -75,6 +83,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
 		return 2
+	}
+	if *origins != "" {
+		cfg.AllowedOrigins = strings.Split(*origins, ",")
 	}
 	cfg.PolicyFile = *policy
 	if *policyConfig != "" {

@@ -33,7 +33,7 @@ const settle = 10 * time.Second
 // Main runs the package's tests and then fails the run if goroutines, file descriptors
 // or live child processes remain. It never returns.
 func Main(m *testing.M) {
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	becomeSubreaper()
 	fds := openFDs()
 	code := m.Run()
 	if code == 0 && !testing.Short() {
@@ -104,6 +104,7 @@ var ignoredFrames = []string{
 	"os/signal.loop",
 	"runtime.ensureSigM",
 	"runtime.goexit0",
+	"internal/leakcheck.goroutines(", // the goroutine taking the snapshot
 	"created by runtime.gc",
 	"runtime.forcegchelper",
 	"runtime.bgsweep",

@@ -44,9 +44,52 @@ export function freePort() {
   });
 }
 
+// spawnServer starts the binary and resolves once it logs "listening on http://ADDR".
+async function spawnServer(args, onLog) {
+  const proc = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SANDGATE_TOKEN: '' } });
+  const exited = new Promise((resolve) => proc.once('exit', (code, sig) => resolve({ code, sig })));
+  let seen = '';
+  const base = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not log "listening on" within 30 s:\n${seen}`)), 30000);
+    const onData = (chunk) => {
+      const text = chunk.toString();
+      onLog(text);
+      seen += text;
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(seen);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1].replace(/\/$/, ''));
+      }
+    };
+    // Both pipes are drained for the server's whole life, so they never fill.
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    exited.then(({ code, sig }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code ?? sig}) before listening:\n${seen}`));
+    });
+  }).catch((err) => {
+    proc.kill('SIGKILL');
+    throw err;
+  });
+  return {
+    proc,
+    base,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        const t = setTimeout(() => proc.kill('SIGKILL'), 10000);
+        await exited;
+        clearTimeout(t);
+      }
+    },
+  };
+}
+
 // startServer runs `sandgate serve` on a free loopback port with a fresh data directory
 // and waits for its "listening on http://ADDR" line. stop() ends it with SIGTERM (SIGKILL
-// after 10 s) and removes the directory.
+// after 10 s) and removes the directory; restart() stops it and starts it again on the
+// same port and data directory.
 export async function startServer({ token = 'web-test-token' } = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgate-web-'));
   const port = await freePort();
@@ -58,50 +101,33 @@ export async function startServer({ token = 'web-test-token' } = {}) {
     '--data', path.join(dir, 'data'),
     '--token', token,
   ];
-  const proc = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SANDGATE_TOKEN: '' } });
   let log = '';
-  const exited = new Promise((resolve) => proc.once('exit', (code, sig) => resolve({ code, sig })));
-  const base = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not log "listening on" within 30 s:\n${log}`)), 30000);
-    const onData = (chunk) => {
-      log += chunk.toString();
-      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1].replace(/\/$/, ''));
-      }
-    };
-    proc.stdout.on('data', onData);
-    proc.stderr.on('data', onData);
-    exited.then(({ code, sig }) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code ?? sig}) before listening:\n${log}`));
-    });
+  let run = await spawnServer(args, (text) => {
+    log += text;
   });
-  // Keep draining its output so the pipe never fills.
-  proc.stdout.on('data', (c) => { log += c.toString(); });
-  proc.stderr.on('data', (c) => { log += c.toString(); });
-  const killOnExit = () => proc.kill('SIGKILL');
+  const killOnExit = () => run.proc.kill('SIGKILL');
   process.once('exit', killOnExit);
 
   const server = {
-    base,
-    port: Number(new URL(base).port),
+    base: run.base,
+    port,
     token,
     log: () => log,
     async stop() {
       process.removeListener('exit', killOnExit);
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        const t = setTimeout(() => proc.kill('SIGKILL'), 10000);
-        await exited;
-        clearTimeout(t);
-      }
+      await run.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+    async restart() {
+      await run.stop();
+      log += '--- restart ---\n';
+      run = await spawnServer(args, (text) => {
+        log += text;
+      });
     },
     // api calls the REST API from the test, with the token in the header.
     async api(method, p, body) {
-      const res = await fetch(base + p, {
+      const res = await fetch(server.base + p, {
         method,
         headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),

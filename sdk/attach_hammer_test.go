@@ -83,12 +83,20 @@ func TestAttachHammer(t *testing.T) {
 			}
 		})
 	}
-	go func() {
+	streamDone := make(chan struct{})
+	var enders sync.WaitGroup
+	enders.Go(func() {
+		// END may be lost in flight like any message, so repeat it until the stream ends.
 		wg.Wait()
-		if err := a.Write(ctx, []byte(end)); err != nil {
-			t.Errorf("write END: %v", err)
+		for {
+			_ = a.Write(ctx, []byte(end))
+			select {
+			case <-streamDone:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-	}()
+	})
 	var out strings.Builder
 	var last error
 	for {
@@ -99,6 +107,8 @@ func TestAttachHammer(t *testing.T) {
 		}
 		out.Write(ev.Data)
 	}
+	close(streamDone)
+	enders.Wait()
 	wg.Wait()
 	close(failed)
 	if !errors.Is(last, io.EOF) {

@@ -46,7 +46,8 @@ type OutputEvent struct {
 //
 // A dropped connection is resumed transparently from the offset reached, so every
 // output byte is yielded once, in order; bytes lost to the ring buffer are reported as
-// an [OutputGap] event. Breaking out of the loop closes the stream.
+// an [OutputGap] event. Breaking out of the loop closes the stream. Each range over the
+// iterator opens a new stream from offset; one range must not be shared by goroutines.
 func (c *Client) ProcessOutput(ctx context.Context, sb, proc string, offset int64) iter.Seq2[OutputEvent, error] {
 	return func(yield func(OutputEvent, error) bool) {
 		next := offset

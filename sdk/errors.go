@@ -24,6 +24,12 @@ const (
 	CodeUnavailable     = "unavailable"
 )
 
+// ErrAttachmentClosed is returned by an [Attachment]'s methods after Close.
+var ErrAttachmentClosed = errors.New("sdk: attachment closed")
+
+// errSSETooLarge is returned when a server-sent event exceeds maxSSEEvent.
+var errSSETooLarge = errors.New("sdk: server-sent event too large")
+
 // Error is a request the gateway answered with an error status. It is returned as
 // *Error; use [errors.As] or the helpers below.
 type Error struct {

@@ -101,3 +101,19 @@ func TestNewBadURL(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseError(f *testing.F) {
+	f.Add(404, []byte(`{"error": {"code": "not_found", "message": "x"}}`))
+	f.Add(503, []byte(""))
+	f.Add(418, []byte(`{"error":{"code":""}}`))
+	f.Add(502, []byte("<html>bad gateway</html>"))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		e := parseError(status, body)
+		if e.Status != status || e.Code == "" || e.Message == "" && status >= 100 && status < 600 && http.StatusText(status) != "" {
+			t.Fatalf("parseError(%d, %q) = %+v", status, body, e)
+		}
+		if len(e.Message) > 64<<10 {
+			t.Fatalf("message of %d bytes", len(e.Message))
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 // one non-nil error: ctx's, a non-retryable API error (*Error), or the last failure
 // once [Options.MaxRetries] reconnects in a row delivered nothing. A dropped connection
 // is resumed after the last seq yielded, so every event is yielded once, in order.
+// Each range over the iterator opens a new stream from since.
 func (c *Client) StreamEvents(ctx context.Context, sb string, since int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		last := since

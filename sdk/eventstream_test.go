@@ -123,3 +123,19 @@ func TestDecodeStreamEvent(t *testing.T) {
 		})
 	}
 }
+
+func FuzzDecodeStreamEvent(f *testing.F) {
+	f.Add("agent.x", "3", true, `{"seq":3,"type":"agent.x","at":"2026-01-02T03:04:05Z","data":{}}`)
+	f.Add("agent.x", "9", true, `{"n":1}`)
+	f.Add("", "", false, `{}`)
+	f.Add("", "x", true, `[1,2]`)
+	f.Fuzz(func(t *testing.T, event, id string, hasID bool, data string) {
+		e, ok, err := decodeStreamEvent(sseEvent{Event: event, ID: id, HasID: hasID, Data: data})
+		if ok && (err != nil || e.Seq == 0) {
+			t.Fatalf("ok event %+v with err %v", e, err)
+		}
+		if ok && e.Data != nil && !json.Valid(e.Data) {
+			t.Fatalf("event data %q is not JSON", e.Data)
+		}
+	})
+}

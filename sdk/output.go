@@ -44,9 +44,11 @@ type OutputEvent struct {
 // ctx's, a non-retryable API error (*Error), or the last failure once
 // [Options.MaxRetries] reconnects in a row delivered nothing.
 //
-// A dropped connection is resumed transparently from the offset reached, so every
+// Offsets count the bytes of all the process's streams together (one ring buffer per
+// process). A dropped connection is resumed transparently from the offset reached, so every
 // output byte is yielded once, in order; bytes lost to the ring buffer are reported as
-// an [OutputGap] event. Breaking out of the loop closes the stream.
+// an [OutputGap] event. Breaking out of the loop closes the stream. Each range over the
+// iterator opens a new stream from offset; one range must not be shared by goroutines.
 func (c *Client) ProcessOutput(ctx context.Context, sb, proc string, offset int64) iter.Seq2[OutputEvent, error] {
 	return func(yield func(OutputEvent, error) bool) {
 		next := offset

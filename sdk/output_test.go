@@ -199,3 +199,21 @@ func TestProcessOutputCanceled(t *testing.T) {
 		t.Fatalf("err = %v, want deadline exceeded", last)
 	}
 }
+
+func FuzzDecodeOutputEvent(f *testing.F) {
+	f.Add("output", `{"stream": "stdout", "offset": 18100, "data": "aGkK"}`)
+	f.Add("gap", `{"from": 0, "to": 4096}`)
+	f.Add("exit", `{"exit_code": 0, "signal": null}`)
+	f.Add("exit", `{"exit_code": null, "signal": "SIGKILL"}`)
+	f.Add("exit", `{"signal": 9}`)
+	f.Fuzz(func(t *testing.T, event, data string) {
+		out, ok, err := decodeOutputEvent(sseEvent{Event: event, Data: data})
+		known := event == "output" || event == "gap" || event == "exit"
+		if known && ok == (err != nil) || !known && (ok || err != nil) {
+			t.Fatalf("ok %v and err %v for %q %q", ok, err, event, data)
+		}
+		if ok && string(out.Type) != event {
+			t.Fatalf("type %q from event %q", out.Type, event)
+		}
+	})
+}

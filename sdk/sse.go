@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -92,9 +91,6 @@ func parseSSE(p []byte) (events []sseEvent, n int) {
 
 // maxSSEEvent bounds the bytes of one event, so a broken stream cannot exhaust memory.
 const maxSSEEvent = 8 << 20
-
-// errSSETooLarge is returned when an event exceeds maxSSEEvent.
-var errSSETooLarge = errors.New("sdk: server-sent event too large")
 
 // sseReader reads events from a text/event-stream body. It is not safe for
 // concurrent use.

@@ -141,6 +141,9 @@ func (f *cmdFlags) fail(ctx context.Context, e *env, err error) int {
 // kvFlag is a repeatable k=v flag.
 type kvFlag map[string]string
 
+var _ flag.Value = kvFlag{}
+
+// String formats the pairs for flag defaults.
 func (m kvFlag) String() string {
 	var parts []string
 	for k, v := range m {
@@ -149,6 +152,7 @@ func (m kvFlag) String() string {
 	return strings.Join(parts, ",")
 }
 
+// Set adds one k=v pair.
 func (m kvFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,7 @@ func TestExec(t *testing.T) {
 			`{"command":"pwd","cwd":"sub","env":{"A":"1"},"timeout_ms":1500}`},
 		{"stdin", []string{"exec", "-i", "sb1", "cat"}, "piped", 3, "out:catpiped", "err", `"stdin":"piped"`},
 		{"api error", []string{"exec", "nope", "--", "ls"}, "", 1, "", `sandgate exec: not_found: sandbox "nope" not found`, ""},
+		{"wrong token", []string{"exec", "--token", "bad", "sb1", "ls"}, "", 1, "", "unauthorized: missing or wrong token\n  (set $SANDGATE_TOKEN", "Bearer bad"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,6 +164,7 @@ func TestLogs(t *testing.T) {
 		{"buffered only", []string{"logs", "sb1", "proc_a"}, "abc", "DEF"},
 		{"follow to exit", []string{"logs", "-f", "sb1", "proc_a"}, "abcghi", "DEF"},
 		{"flag after args", []string{"logs", "sb1", "proc_a", "-f"}, "abcghi", "DEF"},
+		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) left the buffer\nDEF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,5 +234,20 @@ func TestAttach(t *testing.T) {
 				t.Errorf("requests %s\nwant %s", g.requests(), tt.request)
 			}
 		})
+	}
+}
+
+func TestExecInterrupted(t *testing.T) {
+	t.Parallel()
+	g := &fakeGateway{}
+	srv := httptest.NewServer(g.handler())
+	t.Cleanup(srv.Close)
+	var out, errb strings.Builder
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return map[string]string{"SANDGATE_ADDR": srv.URL}[k] }}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if code := dispatch(ctx, e, []string{"exec", "slow", "--", "sleep 100"}); code != 130 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("code %d, stderr %q; want 130 and interrupted", code, errb.String())
 	}
 }

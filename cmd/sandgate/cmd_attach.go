@@ -61,13 +61,15 @@ command exits with the shell's exit code if the shell exits.`)
 	}
 	defer a.Close()
 
+	restore := func() {}
 	if isTTY {
 		old, err := term.MakeRaw(int(in.Fd()))
 		if err != nil {
 			fmt.Fprintf(e.stderr, "sandgate attach: failed to set raw mode: %v\n", err)
 			return 1
 		}
-		defer term.Restore(int(in.Fd()), old)
+		restore = func() { _ = term.Restore(int(in.Fd()), old) }
+		defer restore()
 		if size.Cols > 0 {
 			_ = a.Resize(ctx, size)
 		}
@@ -146,9 +148,7 @@ command exits with the shell's exit code if the shell exits.`)
 		fmt.Fprintf(e.stderr, "\r\n[detached from %s/%s]\r\n", sb, id)
 		return 0
 	case loopErr != nil && !errors.Is(loopErr, context.Canceled):
-		if isTTY {
-			term.Restore(int(in.Fd()), nil) // best effort before printing; the deferred one follows
-		}
+		restore() // before printing; restoring twice is harmless
 		return f.fail(ctx, e, loopErr)
 	case ctx.Err() != nil:
 		fmt.Fprint(e.stderr, "\r\n[interrupted]\r\n")

@@ -60,8 +60,16 @@ func (g *fakeGateway) handler() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{sb}/exec", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		g.record(r, string(b))
+		if r.PathValue("sb") == "slow" {
+			<-r.Context().Done()
+			return
+		}
 		if r.PathValue("sb") != "sb1" {
 			apiError(w, 404, "not_found", fmt.Sprintf("sandbox %q not found", r.PathValue("sb")))
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer secret" {
+			apiError(w, 401, "unauthorized", "missing or wrong token")
 			return
 		}
 		var req struct {
@@ -87,6 +95,10 @@ func (g *fakeGateway) handler() http.Handler {
 		w.Header().Set("Content-Type", "text/event-stream")
 		chunks := []struct{ stream, data string }{{"stdout", "abc"}, {"stderr", "DEF"}, {"pty", "ghi"}}
 		off := int64(0)
+		if r.PathValue("p") == "proc_gap" {
+			io.WriteString(w, "event: gap\ndata: {\"from\": 0, \"to\": 3}\n\n")
+			chunks, off = chunks[1:], 3
+		}
 		for _, c := range chunks {
 			fmt.Fprintf(w, "event: output\ndata: {\"stream\":%q,\"offset\":%d,\"data\":%q}\n\n", c.stream, off, base64.StdEncoding.EncodeToString([]byte(c.data)))
 			off += int64(len(c.data))

@@ -284,7 +284,8 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// Offset returns the offset of the next byte the subscription will deliver.
+// Offset returns the offset of the next byte the subscription will deliver. Call it from
+// the goroutine that calls Next.
 func (s *Subscription) Offset() int64 { return s.pos }
 
 // Close ends the subscription.

@@ -54,16 +54,46 @@ var errIdle = errors.New("idle")
 
 // readHot reads fd while it has data, waiting in poll(2). It returns errIdle after
 // hotWait without data; any other return means the output ended or was stopped.
+//
+// While data flows it wakes subscribers once per wakeBatch bytes, or when the output
+// pauses for wakeDelay, instead of once per read: a PTY read returns at most 4 KiB, and
+// waking a subscriber goroutine for each costs more CPU than the read itself.
 func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) error {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stop.fd), Events: unix.POLLIN}}
+	pending := 0 // bytes in the ring that subscribers were not woken for
+	defer func() {
+		if pending > 0 {
+			p.ring.wake()
+		}
+	}()
 	for {
+		// Read first: a fast producer has usually written more by now.
+		if n, err := readRetry(fd, buf); n > 0 {
+			pending += n
+			wake := pending >= wakeBatch
+			if wake {
+				pending = 0
+			}
+			p.ring.append(stream, buf[:n], wake)
+			continue
+		} else if !errors.Is(err, unix.EAGAIN) {
+			return errEnded
+		}
+		wait := hotWait
+		if pending > 0 {
+			wait = wakeDelay
+		}
 		fds[0].Revents, fds[1].Revents = 0, 0
-		k, err := unix.Poll(fds, int(hotWait/time.Millisecond))
+		k, err := unix.Poll(fds, int(wait/time.Millisecond))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return err
+		case k == 0 && pending > 0:
+			pending = 0
+			p.ring.wake()
+			continue
 		case k == 0:
 			return errIdle
 		case fds[1].Revents != 0:
@@ -71,7 +101,12 @@ func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) erro
 		}
 		n, err := readRetry(fd, buf)
 		if n > 0 {
-			p.ring.write(stream, buf[:n])
+			pending += n
+			wake := pending >= wakeBatch
+			if wake {
+				pending = 0
+			}
+			p.ring.append(stream, buf[:n], wake)
 			continue
 		}
 		if errors.Is(err, unix.EAGAIN) {
@@ -80,6 +115,13 @@ func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) erro
 		return errEnded
 	}
 }
+
+const (
+	// wakeBatch is the most output readHot adds before it wakes subscribers.
+	wakeBatch = 32 << 10
+	// wakeDelay is the longest readHot holds back a wake-up while output flows.
+	wakeDelay = time.Millisecond
+)
 
 var (
 	errStopped = errors.New("stopped")

@@ -33,7 +33,7 @@ func ExampleProcess_Subscribe() {
 		panic(err)
 	}
 	defer sb.Close(context.Background())
-	p, err := sb.Start(context.Background(), runtime.StartOptions{Command: "echo out; echo err >&2"})
+	p, err := sb.Start(context.Background(), runtime.StartOptions{Command: "echo out; exit 2"})
 	if err != nil {
 		panic(err)
 	}
@@ -56,8 +56,7 @@ func ExampleProcess_Subscribe() {
 	}
 	// Output:
 	// stdout 0 "out\n"
-	// stderr 4 "err\n"
-	// exit 0
+	// exit 2
 }
 
 func ExampleParseSignal() {

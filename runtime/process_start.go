@@ -25,7 +25,9 @@ type StartOptions struct {
 	// Env is overlaid on the sandbox env.
 	Env map[string]string
 	// PTY puts the process on a PTY of this size. nil means pipes: stdout and stderr
-	// are separate streams and stdin is a pipe.
+	// are separate streams and stdin is a pipe. Each stream is in order, but how the
+	// two interleave in the ring is how they were read, not exactly how they were
+	// written.
 	PTY *WinSize
 	// Tag, Label and Session are recorded for listing only.
 	Tag, Label, Session string

@@ -17,9 +17,9 @@ const hotWait = 20 * time.Millisecond
 // An idle output waits on Go's netpoller and costs no thread. Once data flows, the
 // reader waits in poll(2) on the fd (and stop) instead, so the kernel wakes it
 // directly: through the netpoller each chunk costs an extra EAGAIN read and a handoff
-// between threads, which on a PTY (whose buffer is only a few KiB) stalls the writer
-// and cut throughput by 15-40% in BenchmarkPTYThroughput. After hotWait without data
-// it goes back to the netpoller.
+// between threads, and a PTY (whose reads return at most 4 KiB) stalls its writer
+// while the reader is slow to come back; see BENCHMARKS-runtime-proc.md for the
+// measurements. After hotWait without data it goes back to the netpoller.
 func (p *Process) readOutput(o output, stop *stopper) {
 	sc, err := o.f.SyscallConn()
 	if err != nil {

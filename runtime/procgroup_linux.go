@@ -45,7 +45,8 @@ func setpgid(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
-// signal sends sig to the whole group; ErrExited once the leader was reaped.
+// signal sends sig to the whole tree: the group and, for a session leader, the rest of
+// its session. It returns ErrExited once the leader was reaped.
 func (g *procGroup) signal(sig syscall.Signal) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -53,6 +54,23 @@ func (g *procGroup) signal(sig syscall.Signal) error {
 		return ErrExited
 	}
 	g.signalLocked(sig)
+	return nil
+}
+
+// signalGroups sends sig to the leader's group and to group fg (if it is another
+// group, such as a terminal's foreground job), but not to the rest of the session.
+func (g *procGroup) signalGroups(sig syscall.Signal, fg int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reaped {
+		return ErrExited
+	}
+	if g.pid > 0 {
+		_ = unix.Kill(-g.pid, sig)
+		if fg > 0 && fg != g.pid {
+			_ = unix.Kill(-fg, sig)
+		}
+	}
 	return nil
 }
 

@@ -94,3 +94,17 @@ func control(f *os.File, fn func(fd int) error) error {
 	}
 	return ferr
 }
+
+// foregroundGroup returns the foreground process group of the terminal whose master is
+// m (TIOCGPGRP on a master reports the slave's), or 0.
+func foregroundGroup(m *os.File) int {
+	pg := 0
+	_ = control(m, func(fd int) error {
+		v, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		if err == nil {
+			pg = v
+		}
+		return err
+	})
+	return pg
+}

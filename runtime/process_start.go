@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// WinSize is a terminal size in character cells.
+type WinSize struct{ Cols, Rows uint16 }
+
 // StartOptions are the settings of a process started with Sandbox.Start.
 type StartOptions struct {
 	// ID is the process id; "" makes "proc_" + 16 hex digits. A given id must be 1-63

@@ -9,9 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WinSize is a terminal size in character cells.
-type WinSize struct{ Cols, Rows uint16 }
-
 // startPTY starts cmd on a new PTY of the given size, as a session leader with the PTY
 // as its controlling terminal, and returns the master. The master is O_CLOEXEC (so no
 // other child inherits it) and in non-blocking mode on Go's poller, so reads honour

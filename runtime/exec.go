@@ -129,7 +129,12 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		})
 		defer t.Stop()
 	}
-	stop := context.AfterFunc(ctx, func() { _ = g.signal(sigKILL) })
+	var canceled atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if g.signal(sigKILL) == nil {
+			canceled.Store(true)
+		}
+	})
 	defer stop()
 
 	stdout, stderr := capBuffer{limit: limit}, capBuffer{limit: limit}
@@ -141,7 +146,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	g.finish()                 // kill what the command left behind, before the pid can be recycled
 	cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
 	_ = cmd.Wait()
-	drain(&readers, outR, errR)
+	drain(&readers, nil, outR, errR)
 	outR.Close()
 	errR.Close()
 	state := cmd.ProcessState
@@ -165,7 +170,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if res.Stderr == nil {
 		res.Stderr = []byte{}
 	}
-	if ctx.Err() != nil && !res.TimedOut {
+	if canceled.Load() && !res.TimedOut {
 		return res, ctx.Err()
 	}
 	return res, nil
@@ -191,8 +196,8 @@ func (s *Sandbox) leaveExec(g *procGroup) {
 }
 
 // drain waits for the readers of files to reach EOF, for at most drainBound; then it
-// makes their reads fail so they return.
-func drain(readers *sync.WaitGroup, files ...*os.File) {
+// calls stop (if not nil) and makes their reads fail so they return.
+func drain(readers *sync.WaitGroup, stop func(), files ...*os.File) {
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
 	t := time.NewTimer(drainBound)
@@ -201,6 +206,9 @@ func drain(readers *sync.WaitGroup, files ...*os.File) {
 	case <-done:
 		return
 	case <-t.C:
+	}
+	if stop != nil {
+		stop()
 	}
 	for _, f := range files {
 		_ = f.SetReadDeadline(time.Now())

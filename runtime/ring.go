@@ -9,6 +9,8 @@ const (
 	// ringMinAlloc is the first allocation of a ring: rings grow lazily, so an idle
 	// process costs next to nothing.
 	ringMinAlloc = 4 << 10
+	// ringJumpAt is the size past which a growing ring jumps to its maximum.
+	ringJumpAt = 64 << 10
 	// maxEventBytes caps the data of one output event.
 	maxEventBytes = 64 << 10
 )
@@ -41,9 +43,19 @@ func newRing(max int) *ring {
 	return &ring{max: max}
 }
 
-// write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size.
+// write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size,
+// and wakes waiting readers.
 func (r *ring) write(stream Stream, p []byte) {
+	r.append(stream, p, true)
+}
+
+// append is write; with wake false, waiting readers are not woken yet (see wake), so
+// a writer with more data at hand can batch it into one wake-up.
+func (r *ring) append(stream Stream, p []byte, wake bool) {
 	if len(p) == 0 {
+		if wake {
+			r.wake()
+		}
 		return
 	}
 	r.mu.Lock()
@@ -66,6 +78,19 @@ func (r *ring) write(stream Stream, p []byte) {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
+	if wake {
+		r.wakeLocked()
+	}
+}
+
+// wake wakes waiting readers.
+func (r *ring) wake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakeLocked()
+}
+
+func (r *ring) wakeLocked() {
 	if r.wait != nil {
 		close(r.wait)
 		r.wait = nil
@@ -79,6 +104,12 @@ func (r *ring) growLocked(want int) {
 		return
 	}
 	size := max(2*len(r.buf), want, ringMinAlloc)
+	if size > ringJumpAt {
+		// Past this, output is flowing: go straight to the full size instead of
+		// copying the retained bytes at every doubling. Large allocations come as
+		// fresh zeroed pages, so this is cheap.
+		size = r.max
+	}
 	size = min(size, r.max)
 	nb := make([]byte, size)
 	for o := r.start; o < r.end; {
@@ -110,10 +141,7 @@ func (r *ring) close(st ExitStatus) {
 		return
 	}
 	r.exit = &st
-	if r.wait != nil {
-		close(r.wait)
-		r.wait = nil
-	}
+	r.wakeLocked()
 }
 
 // offsets returns the retained range [start, end).

@@ -345,14 +345,75 @@ func TestTerminalKill(t *testing.T) {
 	waitGone(t, pid)
 }
 
-// fdNames returns the fd numbers in the output of ls -l /proc/PID/fd.
+// fdNames returns the fd numbers in the output of ls -l /proc/PID/fd, leaving out the
+// directory ls itself opened to list them.
 func fdNames(ls string) []string {
 	var out []string
 	for _, line := range strings.Split(ls, "\n") {
 		f := strings.Fields(line)
-		if i := slices.Index(f, "->"); i > 0 {
+		if i := slices.Index(f, "->"); i > 0 && i+1 < len(f) && !lsOwnFD.MatchString(f[i+1]) {
 			out = append(out, f[i-1])
 		}
 	}
 	return out
+}
+
+var lsOwnFD = regexp.MustCompile(`^/proc/[0-9]+/fd$`)
+
+// TestNoFDLeakTerminal: a command run from a terminal's interactive shell sees only 0,
+// 1 and 2 (bash keeps its own fd 255 close-on-exec).
+func TestNoFDLeakTerminal(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	p, err := s.StartTerminal(ctx, TerminalOptions{ID: "fds", Cols: 200, Shell: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Subscribe(0)
+	defer sub.Close()
+	if _, err := p.Write([]byte("ls -l /proc/self/fd; echo \"END=$((6*7))=\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := waitOutput(t, ctx, sub, "END=42=")
+	if fds := strings.Join(fdNames(out), " "); fds != "0 1 2" {
+		t.Errorf("fds %q in %q", fds, out)
+	}
+}
+
+// TestTerminalSignalForeground: SIGINT to a terminal reaches its foreground job (in a
+// group of its own under job control) and leaves the interactive shell running.
+func TestTerminalSignalForeground(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	p, err := s.StartTerminal(ctx, TerminalOptions{ID: "sig", Shell: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Subscribe(0)
+	defer sub.Close()
+	if _, err := p.Write([]byte("set -m; sh -c 'echo \"FG=$$=\"; exec sleep 30'\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := waitOutput(t, ctx, sub, "=\r\n")
+	m := regexp.MustCompile(`FG=([0-9]+)=`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no pid in %q", out)
+	}
+	fg := firstInt(t, []byte(m[1]))
+	sig, _ := ParseSignal("SIGINT")
+	if err := p.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, fg)
+	// Like ^C, the job's death by SIGINT also aborts the rest of the command line; the
+	// shell itself survives and runs the next one.
+	if _, err := p.Write([]byte("echo \"alive=$((1+1))=\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, ctx, sub, "alive=2=")
+	if p.Info().Status != StatusRunning {
+		t.Errorf("shell exited")
+	}
 }

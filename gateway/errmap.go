@@ -23,7 +23,7 @@ type errorRule struct {
 var errorRules = []errorRule{
 	{[]error{actor.ErrNotFound, runtime.ErrNotFound, fs.ErrNotExist}, http.StatusNotFound, codeNotFound},
 	{[]error{actor.ErrInvalid, runtime.ErrInvalid, runtime.ErrBadSignal, runtime.ErrEscapes}, http.StatusBadRequest, codeInvalidArgument},
-	{[]error{actor.ErrConflict, runtime.ErrSessionDead, runtime.ErrExited, runtime.ErrStdinClosed,
+	{[]error{actor.ErrConflict, runtime.ErrDuplicateID, runtime.ErrSessionDead, runtime.ErrExited, runtime.ErrStdinClosed,
 		runtime.ErrNotPTY, runtime.ErrIsDir, runtime.ErrNotDir, runtime.ErrNotEmpty, runtime.ErrExist, fs.ErrExist},
 		http.StatusConflict, codeConflict},
 	{[]error{actor.ErrExpired}, http.StatusGone, codeExpired},

@@ -3,6 +3,8 @@ package actor
 import (
 	"strings"
 	"testing"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 var idTests = []struct {
@@ -31,12 +33,12 @@ func TestValidID(t *testing.T) {
 	for _, tc := range idTests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := validID(tc.id); got != tc.ok {
-				t.Errorf("validID(%q) = %v, want %v", tc.id, got, tc.ok)
+			if got := runtime.ValidID(tc.id); got != tc.ok {
+				t.Errorf("runtime.ValidID(%q) = %v, want %v", tc.id, got, tc.ok)
 			}
 		})
 	}
-	if id := newID("sb_"); !validID(id) || len(id) != 19 {
+	if id := newID("sb_"); !runtime.ValidID(id) || len(id) != 19 {
 		t.Errorf("newID = %q", id)
 	}
 }
@@ -46,7 +48,7 @@ func FuzzValidID(f *testing.F) {
 		f.Add(tc.id)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		if !validID(id) {
+		if !runtime.ValidID(id) {
 			return
 		}
 		// A valid id is safe as a path element and as a storage key prefix.

@@ -53,7 +53,7 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
-	if req.Session != "" && !validID(req.Session) {
+	if req.Session != "" && !runtime.ValidID(req.Session) {
 		return badRequest("invalid session id %q", req.Session)
 	}
 	if err := s.checkRoute(r, "POST "+sbPath+"/processes", nil, command); err != nil {

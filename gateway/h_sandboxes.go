@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 type createSandboxRequest struct {
@@ -19,7 +20,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ID != "" && !validID(req.ID) {
+	if req.ID != "" && !runtime.ValidID(req.ID) {
 		return badRequest("invalid sandbox id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
 	}
 	if err := validateEnv(req.Env); err != nil {

@@ -20,7 +20,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ID != "" && !validID(req.ID) {
+	if req.ID != "" && !runtime.ValidID(req.ID) {
 		return badRequest("invalid session id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
 	}
 	if err := validateEnv(req.Env); err != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // route is one served API route.
@@ -142,7 +144,7 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 		r = r.WithContext(withTenant(r.Context(), tenant))
 	}
 	for _, name := range pathIDs {
-		if v := r.PathValue(name); v != "" && !validID(v) {
+		if v := r.PathValue(name); v != "" && !runtime.ValidID(v) {
 			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name), v)
 		}
 	}

@@ -154,7 +154,7 @@ func withDefaults(cfg *Config) (Config, error) {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
-	if len(c.Tokens) == 0 && !isLoopback(c.Listen) {
+	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
 		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
 	}
 	abs, err := filepath.Abs(c.DataDir)
@@ -168,8 +168,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	return c, nil
 }
 
-// isLoopback reports whether addr (host:port) only accepts local connections.
-func isLoopback(addr string) bool {
+// IsLoopback reports whether addr (host:port) only accepts local connections, where a
+// server may run without a configured token.
+func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -15,9 +15,10 @@ func newProcessID() string {
 	return string(out[:])
 }
 
-// validID reports whether id is 1-63 chars of [a-z0-9_-] starting with a letter or digit,
-// the id syntax of the public API.
-func validID(id string) bool {
+// ValidID reports whether id is 1-63 chars of [a-z0-9_-] starting with a letter or
+// digit: the syntax of every sandbox, process, session and terminal id of the public
+// API, caller-chosen or server-made (sb_…, proc_…, sess_…).
+func ValidID(id string) bool {
 	if len(id) == 0 || len(id) > 63 {
 		return false
 	}

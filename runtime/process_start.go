@@ -65,7 +65,7 @@ func (s *Sandbox) start(ctx context.Context, o StartOptions, envMid map[string]s
 	if err != nil {
 		return nil, err
 	}
-	if o.ID != "" && !validID(o.ID) {
+	if o.ID != "" && !ValidID(o.ID) {
 		return nil, fmt.Errorf("%w: bad process id %q", ErrInvalid, o.ID)
 	}
 	if o.PTY != nil && (o.PTY.Cols == 0 || o.PTY.Rows == 0) {

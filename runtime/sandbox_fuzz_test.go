@@ -54,8 +54,8 @@ func FuzzValidID(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		if got, want := validID(id), idRE.MatchString(id); got != want {
-			t.Fatalf("validID(%q) = %v, want %v", id, got, want)
+		if got, want := ValidID(id), idRE.MatchString(id); got != want {
+			t.Fatalf("ValidID(%q) = %v, want %v", id, got, want)
 		}
 	})
 }

@@ -105,7 +105,7 @@ func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		id := newProcessID()
-		if len(id) != 21 || id[:5] != "proc_" || !validID(id) || seen[id] {
+		if len(id) != 21 || id[:5] != "proc_" || !ValidID(id) || seen[id] {
 			t.Fatalf("bad or repeated id %q", id)
 		}
 		for _, c := range id[5:] {
@@ -120,8 +120,8 @@ func TestIDs(t *testing.T) {
 		ok bool
 	}{{"a", true}, {"t-1_x", true}, {"9", true}, {"", false}, {"-a", false}, {"_a", false}, {"A", false}, {"a b", false}, {string(make([]byte, 64)), false}}
 	for _, tt := range tests {
-		if validID(tt.id) != tt.ok {
-			t.Errorf("validID(%q) = %v", tt.id, !tt.ok)
+		if ValidID(tt.id) != tt.ok {
+			t.Errorf("ValidID(%q) = %v", tt.id, !tt.ok)
 		}
 	}
 }

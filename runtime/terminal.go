@@ -32,7 +32,7 @@ func (s *Sandbox) StartTerminal(ctx context.Context, o TerminalOptions) (*Proces
 }
 
 func (s *Sandbox) startTerminal(ctx context.Context, o TerminalOptions) (*Process, error) {
-	if !validID(o.ID) {
+	if !ValidID(o.ID) {
 		return nil, fmt.Errorf("%w: bad terminal id %q", ErrInvalid, o.ID)
 	}
 	size := WinSize{Cols: o.Cols, Rows: o.Rows}

@@ -111,7 +111,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) int {
 	madeToken := ""
-	if len(cfg.Tokens) == 0 && isLoopbackAddr(cfg.Listen) {
+	if len(cfg.Tokens) == 0 && gateway.IsLoopback(cfg.Listen) {
 		tok, err := gateway.LoadOrCreateToken(cfg.DataDir)
 		if err != nil {
 			fmt.Fprintln(stderr, "serve:", err)
@@ -189,18 +189,6 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "serve: %s again: exiting now\n", sig)
 		return 130
 	}
-}
-
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func parseLabels(s string) (map[string]string, error) {

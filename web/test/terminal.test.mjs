@@ -154,7 +154,10 @@ describe('terminal page', () => {
       const m = /\[ (\d+) bytes of output lost: offset (\d+) to (\d+) \]/.exec(lines[at]);
       assert.ok(m, lines[at]);
       assert.equal(Number(m[1]), Number(m[3]) - Number(m[2]));
-      assert.ok(Number(m[1]) > 400000, `lost ${m[1]} bytes`);
+      // About total - ring - what the page had got; bytes already in flight in socket
+      // buffers when the proxy held the connection make it vary, so only its order of
+      // magnitude is checked.
+      assert.ok(Number(m[1]) > 100000 && Number(m[1]) < 1488895 - 1048576, `lost ${m[1]} bytes`);
       const numbers = (ls) => ls.filter((l) => /^\d+$/.test(l.trim())).map((l) => Number(l.trim()));
       // The connection may stop mid-line: the last line before the marker can be the
       // start of the next number.

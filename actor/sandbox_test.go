@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -527,4 +528,73 @@ func TestWorkspace(t *testing.T) {
 	wantErr(t, err, runtime.ErrEscapes)
 	_, err = n.Workspace(ctx, "nope")
 	wantErr(t, err, ErrNotFound)
+}
+
+// TestFailed breaks a sandbox's workspace so the runtime cannot start: the sandbox moves
+// to "failed" with the reason, refuses work, and can still be deleted.
+func TestFailed(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "fl")
+	dir := n.workspaceDir("fl")
+	must(t, os.Remove(dir))
+	must(t, os.WriteFile(dir, []byte("not a dir"), 0o644))
+	_, err := n.Exec(ctx, "fl", runtime.ExecOptions{Command: "true"})
+	wantErr(t, err, ErrConflict)
+	in, err := n.GetSandbox(ctx, "fl")
+	must(t, err)
+	if in.State != StateFailed || in.FailReason == "" {
+		t.Fatalf("info %+v", in)
+	}
+	_, err = n.StartProcess(ctx, "fl", runtime.StartOptions{Command: "true"})
+	wantErr(t, err, ErrConflict)
+	if got := eventTypes(t, n, "fl"); !slices.Equal(got, []string{"sandbox.created", "sandbox.failed"}) {
+		t.Fatalf("events %v", got)
+	}
+	must(t, n.DeleteSandbox(ctx, "fl"))
+}
+
+// TestCancelledWork cancels callers of exec and session exec mid-command: they return
+// promptly, the actor records the completions (nothing stays in flight), and the
+// sandbox keeps working.
+func TestCancelledWork(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	mustCreate(t, n, "cw")
+	_, _, err := n.CreateSession(tctx(t), "cw", SessionSpec{ID: "s"})
+	must(t, err)
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{name: "exec", run: func(ctx context.Context) error {
+			_, err := n.Exec(ctx, "cw", runtime.ExecOptions{Command: "sleep 20"})
+			return err
+		}},
+		{name: "session exec", run: func(ctx context.Context) error {
+			_, err := n.SessionExec(ctx, "cw", "s", runtime.SessionCommand{Command: "sleep 20"})
+			return err
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		err := tc.run(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: no error after cancel", tc.name)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("%s: returned after %v", tc.name, d)
+		}
+	}
+	eventually(t, 10*time.Second, "no work in flight", func() bool {
+		v, err := call(tctx(t), n.Node, "cw", func(a *sbActor) (int, error) { return a.inflight, nil })
+		return err == nil && v == 0
+	})
+	res, err := n.Exec(tctx(t), "cw", runtime.ExecOptions{Command: "echo ok"})
+	must(t, err)
+	if string(res.Stdout) != "ok\n" {
+		t.Fatalf("after cancels: %q", res.Stdout)
+	}
 }

@@ -91,7 +91,9 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("actor: failed to start runtime for sandbox %q: %w", a.id, err)
+		// The sandbox cannot run anything: it is failed, with the reason, until deleted.
+		a.fail(err.Error())
+		return nil, fmt.Errorf("%w: sandbox %q failed: %w", ErrConflict, a.id, err)
 	}
 	a.sb.rt = rt
 	return rt, nil

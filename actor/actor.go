@@ -111,6 +111,12 @@ func (a *sbActor) group(reqs []*request) {
 		res = append(res, result{})
 	}
 	defer func() { clear(res); a.res = res[:0] }()
+	userTurns := false
+	defer func() {
+		if userTurns {
+			a.lastTurn = a.now() // only requests count for passivation: not timers or completions
+		}
+	}()
 	for i, r := range reqs {
 		if r.ctx != nil { // user request
 			if err := r.ctx.Err(); err != nil {
@@ -129,7 +135,7 @@ func (a *sbActor) group(reqs []*request) {
 		res[i].v, res[i].err, panicked = a.turn(r.fn)
 		if r.ctx != nil {
 			a.turnCtx = nil
-			a.lastTurn = a.now() // only requests count: timers and completions do not
+			userTurns = true
 		}
 		if panicked {
 			// State may be half-changed: nothing of this group is saved.

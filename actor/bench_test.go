@@ -143,3 +143,40 @@ func rssBytes() int64 {
 	}
 	return 0
 }
+
+// BenchmarkLongPoll measures how long a waiting TakeMessages takes to return after a
+// PostMessage starts, and after PostMessage returns (both include the fsyncs of the
+// post and of the take's removal). It reports medians.
+func BenchmarkLongPoll(b *testing.B) {
+	n := newTestNode(b, nil)
+	mustCreate(b, n, "lp")
+	ctx := context.Background()
+	var fromStart, fromReturn []time.Duration
+	for range b.N {
+		for range 50 {
+			got := make(chan time.Time, 1)
+			go func() {
+				if _, err := n.TakeMessages(ctx, "lp", 10*time.Second, 1); err != nil {
+					b.Error(err)
+				}
+				got <- time.Now()
+			}()
+			eventually(b, 5*time.Second, "taker waiting", func() bool {
+				w, _ := call(ctx, n.Node, "lp", func(a *sbActor) (bool, error) { return a.msgWake != nil, nil })
+				return w
+			})
+			t0 := time.Now()
+			if _, err := n.PostMessage(ctx, "lp", []byte(`1`)); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			at := <-got
+			fromStart, fromReturn = append(fromStart, at.Sub(t0)), append(fromReturn, at.Sub(t1))
+		}
+	}
+	slices.Sort(fromStart)
+	slices.Sort(fromReturn)
+	b.ReportMetric(float64(fromStart[len(fromStart)/2].Microseconds()), "post_start_to_take_us")
+	b.ReportMetric(float64(fromReturn[len(fromReturn)/2].Microseconds()), "post_return_to_take_us")
+	b.ReportMetric(float64(fromStart[len(fromStart)*99/100].Microseconds()), "p99_post_start_to_take_us")
+}

@@ -517,7 +517,9 @@ func TestWorkspace(t *testing.T) {
 	mustCreate(t, n, "ws")
 	w, err := n.Workspace(ctx, "ws")
 	must(t, err)
-	defer w.Close()
+	if w2, err := n.Workspace(ctx, "ws"); err != nil || w2 != w {
+		t.Fatalf("second Workspace: %v, same handle %v", err, w2 == w)
+	}
 	must(t, w.WriteFile("a/b.txt", strings.NewReader("hello"), 0o644))
 	res, err := n.Exec(ctx, "ws", runtime.ExecOptions{Command: "cat a/b.txt"})
 	must(t, err)
@@ -528,6 +530,10 @@ func TestWorkspace(t *testing.T) {
 	wantErr(t, err, runtime.ErrEscapes)
 	_, err = n.Workspace(ctx, "nope")
 	wantErr(t, err, ErrNotFound)
+	must(t, n.DeleteSandbox(ctx, "ws"))
+	if err := w.WriteFile("c.txt", strings.NewReader("x"), 0o644); err == nil {
+		t.Fatal("workspace handle usable after delete")
+	}
 }
 
 // TestFailed breaks a sandbox's workspace so the runtime cannot start: the sandbox moves

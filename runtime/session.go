@@ -150,13 +150,15 @@ type Session struct {
 
 	ctlBuf []byte // owned by whoever reads ctlCh: newSession, then the worker
 
-	mu       sync.Mutex
-	queue    []*sessReq
-	running  bool
-	dead     string
-	snap     SessionSnapshot
-	commands int
-	lastAt   *time.Time
+	mu         sync.Mutex
+	afterClose func() // set by the owner; run once by Close
+	closed     bool   // Close has finished
+	queue      []*sessReq
+	running    bool
+	dead       string
+	snap       SessionSnapshot
+	commands   int
+	lastAt     *time.Time
 }
 
 type sessReq struct {
@@ -371,9 +373,31 @@ func (s *Session) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return os.RemoveAll(s.tmp)
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	err := os.RemoveAll(s.tmp)
+	s.mu.Lock()
+	fn := s.afterClose
+	s.afterClose, s.closed = nil, true
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return err
+}
+
+// setAfterClose registers fn to run once when Close has finished (at once if it has);
+// the Sandbox uses it to forget the session.
+func (s *Session) setAfterClose(fn func()) {
+	s.mu.Lock()
+	if !s.closed {
+		s.afterClose = fn
+		fn = nil
+	}
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
 	}
 }
 

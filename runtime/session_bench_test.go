@@ -3,21 +3,22 @@ package runtime
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
 )
 
-// benchMinSamples is how many latencies a benchmark collects at least, so p50 and p99
+// sessBenchMinSamples is how many latencies a benchmark collects at least, so p50 and p99
 // mean something even under -benchtime=1x (extra samples run with the timer stopped).
-const benchMinSamples = 300
+const sessBenchMinSamples = 300
 
-// benchLatencies runs op b.N times (timed) and more untimed if needed, and reports the
+// sessBenchLatencies runs op b.N times (timed) and more untimed if needed, and reports the
 // p50 and p99 latency in microseconds.
-func benchLatencies(b *testing.B, op func()) {
+func sessBenchLatencies(b *testing.B, op func()) {
 	b.Helper()
-	lat := make([]time.Duration, 0, max(b.N, benchMinSamples))
+	lat := make([]time.Duration, 0, max(b.N, sessBenchMinSamples))
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
@@ -25,7 +26,7 @@ func benchLatencies(b *testing.B, op func()) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	for len(lat) < benchMinSamples {
+	for len(lat) < sessBenchMinSamples {
 		t0 := time.Now()
 		op()
 		lat = append(lat, time.Since(t0))
@@ -53,7 +54,7 @@ func BenchmarkSessionExec(b *testing.B) {
 			b.Fatal(err)
 		}
 		out := bufio.NewReader(outp)
-		benchLatencies(b, func() {
+		sessBenchLatencies(b, func() {
 			if _, err := io.WriteString(in, "echo x\n"); err != nil {
 				b.Fatal(err)
 			}
@@ -64,15 +65,19 @@ func BenchmarkSessionExec(b *testing.B) {
 		in.Close()
 		_ = cmd.Wait()
 	})
-	for _, c := range []struct{ name, command string }{
-		{"session-true", "true"},
-		{"session-echo", "echo hello"},
-		{"session-external-cmd", "/bin/true"},
+	for _, c := range []struct{ name, command, tmp string }{
+		{"session-true", "true", ""},
+		{"session-echo", "echo hello", ""},
+		{"session-external-cmd", "/bin/true", ""},
+		// The private directory on the disk file system instead of /dev/shm.
+		{"session-true-fifos-in-tmpdir", "true", os.TempDir()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			s := newTestSession(b, testSessionConfig(b))
-			ctx := testCtx(b)
-			benchLatencies(b, func() {
+			cfg := sessTestConfig(b)
+			cfg.TempDir = c.tmp
+			s := sessNewTest(b, cfg)
+			ctx := sessTestCtx(b)
+			sessBenchLatencies(b, func() {
 				r, err := s.Exec(ctx, SessionCommand{Command: c.command})
 				if err != nil || r.ExitCode != 0 {
 					b.Fatal(r, err)

@@ -8,11 +8,18 @@ import (
 	"time"
 )
 
-// testWait bounds every wait in session tests; generous for loaded machines.
-const testWait = 60 * time.Second
+// sessTestWait bounds every wait in session tests; generous for loaded machines.
+const sessTestWait = 60 * time.Second
 
-// testSessionConfig returns a config for a session in a fresh workspace.
-func testSessionConfig(tb testing.TB) sessionConfig {
+func sessTestCtx(tb testing.TB) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sessTestWait)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// sessTestConfig returns a config for a session in a fresh workspace.
+func sessTestConfig(tb testing.TB) sessionConfig {
 	tb.Helper()
 	dir := tb.TempDir()
 	dir, err := filepath.EvalSymlinks(dir)
@@ -29,10 +36,10 @@ func testSessionConfig(tb testing.TB) sessionConfig {
 	}
 }
 
-// newTestSession starts a session and closes it when the test ends.
-func newTestSession(tb testing.TB, cfg sessionConfig) *Session {
+// sessNewTest starts a session and closes it when the test ends.
+func sessNewTest(tb testing.TB, cfg sessionConfig) *Session {
 	tb.Helper()
-	s, err := newSession(testCtx(tb), cfg)
+	s, err := newSession(sessTestCtx(tb), cfg)
 	if err != nil {
 		tb.Fatalf("newSession: %v", err)
 	}
@@ -44,18 +51,18 @@ func newTestSession(tb testing.TB, cfg sessionConfig) *Session {
 	return s
 }
 
-// mustExec runs a command that must not fail to run.
-func mustExec(tb testing.TB, s *Session, c SessionCommand) ExecResult {
+// sessMustExec runs a command that must not fail to run.
+func sessMustExec(tb testing.TB, s *Session, c SessionCommand) ExecResult {
 	tb.Helper()
-	r, err := s.Exec(testCtx(tb), c)
+	r, err := s.Exec(sessTestCtx(tb), c)
 	if err != nil {
 		tb.Fatalf("Exec(%q): %v", c.Command, err)
 	}
 	return r
 }
 
-// run is mustExec for a bare command.
-func run(tb testing.TB, s *Session, command string) ExecResult {
+// sessRun is mustExec for a bare command.
+func sessRun(tb testing.TB, s *Session, command string) ExecResult {
 	tb.Helper()
-	return mustExec(tb, s, SessionCommand{Command: command})
+	return sessMustExec(tb, s, SessionCommand{Command: command})
 }

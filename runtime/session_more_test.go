@@ -17,7 +17,7 @@ import (
 // EOF comes) while the foreground writes more than a pipe buffer; all of it arrives.
 func TestSessionBackgroundHolderExactOutput(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	tests := []struct {
 		name    string
 		command string
@@ -28,36 +28,36 @@ func TestSessionBackgroundHolderExactOutput(t *testing.T) {
 		{name: "endless writer on stderr", command: `yes >&2 & printf done`, want: []byte("done")},
 	}
 	for _, tt := range tests {
-		r := run(t, s, tt.command)
+		r := sessRun(t, s, tt.command)
 		if !bytes.Equal(r.Stdout, tt.want) || r.ExitCode != 0 {
-			t.Errorf("%s: stdout %q (len %d), exit %d", tt.name, trunc(r.Stdout), len(r.Stdout), r.ExitCode)
+			t.Errorf("%s: stdout %q (len %d), exit %d", tt.name, sessTrunc(r.Stdout), len(r.Stdout), r.ExitCode)
 		}
 	}
-	if r := run(t, s, "echo fine"); string(r.Stdout) != "fine\n" || len(r.Stderr) != 0 {
-		t.Errorf("after: %q %q", r.Stdout, trunc(r.Stderr))
+	if r := sessRun(t, s, "echo fine"); string(r.Stdout) != "fine\n" || len(r.Stderr) != 0 {
+		t.Errorf("after: %q %q", r.Stdout, sessTrunc(r.Stderr))
 	}
 }
 
 func TestSessionContextCanceledWhileRunning(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
-	run(t, s, "mkfifo gate")
-	ctx, cancel := context.WithCancel(testCtx(t))
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	sessRun(t, s, "mkfifo gate")
+	ctx, cancel := context.WithCancel(sessTestCtx(t))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.Exec(ctx, SessionCommand{Command: "read line < gate; cd /; export AFTER=1"})
 		errc <- err
 	}()
-	waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+	sessWaitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	// The command runs on; the next one waits for it and sees its effects.
 	next := make(chan ExecResult, 1)
-	go func() { next <- run(t, s, `pwd; echo $AFTER`) }()
-	waitFor(t, "next queued", func() bool { return s.queued() == 1 })
+	go func() { next <- sessRun(t, s, `pwd; echo $AFTER`) }()
+	sessWaitFor(t, "next queued", func() bool { return s.queued() == 1 })
 	if err := os.WriteFile(filepath.Join(cfg.Dir, "gate"), []byte("go\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -75,29 +75,29 @@ func TestSessionLeaks(t *testing.T) {
 		w.Close()
 	}
 	leakcheck.Check(t)
-	ctx := testCtx(t)
+	ctx := sessTestCtx(t)
 	ends := []struct {
 		name string
 		end  func(s *Session)
 	}{
 		{"close idle", func(s *Session) {}},
 		{"timeout", func(s *Session) {
-			mustExec(t, s, SessionCommand{Command: "sleep 1000 & setsid sleep 1000 & sleep 1000", Timeout: 100 * time.Millisecond})
+			sessMustExec(t, s, SessionCommand{Command: "sleep 1000 & setsid sleep 1000 & sleep 1000", Timeout: 100 * time.Millisecond})
 		}},
-		{"exit", func(s *Session) { run(t, s, "sleep 1000 & exit 3") }},
+		{"exit", func(s *Session) { sessRun(t, s, "sleep 1000 & exit 3") }},
 		{"close busy", func(s *Session) {
 			go func() { _, _ = s.Exec(ctx, SessionCommand{Command: "sleep 1000"}) }()
-			waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+			sessWaitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
 		}},
-		{"background holder", func(s *Session) { run(t, s, "sleep 1000 & echo x") }},
+		{"background holder", func(s *Session) { sessRun(t, s, "sleep 1000 & echo x") }},
 	}
 	for _, e := range ends {
-		cfg := testSessionConfig(t)
+		cfg := sessTestConfig(t)
 		s, err := newSession(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		run(t, s, "cd /; export A=1; echo hi")
+		sessRun(t, s, "cd /; export A=1; echo hi")
 		e.end(s)
 		if err := s.Close(ctx); err != nil {
 			t.Errorf("%s: Close: %v", e.name, err)
@@ -110,9 +110,61 @@ func TestSessionLeaks(t *testing.T) {
 		}
 	}
 	// newSession failing half-way cleans up too.
-	cfg := testSessionConfig(t)
+	cfg := sessTestConfig(t)
 	cfg.Options.Shell = "/nonexistent/bash"
 	if _, err := newSession(ctx, cfg); err == nil || !strings.Contains(err.Error(), "bash") {
 		t.Errorf("bad shell: %v", err)
+	}
+}
+
+// TestSessionShellEnds covers the other ways a command can end the shell.
+func TestSessionShellEnds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		command    string
+		wantCode   int
+		wantReason string
+	}{
+		{name: "set -e then a failure", command: "set -e; false; echo not reached", wantCode: 1, wantReason: "shell exited with status 1"},
+		{name: "exec replaces the shell", command: "exec sh -c 'exit 5'", wantCode: 5, wantReason: "shell exited with status 5"},
+		{name: "killed", command: "kill -KILL $$", wantCode: 137, wantReason: "shell killed by signal 9 (killed)"},
+		{name: "exit in a sourced file", command: "echo 'exit 9' > f.sh; . ./f.sh", wantCode: 9, wantReason: "shell exited with status 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := sessNewTest(t, sessTestConfig(t))
+			r := sessRun(t, s, tt.command)
+			if r.ExitCode != tt.wantCode || len(r.Stdout) != 0 {
+				t.Errorf("result = %+v %q", r, r.Stdout)
+			}
+			if info := s.Info(); info.Status != SessionDead || info.DeadReason != tt.wantReason {
+				t.Errorf("info = %v %q, want dead %q", info.Status, info.DeadReason, tt.wantReason)
+			}
+			if _, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "true"}); !errors.Is(err, ErrSessionDead) {
+				t.Errorf("exec after: %v", err)
+			}
+		})
+	}
+}
+
+func TestSessionAfterClose(t *testing.T) {
+	t.Parallel()
+	s := sessNewTest(t, sessTestConfig(t))
+	calls := 0
+	s.setAfterClose(func() { calls++ })
+	for range 2 {
+		if err := s.Close(sessTestCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("afterClose ran %d times, want 1", calls)
+	}
+	late := false
+	s.setAfterClose(func() { late = true })
+	if !late {
+		t.Errorf("afterClose set after Close did not run at once")
 	}
 }

@@ -18,14 +18,14 @@ import (
 
 func TestSessionPersistence(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
+	cfg := sessTestConfig(t)
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "sub dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(cfg.Dir, "lib.sh"), []byte("LIBVAR=from-lib\nlibfn() { echo libfn:$1; }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestSession(t, cfg)
+	s := sessNewTest(t, cfg)
 	// Steps run in order on one shell; each sees what the earlier ones left.
 	steps := []struct {
 		name    string
@@ -54,7 +54,7 @@ func TestSessionPersistence(t *testing.T) {
 		{name: "cd -", command: "cd /; cd - >/dev/null; pwd", want: cfg.Dir + "/sub dir\n"},
 	}
 	for _, st := range steps {
-		r := run(t, s, st.command)
+		r := sessRun(t, s, st.command)
 		if string(r.Stdout) != st.want {
 			t.Errorf("%s: stdout = %q, want %q (stderr %q)", st.name, r.Stdout, st.want, r.Stderr)
 		}
@@ -70,7 +70,7 @@ func TestSessionPersistence(t *testing.T) {
 
 func TestSessionByteExact(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	var all []byte
 	for i := 0; i < 256; i++ {
 		all = append(all, byte(i))
@@ -99,16 +99,16 @@ func TestSessionByteExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := run(t, s, tt.command)
+			r := sessRun(t, s, tt.command)
 			want := tt.wantOut
 			if want == nil {
 				want = all
 			}
 			if !bytes.Equal(r.Stdout, want) {
-				t.Errorf("stdout = %q (len %d), want len %d", trunc(r.Stdout), len(r.Stdout), len(want))
+				t.Errorf("stdout = %q (len %d), want len %d", sessTrunc(r.Stdout), len(r.Stdout), len(want))
 			}
 			if !bytes.Equal(r.Stderr, tt.wantErr) && !(len(r.Stderr) == 0 && tt.wantErr == nil) {
-				t.Errorf("stderr = %q, want %q", trunc(r.Stderr), trunc(tt.wantErr))
+				t.Errorf("stderr = %q, want %q", sessTrunc(r.Stderr), sessTrunc(tt.wantErr))
 			}
 			if r.ExitCode != tt.wantStatus || r.TimedOut || r.Truncated {
 				t.Errorf("result = exit %d timedout %v truncated %v", r.ExitCode, r.TimedOut, r.Truncated)
@@ -117,7 +117,7 @@ func TestSessionByteExact(t *testing.T) {
 	}
 }
 
-func trunc(b []byte) []byte {
+func sessTrunc(b []byte) []byte {
 	if len(b) > 80 {
 		return append(b[:80:80], "..."...)
 	}
@@ -126,12 +126,12 @@ func trunc(b []byte) []byte {
 
 func TestSessionTruncated(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
-	r := mustExec(t, s, SessionCommand{Command: `head -c 100000 /dev/zero; printf ok >&2`, OutputLimit: 1000})
+	s := sessNewTest(t, sessTestConfig(t))
+	r := sessMustExec(t, s, SessionCommand{Command: `head -c 100000 /dev/zero; printf ok >&2`, OutputLimit: 1000})
 	if len(r.Stdout) != 1000 || !r.Truncated || string(r.Stderr) != "ok" || r.ExitCode != 0 {
 		t.Errorf("len %d truncated %v stderr %q exit %d", len(r.Stdout), r.Truncated, r.Stderr, r.ExitCode)
 	}
-	r = run(t, s, `printf abc`)
+	r = sessRun(t, s, `printf abc`)
 	if r.Truncated || string(r.Stdout) != "abc" {
 		t.Errorf("next command: %q truncated %v", r.Stdout, r.Truncated)
 	}
@@ -142,28 +142,28 @@ func TestSessionTruncated(t *testing.T) {
 // each appends its number to a file.
 func TestSessionFIFO(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
 	gate := filepath.Join(cfg.Dir, "gate")
-	run(t, s, "mkfifo gate")
+	sessRun(t, s, "mkfifo gate")
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.Exec(testCtx(t), SessionCommand{Command: "read line < gate"})
+		_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "read line < gate"})
 		first <- err
 	}()
-	waitFor(t, "first command running", func() bool { return s.Info().Status == SessionBusy && s.queued() == 0 })
+	sessWaitFor(t, "first command running", func() bool { return s.Info().Status == SessionBusy && s.queued() == 0 })
 	const n = 10
 	results := make(chan string, n)
 	for i := range n {
 		go func() {
-			r, err := s.Exec(testCtx(t), SessionCommand{Command: fmt.Sprintf("echo %d >> order; cat order | wc -l", i)})
+			r, err := s.Exec(sessTestCtx(t), SessionCommand{Command: fmt.Sprintf("echo %d >> order; cat order | wc -l", i)})
 			if err != nil {
 				results <- err.Error()
 				return
 			}
 			results <- fmt.Sprintf("%d:%s", i, strings.TrimSpace(string(r.Stdout)))
 		}()
-		waitFor(t, "caller queued", func() bool { return s.queued() == i+1 })
+		sessWaitFor(t, "caller queued", func() bool { return s.queued() == i+1 })
 	}
 	if err := os.WriteFile(gate, []byte("go\n"), 0o644); err != nil { // opens the FIFO: unblocks read
 		t.Fatal(err)
@@ -190,10 +190,10 @@ func TestSessionFIFO(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing after testWait.
-func waitFor(tb testing.TB, what string, cond func() bool) {
+// sessWaitFor polls cond until it holds, failing after sessTestWait.
+func sessWaitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(testWait)
+	deadline := time.Now().Add(sessTestWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
@@ -204,11 +204,11 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 
 func TestSessionTimeout(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	shell := s.pid
 	// A background child, a child in its own session (escapes the process group) and
 	// a foreground sleep; partial output before the timeout must be kept.
-	r := mustExec(t, s, SessionCommand{
+	r := sessMustExec(t, s, SessionCommand{
 		Command: `sleep 1000 & echo $!; setsid sleep 1000 & echo $!; printf partial >&2; sleep 1000`,
 		Timeout: 2 * time.Second, // ample for the echoes below on a loaded machine
 	})
@@ -220,20 +220,20 @@ func TestSessionTimeout(t *testing.T) {
 		t.Fatalf("stdout = %q", r.Stdout)
 	}
 	for _, p := range append(pids, fmt.Sprint(shell)) {
-		waitFor(t, "pid "+p+" gone", func() bool { return !alive(p) })
+		sessWaitFor(t, "pid "+p+" gone", func() bool { return !sessAlive(p) })
 	}
 	info := s.Info()
 	if info.Status != SessionDead || info.DeadReason != "command timed out after 2s" {
 		t.Errorf("info = %+v", info)
 	}
-	_, err := s.Exec(testCtx(t), SessionCommand{Command: "true"})
+	_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "true"})
 	if !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "command timed out after 2s") {
 		t.Errorf("exec on dead session: %v", err)
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid string) bool {
+// sessAlive reports whether pid exists and is not a zombie.
+func sessAlive(pid string) bool {
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return false
@@ -245,20 +245,20 @@ func alive(pid string) bool {
 
 func TestSessionExit(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	shell := fmt.Sprint(s.pid)
-	r := run(t, s, "sleep 1000 & printf '%s bye' $!; exit 42")
+	r := sessRun(t, s, "sleep 1000 & printf '%s bye' $!; exit 42")
 	kid, bye, _ := strings.Cut(string(r.Stdout), " ")
 	if r.ExitCode != 42 || bye != "bye" || r.TimedOut {
 		t.Fatalf("result = %+v %q", r, r.Stdout)
 	}
-	waitFor(t, "shell gone", func() bool { return !alive(shell) })
-	waitFor(t, "background child in the shell's group gone", func() bool { return !alive(kid) })
+	sessWaitFor(t, "shell gone", func() bool { return !sessAlive(shell) })
+	sessWaitFor(t, "background child in the shell's group gone", func() bool { return !sessAlive(kid) })
 	info := s.Info()
 	if info.Status != SessionDead || info.DeadReason != "shell exited with status 42" {
 		t.Errorf("info = %+v", info)
 	}
-	_, err := s.Exec(testCtx(t), SessionCommand{Command: "true"})
+	_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "true"})
 	if !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "shell exited with status 42") {
 		t.Errorf("exec on dead session: %v", err)
 	}
@@ -266,9 +266,9 @@ func TestSessionExit(t *testing.T) {
 
 func TestSessionBackgroundChildHoldsStdout(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	start := time.Now()
-	r := run(t, s, "sleep 1000 & echo started $!")
+	r := sessRun(t, s, "sleep 1000 & echo started $!")
 	took := time.Since(start)
 	if !strings.HasPrefix(string(r.Stdout), "started ") || r.ExitCode != 0 {
 		t.Fatalf("result = %+v %q", r, r.Stdout)
@@ -278,31 +278,31 @@ func TestSessionBackgroundChildHoldsStdout(t *testing.T) {
 		t.Errorf("exec took %v", took)
 	}
 	pid := strings.TrimSpace(strings.TrimPrefix(string(r.Stdout), "started "))
-	if !alive(pid) {
+	if !sessAlive(pid) {
 		t.Errorf("background child %s died", pid)
 	}
-	r = run(t, s, "echo next")
+	r = sessRun(t, s, "echo next")
 	if string(r.Stdout) != "next\n" {
 		t.Errorf("next command stdout = %q", r.Stdout)
 	}
-	if err := s.Close(testCtx(t)); err != nil {
+	if err := s.Close(sessTestCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "background child killed by Close", func() bool { return !alive(pid) })
+	sessWaitFor(t, "background child killed by Close", func() bool { return !sessAlive(pid) })
 }
 
 func TestSessionControlFD(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	// Bash restores its own redirections after it writes a frame; look once it is idle.
-	waitShellIdle(t, s.pid)
+	sessWaitShellIdle(t, s.pid)
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Fds the test binary inherited without close-on-exec from whatever started it
 	// reach every child; they are not the session's doing.
-	stray := inheritedFDs(t)
+	stray := sessInheritedFDs(t)
 	var names []string
 	for _, e := range ents {
 		if !stray[e.Name()] {
@@ -314,7 +314,7 @@ func TestSessionControlFD(t *testing.T) {
 		t.Errorf("shell fds = %v, want 0 1 2 3", names)
 	}
 	// A command's child sees only 0, 1 and 2.
-	r := run(t, s, `sh -c 'ls /proc/$$/fd'`)
+	r := sessRun(t, s, `sh -c 'ls /proc/$$/fd'`)
 	var kid []string
 	for _, f := range strings.Fields(string(r.Stdout)) {
 		if !stray[f] {
@@ -324,27 +324,27 @@ func TestSessionControlFD(t *testing.T) {
 	if strings.Join(kid, " ") != "0 1 2" {
 		t.Errorf("child fds = %q (stderr %q)", r.Stdout, r.Stderr)
 	}
-	r = run(t, s, `echo x >&3`)
+	r = sessRun(t, s, `echo x >&3`)
 	if r.ExitCode == 0 {
 		t.Errorf("command could write to fd 3")
 	}
 }
 
-// waitShellIdle waits until the shell blocks in read(0, …), the state between commands.
-func waitShellIdle(tb testing.TB, pid int) {
+// sessWaitShellIdle waits until the shell blocks in read(0, …), the state between commands.
+func sessWaitShellIdle(tb testing.TB, pid int) {
 	tb.Helper()
 	nr := map[string]string{"amd64": "0", "arm64": "63"}[goruntime.GOARCH]
 	if nr == "" {
 		tb.Skip("no read syscall number for " + goruntime.GOARCH)
 	}
-	waitFor(tb, "shell idle", func() bool {
+	sessWaitFor(tb, "shell idle", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
 		return strings.HasPrefix(string(b), nr+" 0x0 ")
 	})
 }
 
-// inheritedFDs lists this process's fds above 2 that lack close-on-exec.
-func inheritedFDs(tb testing.TB) map[string]bool {
+// sessInheritedFDs lists this process's fds above 2 that lack close-on-exec.
+func sessInheritedFDs(tb testing.TB) map[string]bool {
 	tb.Helper()
 	ents, err := os.ReadDir("/proc/self/fdinfo")
 	if err != nil {
@@ -373,8 +373,8 @@ func inheritedFDs(tb testing.TB) map[string]bool {
 // keeps running: only the real frame may complete the command.
 func TestSessionFakeFrame(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
-	waitShellIdle(t, s.pid)
+	s := sessNewTest(t, sessTestConfig(t))
+	sessWaitShellIdle(t, s.pid)
 	ctl, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", s.pid))
 	if err != nil {
 		t.Fatal(err)
@@ -387,28 +387,28 @@ for f in /proc/$$/fd/*; do
 done
 [[ $hit == 1 ]] || echo "no control copy found" >&2
 sleep 0.3; printf done; exit_now() { return 7; }; exit_now`
-	r := run(t, s, cmd)
+	r := sessRun(t, s, cmd)
 	if r.ExitCode != 7 || !strings.HasSuffix(string(r.Stdout), "done") || strings.Contains(string(r.Stderr), "no control") {
 		t.Fatalf("result = %+v stdout %q stderr %q", r, r.Stdout, r.Stderr)
 	}
-	if r := run(t, s, "echo alive"); string(r.Stdout) != "alive\n" {
+	if r := sessRun(t, s, "echo alive"); string(r.Stdout) != "alive\n" {
 		t.Errorf("after fake frames: %q", r.Stdout)
 	}
 }
 
 func TestSessionRehydrate(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
-	run(t, s, "mkdir -p a/b && cd a/b && export X='multi\nline' Y=2 && unset LANG")
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	sessRun(t, s, "mkdir -p a/b && cd a/b && export X='multi\nline' Y=2 && unset LANG")
 	snap := s.Snapshot()
-	if err := s.Close(testCtx(t)); err != nil {
+	if err := s.Close(sessTestCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	cfg2 := cfg
 	cfg2.Options.Snapshot = &snap
-	s2 := newTestSession(t, cfg2)
-	r := run(t, s2, `pwd; printf '%s|' "$X" "$Y" "${LANG-unset}"`)
+	s2 := sessNewTest(t, cfg2)
+	r := sessRun(t, s2, `pwd; printf '%s|' "$X" "$Y" "${LANG-unset}"`)
 	if want := cfg.Dir + "/a/b\nmulti\nline|2|unset|"; string(r.Stdout) != want {
 		t.Errorf("rehydrated: %q, want %q", r.Stdout, want)
 	}
@@ -420,9 +420,9 @@ func TestSessionRehydrate(t *testing.T) {
 
 func TestSessionPerCall(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
-	run(t, s, "mkdir -p sub other && export KEEP=k EXP=old && LOCAL=l")
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	sessRun(t, s, "mkdir -p sub other && export KEEP=k EXP=old && LOCAL=l")
 	tests := []struct {
 		name string
 		cmd  SessionCommand
@@ -436,12 +436,12 @@ func TestSessionPerCall(t *testing.T) {
 		{name: "env over local", cmd: SessionCommand{Command: `sh -c 'echo $LOCAL'`, Env: map[string]string{"LOCAL": "x"}}, want: "x\n"},
 	}
 	for _, tt := range tests {
-		r := mustExec(t, s, tt.cmd)
+		r := sessMustExec(t, s, tt.cmd)
 		if string(r.Stdout) != tt.want {
 			t.Errorf("%s: %q, want %q (stderr %q)", tt.name, r.Stdout, tt.want, r.Stderr)
 		}
 		// Nothing of the call persists.
-		r = run(t, s, `pwd; echo "${NEW-unset} $EXP $LOCAL"; sh -c 'echo ${LOCAL-unexported}'`)
+		r = sessRun(t, s, `pwd; echo "${NEW-unset} $EXP $LOCAL"; sh -c 'echo ${LOCAL-unexported}'`)
 		if want := cfg.Dir + "\nunset old l\nunexported\n"; string(r.Stdout) != want {
 			t.Errorf("%s: after: %q, want %q", tt.name, r.Stdout, want)
 		}
@@ -449,7 +449,7 @@ func TestSessionPerCall(t *testing.T) {
 	if got := s.Snapshot(); got.Cwd != cfg.Dir || got.Env["EXP"] != "old" {
 		t.Errorf("snapshot = %v %v", got.Cwd, got.Env["EXP"])
 	}
-	r := mustExec(t, s, SessionCommand{Command: "echo never", Cwd: "missing"})
+	r := sessMustExec(t, s, SessionCommand{Command: "echo never", Cwd: "missing"})
 	if r.ExitCode == 0 || len(r.Stdout) != 0 || !strings.Contains(string(r.Stderr), "missing") {
 		t.Errorf("missing cwd: %+v %q", r, r.Stderr)
 	}
@@ -458,7 +458,7 @@ func TestSessionPerCall(t *testing.T) {
 		{Command: "true", Cwd: "/etc"},
 	}
 	for _, c := range bad {
-		if _, err := s.Exec(testCtx(t), c); !errors.Is(err, ErrEscapes) {
+		if _, err := s.Exec(sessTestCtx(t), c); !errors.Is(err, ErrEscapes) {
 			t.Errorf("cwd %q: %v, want ErrEscapes", c.Cwd, err)
 		}
 	}
@@ -469,7 +469,7 @@ func TestSessionPerCall(t *testing.T) {
 		{Command: "true", Env: map[string]string{"X": "a\x00"}},
 	}
 	for _, c := range invalid {
-		if _, err := s.Exec(testCtx(t), c); !errors.Is(err, ErrInvalid) {
+		if _, err := s.Exec(sessTestCtx(t), c); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%q %v: %v, want ErrInvalid", c.Command, c.Env, err)
 		}
 	}
@@ -477,12 +477,12 @@ func TestSessionPerCall(t *testing.T) {
 
 func TestSessionInfoAndClose(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, testSessionConfig(t))
+	s := sessNewTest(t, sessTestConfig(t))
 	info := s.Info()
 	if info.Status != SessionReady || info.Commands != 0 || info.LastCommandAt != nil || info.ID == "" || info.Cwd == "" {
 		t.Errorf("fresh info = %+v", info)
 	}
-	run(t, s, "true")
+	sessRun(t, s, "true")
 	info = s.Info()
 	if info.Commands != 1 || info.LastCommandAt == nil || info.LastCommandAt.Before(info.CreatedAt) {
 		t.Errorf("info after one command = %+v", info)
@@ -490,19 +490,19 @@ func TestSessionInfoAndClose(t *testing.T) {
 	// Close while a command runs: it returns a dead-session error.
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Exec(testCtx(t), SessionCommand{Command: "sleep 1000"})
+		_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "sleep 1000"})
 		errc <- err
 	}()
-	waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+	sessWaitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
 	for range 2 {
-		if err := s.Close(testCtx(t)); err != nil {
+		if err := s.Close(sessTestCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := <-errc; !errors.Is(err, ErrSessionDead) {
 		t.Errorf("running exec after Close: %v", err)
 	}
-	if _, err := s.Exec(testCtx(t), SessionCommand{Command: "true"}); !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "session closed") {
+	if _, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "true"}); !errors.Is(err, ErrSessionDead) || !strings.Contains(err.Error(), "session closed") {
 		t.Errorf("exec after Close: %v", err)
 	}
 	if s.Info().Status != SessionDead {
@@ -512,22 +512,22 @@ func TestSessionInfoAndClose(t *testing.T) {
 
 func TestSessionContextCanceledWhileQueued(t *testing.T) {
 	t.Parallel()
-	cfg := testSessionConfig(t)
-	s := newTestSession(t, cfg)
-	run(t, s, "mkfifo gate")
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	sessRun(t, s, "mkfifo gate")
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.Exec(testCtx(t), SessionCommand{Command: "read line < gate"})
+		_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "read line < gate"})
 		first <- err
 	}()
-	waitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
-	ctx, cancel := context.WithCancel(testCtx(t))
+	sessWaitFor(t, "busy", func() bool { return s.Info().Status == SessionBusy })
+	ctx, cancel := context.WithCancel(sessTestCtx(t))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.Exec(ctx, SessionCommand{Command: "touch ran"})
 		errc <- err
 	}()
-	waitFor(t, "queued", func() bool { return s.queued() == 1 })
+	sessWaitFor(t, "queued", func() bool { return s.queued() == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled exec: %v", err)
@@ -538,7 +538,7 @@ func TestSessionContextCanceledWhileQueued(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	run(t, s, "true")
+	sessRun(t, s, "true")
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "ran")); err == nil {
 		t.Errorf("canceled command ran")
 	}
@@ -559,9 +559,9 @@ func TestNewSessionErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := testSessionConfig(t)
+			cfg := sessTestConfig(t)
 			cfg.Options = tt.opts
-			s, err := newSession(testCtx(t), cfg)
+			s, err := newSession(sessTestCtx(t), cfg)
 			if err == nil {
 				_ = s.Close(context.Background())
 			}

@@ -33,24 +33,23 @@ func sessShell(name string) (string, error) {
 	return p, nil
 }
 
-// sessResolveCwd resolves p against the workspace dir: relative paths are joined to it
-// and absolute ones must lie inside it (lexically; the shell itself may cd anywhere).
+// sessResolveCwd resolves p against the workspace dir like a workspace path (see
+// wsResolve): relative paths are joined to it and absolute ones must lie inside it,
+// spelt with dir or with dir's symlinks resolved. It is lexical: the shell itself may
+// cd anywhere later.
 func sessResolveCwd(dir, p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", fmt.Errorf("%w: cwd holds a NUL byte", ErrInvalid)
-	}
 	if p == "" {
 		return dir, nil
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
+	prefixes := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		prefixes = append(prefixes, real)
 	}
-	p = filepath.Clean(p)
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || !filepath.IsLocal(rel) && rel != "." {
-		return "", fmt.Errorf("%w: cwd %q", ErrEscapes, p)
+	rel, err := wsResolve(prefixes, p)
+	if err != nil {
+		return "", fmt.Errorf("cwd: %w", err)
 	}
-	return p, nil
+	return filepath.Join(dir, rel), nil
 }
 
 // sessEnvList turns env into KEY=VALUE pairs, sorted, rejecting unusable keys.

@@ -12,9 +12,9 @@ import (
 	"testing"
 )
 
-// newTestWorkspace makes a workspace with a few files, an outside directory with a
+// wsNewTest makes a workspace with a few files, an outside directory with a
 // secret, and symlinks that point out of the workspace.
-func newTestWorkspace(tb testing.TB) (w *Workspace, dir, outside string) {
+func wsNewTest(tb testing.TB) (w *Workspace, dir, outside string) {
 	tb.Helper()
 	base, err := filepath.EvalSymlinks(tb.TempDir())
 	if err != nil {
@@ -54,8 +54,8 @@ func newTestWorkspace(tb testing.TB) (w *Workspace, dir, outside string) {
 	return w, dir, outside
 }
 
-// outsideState captures the outside directory to prove nothing there changed.
-func outsideState(tb testing.TB, outside string) string {
+// wsOutsideState captures the outside directory to prove nothing there changed.
+func wsOutsideState(tb testing.TB, outside string) string {
 	tb.Helper()
 	var b strings.Builder
 	err := filepath.WalkDir(outside, func(p string, d fs.DirEntry, err error) error {
@@ -82,8 +82,8 @@ func outsideState(tb testing.TB, outside string) string {
 
 func TestWorkspaceEscapes(t *testing.T) {
 	t.Parallel()
-	w, dir, outside := newTestWorkspace(t)
-	before := outsideState(t, outside)
+	w, dir, outside := wsNewTest(t)
+	before := wsOutsideState(t, outside)
 	// Every op below adds to these paths, so none of them names a link itself.
 	paths := []string{
 		"..", "../outside", "sub/../../outside", "/etc", "/", outside,
@@ -140,7 +140,7 @@ func TestWorkspaceEscapes(t *testing.T) {
 	if err := w.Remove("out", false); err != nil {
 		t.Errorf("remove link out: %v", err)
 	}
-	if after := outsideState(t, outside); after != before {
+	if after := wsOutsideState(t, outside); after != before {
 		t.Errorf("outside changed:\n%s\nwant\n%s", after, before)
 	}
 	if _, err := os.Stat("/etc/passwd"); err != nil {
@@ -150,7 +150,7 @@ func TestWorkspaceEscapes(t *testing.T) {
 
 func TestWorkspaceRead(t *testing.T) {
 	t.Parallel()
-	w, dir, _ := newTestWorkspace(t)
+	w, dir, _ := wsNewTest(t)
 	tests := []struct {
 		name    string
 		path    string
@@ -191,8 +191,8 @@ func TestWorkspaceRead(t *testing.T) {
 
 func TestWorkspaceOpenFIFO(t *testing.T) {
 	t.Parallel()
-	w, dir, _ := newTestWorkspace(t)
-	if err := syscallMkfifo(dir + "/fifo"); err != nil {
+	w, dir, _ := wsNewTest(t)
+	if err := wsMkfifo(dir + "/fifo"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := w.Open("fifo"); !errors.Is(err, ErrInvalid) {
@@ -202,7 +202,7 @@ func TestWorkspaceOpenFIFO(t *testing.T) {
 
 func TestWorkspaceReadDir(t *testing.T) {
 	t.Parallel()
-	w, dir, _ := newTestWorkspace(t)
+	w, dir, _ := wsNewTest(t)
 	ents, err := w.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestWorkspaceReadDir(t *testing.T) {
 
 func TestWorkspaceWriteFile(t *testing.T) {
 	t.Parallel()
-	w, dir, _ := newTestWorkspace(t)
+	w, dir, _ := wsNewTest(t)
 	tests := []struct {
 		name     string
 		path     string
@@ -288,7 +288,7 @@ func TestWorkspaceWriteFile(t *testing.T) {
 // TestWorkspaceWriteAtomic has readers race a writer: each read sees one whole version.
 func TestWorkspaceWriteAtomic(t *testing.T) {
 	t.Parallel()
-	w, _, _ := newTestWorkspace(t)
+	w, _, _ := wsNewTest(t)
 	v1, v2 := bytes.Repeat([]byte("1"), 1<<20), bytes.Repeat([]byte("2"), 1<<20)
 	if err := w.WriteFile("f", bytes.NewReader(v1), 0); err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestWorkspaceWriteAtomic(t *testing.T) {
 
 func TestWorkspaceRemoveMkdir(t *testing.T) {
 	t.Parallel()
-	w, dir, outside := newTestWorkspace(t)
+	w, dir, outside := wsNewTest(t)
 	steps := []struct {
 		name    string
 		do      func() error
@@ -380,7 +380,7 @@ func TestWorkspaceRemoveMkdir(t *testing.T) {
 
 func TestOpenWorkspaceSymlinkedDir(t *testing.T) {
 	t.Parallel()
-	_, dir, _ := newTestWorkspace(t)
+	_, dir, _ := wsNewTest(t)
 	link := filepath.Join(filepath.Dir(dir), "wslink")
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)

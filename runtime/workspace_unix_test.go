@@ -2,4 +2,4 @@ package runtime
 
 import "golang.org/x/sys/unix"
 
-func syscallMkfifo(p string) error { return unix.Mkfifo(p, 0o644) }
+func wsMkfifo(p string) error { return unix.Mkfifo(p, 0o644) }

@@ -141,7 +141,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	g.finish()                 // kill what the command left behind, before the pid can be recycled
 	cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
 	_ = cmd.Wait()
-	drain(&readers, outR, errR)
+	drain(&readers, nil, outR, errR)
 	outR.Close()
 	errR.Close()
 	state := cmd.ProcessState
@@ -191,8 +191,8 @@ func (s *Sandbox) leaveExec(g *procGroup) {
 }
 
 // drain waits for the readers of files to reach EOF, for at most drainBound; then it
-// makes their reads fail so they return.
-func drain(readers *sync.WaitGroup, files ...*os.File) {
+// calls stop (if not nil) and makes their reads fail so they return.
+func drain(readers *sync.WaitGroup, stop func(), files ...*os.File) {
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
 	t := time.NewTimer(drainBound)
@@ -201,6 +201,9 @@ func drain(readers *sync.WaitGroup, files ...*os.File) {
 	case <-done:
 		return
 	case <-t.C:
+	}
+	if stop != nil {
+		stop()
 	}
 	for _, f := range files {
 		_ = f.SetReadDeadline(time.Now())

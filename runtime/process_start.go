@@ -117,6 +117,10 @@ func (s *Sandbox) unreserve(id string, p *Process) {
 	}
 	s.procs[id] = p
 	s.order = append(s.order, p)
+	if s.closed {
+		// Close ran while this process was starting and did not see it.
+		_ = p.g.signal(syscall.SIGKILL)
+	}
 }
 
 func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir string, o StartOptions, envMid map[string]string) (*Process, error) {
@@ -195,9 +199,10 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 	defer p.sb.wg.Done()
 	var readers sync.WaitGroup
 	files := make([]*os.File, len(outputs))
+	stop := newStopper()
 	for i, o := range outputs {
 		files[i] = o.f
-		readers.Go(func() { p.readOutput(o) })
+		readers.Go(func() { p.readOutput(o, stop) })
 	}
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() { _ = p.g.signal(syscall.SIGKILL) })
@@ -210,28 +215,14 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 	}
 	cmd.WaitDelay = drainBound
 	_ = cmd.Wait()
-	drain(&readers, files...)
+	drain(&readers, stop.stop, files...)
+	stop.close()
 	closeAll(files...)
 	st := ExitStatus{Code: -1} // unknown: only if the wait itself failed
 	if ps := cmd.ProcessState; ps != nil {
 		st = exitStatus(ps)
 	}
 	p.publishExit(st, keep)
-}
-
-// readOutput copies one output into the ring until EOF or error (EIO on a PTY master
-// once every holder of the slave is gone).
-func (p *Process) readOutput(o output) {
-	buf := make([]byte, readBufBytes)
-	for {
-		n, err := o.f.Read(buf)
-		if n > 0 {
-			p.ring.write(o.stream, buf[:n])
-		}
-		if err != nil && !errors.Is(err, syscall.EINTR) {
-			return // io.EOF, EIO from a PTY master, or the drain deadline
-		}
-	}
 }
 
 // exitStatus converts a reaped process state.

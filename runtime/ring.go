@@ -41,9 +41,19 @@ func newRing(max int) *ring {
 	return &ring{max: max}
 }
 
-// write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size.
+// write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size,
+// and wakes waiting readers.
 func (r *ring) write(stream Stream, p []byte) {
+	r.append(stream, p, true)
+}
+
+// append is write; with wake false, waiting readers are not woken yet (see wake), so
+// a writer with more data at hand can batch it into one wake-up.
+func (r *ring) append(stream Stream, p []byte, wake bool) {
 	if len(p) == 0 {
+		if wake {
+			r.wake()
+		}
 		return
 	}
 	r.mu.Lock()
@@ -66,6 +76,19 @@ func (r *ring) write(stream Stream, p []byte) {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
+	if wake {
+		r.wakeLocked()
+	}
+}
+
+// wake wakes waiting readers.
+func (r *ring) wake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakeLocked()
+}
+
+func (r *ring) wakeLocked() {
 	if r.wait != nil {
 		close(r.wait)
 		r.wait = nil
@@ -110,10 +133,7 @@ func (r *ring) close(st ExitStatus) {
 		return
 	}
 	r.exit = &st
-	if r.wait != nil {
-		close(r.wait)
-		r.wait = nil
-	}
+	r.wakeLocked()
 }
 
 // offsets returns the retained range [start, end).

@@ -1,0 +1,203 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// BenchmarkExecTrue compares Sandbox.Exec of `true` with raw os/exec of `true` (stdout
+// and stderr captured into buffers, as Exec does), interleaved in the same run. It
+// reports both p50 latencies and their ratio, "ratio-p50" (runtime/raw; the goal is
+// <= 1.10).
+func BenchmarkExecTrue(b *testing.B) {
+	s := newTestSandbox(b, nil)
+	ctx := context.Background()
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := func() time.Duration {
+		begin := time.Now()
+		var out, errb bytes.Buffer
+		cmd := exec.Command(truePath)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(begin)
+	}
+	ours := func() time.Duration {
+		begin := time.Now()
+		res, err := s.Exec(ctx, ExecOptions{Argv: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(err, res.ExitCode)
+		}
+		return time.Since(begin)
+	}
+	raw()
+	ours()
+	var rs, os []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			rs = append(rs, raw())
+			os = append(os, ours())
+		} else {
+			os = append(os, ours())
+			rs = append(rs, raw())
+		}
+	}
+	b.StopTimer()
+	pr, po := p50(rs), p50(os)
+	b.ReportMetric(float64(pr.Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(po.Microseconds()), "runtime-p50-µs")
+	b.ReportMetric(float64(po)/float64(pr), "ratio-p50")
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// ptyCommand prints 50 MiB on a PTY. The ring is 16 MiB so that a subscriber descheduled
+// on a loaded machine does not fall behind it (it would get a gap, by design, and skip
+// the copying); gap-bytes reports any such loss.
+const (
+	ptyRing    = 16 << 20
+	ptyBytes   = 50 << 20
+	ptyCommand = "head -c 52428800 /dev/zero"
+)
+
+// BenchmarkPTYThroughput compares 50 MiB of PTY output read through the ring and one
+// subscriber with a raw creack/pty read loop of the same command, interleaved. It
+// reports both throughputs and "ratio" (runtime/raw; the goal is >= 0.95).
+func BenchmarkPTYThroughput(b *testing.B) {
+	s := newTestSandbox(b, &Config{OutputBufferBytes: ptyRing})
+	ctx := context.Background()
+	var lost int64
+	raw := func() time.Duration {
+		begin := time.Now()
+		cmd := exec.Command("/bin/sh", "-c", ptyCommand)
+		m, err := pty.Start(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, 32<<10)
+		n := 0
+		for {
+			k, err := m.Read(buf)
+			n += k
+			if err != nil {
+				break
+			}
+		}
+		_ = cmd.Wait()
+		_ = m.Close()
+		if n != ptyBytes {
+			b.Fatalf("raw read %d bytes", n)
+		}
+		return time.Since(begin)
+	}
+	ours := func() time.Duration {
+		begin := time.Now()
+		p, err := s.Start(ctx, StartOptions{Command: ptyCommand, PTY: &WinSize{Cols: 80, Rows: 24}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sub := p.Subscribe(0)
+		n := 0
+		for {
+			ev, err := sub.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Kind == EventGap {
+				lost += ev.To - ev.From
+				n += int(ev.To - ev.From)
+			}
+			n += len(ev.Data)
+		}
+		sub.Close()
+		d := time.Since(begin)
+		if n != ptyBytes {
+			b.Fatalf("runtime read %d bytes", n)
+		}
+		_ = s.Remove(ctx, p.ID())
+		return d
+	}
+	var rs, os []time.Duration
+	b.SetBytes(ptyBytes)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			rs = append(rs, raw())
+			os = append(os, ours())
+		} else {
+			os = append(os, ours())
+			rs = append(rs, raw())
+		}
+	}
+	b.StopTimer()
+	mbps := func(d time.Duration) float64 { return float64(ptyBytes) / d.Seconds() / (1 << 20) }
+	pr, po := p50(rs), p50(os)
+	b.ReportMetric(mbps(pr), "raw-MiB/s")
+	b.ReportMetric(mbps(po), "runtime-MiB/s")
+	b.ReportMetric(float64(pr)/float64(po), "ratio")
+	b.ReportMetric(float64(lost), "gap-bytes")
+}
+
+// TestIdlePTYHeap measures the Go heap held per idle PTY process (a shell blocked in
+// read on its terminal): at most 64 KiB.
+func TestIdlePTYHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap; not in -short")
+	}
+	const n = 50
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	heap := func() uint64 {
+		var ms goruntime.MemStats
+		goruntime.GC()
+		goruntime.GC()
+		goruntime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	ps := make([]*Process, 0, n)
+	for i := range n {
+		p, err := s.Start(ctx, StartOptions{Command: "printf 'ready" + strconv.Itoa(i) + "$ '; read x", PTY: &WinSize{Cols: 80, Rows: 24}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := p.Subscribe(0)
+		waitOutput(t, ctx, sub, "$ ")
+		sub.Close()
+		ps = append(ps, p)
+	}
+	after := heap()
+	per := (int64(after) - int64(before)) / n
+	t.Logf("idle PTY process: %d bytes of Go heap each (%d processes)", per, n)
+	if per > 64<<10 {
+		t.Errorf("idle PTY process holds %d bytes of heap, want <= 64 KiB", per)
+	}
+	for _, p := range ps {
+		if err := p.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -5,21 +5,28 @@ import (
 	"fmt"
 )
 
-// NewSession starts a persistent shell session in the sandbox's workspace, with the
-// sandbox's environment overlaid by o.Env (or o.Snapshot, when set). The session is
-// closed by Sandbox.Close; close it yourself when done with it.
+// NewSession starts a persistent bash session in the sandbox: in the workspace (or
+// o.Cwd) with the sandbox env overlaid with o.Env, or from o.Snapshot. Sandbox.Close
+// closes it; so does Session.Close. After Sandbox.Close it returns ErrClosed.
 //
-// Added by the actor helper as a thin wrapper over newSession (rt-sess owns sessions).
-// Caveat: the Sandbox keeps its close hook until Sandbox.Close, also for sessions
-// closed earlier.
+// A thin wrapper over newSession (rt-sess owns sessions), added by the actor branch
+// following INTEGRATION-rt-sess.md.
 func (s *Sandbox) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
 	sess, err := newSession(ctx, sessionConfig{Options: o, Dir: s.dir, Env: s.env, OutputLimit: s.cfg.OutputBufferBytes})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start session: %w", err)
 	}
-	if _, ok := s.onClose(sess.Close); !ok {
+	unregister, ok := s.onClose(sess.Close)
+	if !ok { // the sandbox closed meanwhile
 		_ = sess.Close(ctx)
 		return nil, ErrClosed
 	}
+	sess.setAfterClose(unregister)
 	return sess, nil
 }

@@ -604,3 +604,39 @@ func TestCancelledWork(t *testing.T) {
 		t.Fatalf("after cancels: %q", res.Stdout)
 	}
 }
+
+// countingStore counts writes through a Storage.
+type countingStore struct {
+	Storage
+	writes atomic.Int64
+}
+
+func (s *countingStore) Write(ctx context.Context, b *Batch) error {
+	s.writes.Add(1)
+	return s.Storage.Write(ctx, b)
+}
+
+// TestReadsAndExecDoNotWrite checks that requests which change nothing durable cost no
+// storage write (no fsync): the idle alarm is re-armed lazily, not on every request.
+func TestReadsAndExecDoNotWrite(t *testing.T) {
+	t.Parallel()
+	cs := &countingStore{Storage: openTestBolt(t)}
+	n := newTestNode(t, func(c *Config) { c.Storage = cs })
+	ctx := tctx(t)
+	mustCreate(t, n, "nw")
+	_, err := n.Exec(ctx, "nw", runtime.ExecOptions{Command: "true"}) // first: starts the runtime
+	must(t, err)
+	before := cs.writes.Load()
+	for range 5 {
+		n.clock.Advance(time.Second) // each request moves the idle deadline
+		_, err := n.Exec(ctx, "nw", runtime.ExecOptions{Command: "true"})
+		must(t, err)
+		_, err = n.GetSandbox(ctx, "nw")
+		must(t, err)
+		_, err = n.ListProcesses(ctx, "nw")
+		must(t, err)
+	}
+	if got := cs.writes.Load() - before; got != 0 {
+		t.Fatalf("%d storage writes for exec and reads", got)
+	}
+}

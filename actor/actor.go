@@ -30,25 +30,26 @@ type sbActor struct {
 	info    atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
 
 	// Actor state, touched only by the actor goroutine.
-	turnCtx   context.Context // the current user turn's ctx (background for system turns)
-	rec       *sandboxRec     // nil: no such sandbox (absent)
-	batch     *Batch          // writes of the current group
-	afterHook []func()        // run once the current group is durable
-	dirty     bool            // info changed in this group
-	exit      bool            // stop the loop after this group
-	lastTurn  time.Time       // last turn of any kind (passivation)
-	passTimer Stopper         // pending passivation check
-	alarmAt   time.Time       // persisted alarm time (zero: none)
-	attached  int             // Attach holders
-	inflight  int             // work running off the actor (exec, session commands)
-	evSeq     uint64          // last event seq
-	evFirst   uint64          // first event seq still stored (0: none)
-	msgSeq    uint64          // last message seq
-	msgs      []messageRec    // queued messages, oldest first
-	msgSeqs   []uint64        // their seqs
-	msgWake   chan struct{}   // closed when a message arrives; nil: nobody waits
-	sb        sandboxWork     // runtime-backed state (processes, sessions, terminals)
-	res       []result        // reused per group
+	turnCtx    context.Context // the current user turn's ctx (background for system turns)
+	rec        *sandboxRec     // nil: no such sandbox (absent)
+	batch      *Batch          // writes of the current group
+	afterHook  []func()        // run once the current group is durable
+	dirty      bool            // info changed in this group
+	exit       bool            // stop the loop after this group
+	lastTurn   time.Time       // last turn of any kind (passivation)
+	passTimer  Stopper         // pending passivation check
+	alarmAt    time.Time       // persisted alarm time (zero: none)
+	attached   int             // Attach holders
+	inflight   int             // work running off the actor (exec, session commands)
+	evSeq      uint64          // last event seq
+	evFirst    uint64          // first event seq still stored (0: none)
+	msgSeq     uint64          // last message seq
+	msgs       []messageRec    // queued messages, oldest first
+	msgSeqs    []uint64        // their seqs
+	msgWake    chan struct{}   // closed when a message arrives; nil: nobody waits
+	sb         sandboxWork     // runtime-backed state (processes, sessions, terminals)
+	res        []result        // reused per group
+	deactivate bool            // drop the activation after this group (Node.Deactivate)
 }
 
 func newActor(n *Node, id string) *sbActor {
@@ -98,6 +99,9 @@ func (a *sbActor) run() {
 		a.group(reqs)
 		clear(reqs)
 		reqs = reqs[:0]
+		if a.deactivate && !a.exit {
+			a.finishDeactivate()
+		}
 		if !a.exit {
 			a.maybePassivate()
 		}

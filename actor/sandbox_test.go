@@ -640,3 +640,29 @@ func TestReadsAndExecDoNotWrite(t *testing.T) {
 		t.Fatalf("%d storage writes for exec and reads", got)
 	}
 }
+
+func TestDeactivate(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "dv")
+	p, err := n.StartProcess(ctx, "dv", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	must(t, n.Deactivate(ctx, "dv"))
+	if n.active("dv") != nil {
+		t.Fatal("still active")
+	}
+	if alive(p.PID) {
+		t.Fatal("process survived deactivation")
+	}
+	must(t, n.Deactivate(ctx, "dv")) // not active: no-op
+	types := eventTypes(t, n, "dv")
+	if types[len(types)-1] != "process.exited" {
+		t.Fatalf("events %v", types)
+	}
+	in, err := n.GetSandbox(ctx, "dv")
+	must(t, err)
+	if in.State != StateRunning || in.Counts.Processes != 0 {
+		t.Fatalf("after reactivation %+v", in)
+	}
+}

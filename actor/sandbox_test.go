@@ -297,30 +297,38 @@ func TestSessions(t *testing.T) {
 	_, err = n.StartProcess(ctx, "ss", runtime.StartOptions{Command: "true", Session: "nope"})
 	wantErr(t, err, ErrNotFound)
 
-	// A session command runs off the actor: the sandbox answers meanwhile, and
-	// another session runs in parallel.
+	// A session command runs off the actor: the sandbox answers while s1's command
+	// waits for a file, and s2 (another session) runs in parallel and creates it. If
+	// either were serialized behind s1's command, this would deadlock until the
+	// command's own 20 s timeout and fail.
 	_, _, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s2"})
 	must(t, err)
-	done := make(chan error, 2)
-	start := time.Now()
-	for _, s := range []string{"s1", "s2"} {
-		go func() {
-			_, err := n.SessionExec(ctx, "ss", s, runtime.SessionCommand{Command: "sleep 1"})
-			done <- err
-		}()
-	}
-	time.Sleep(100 * time.Millisecond)
-	t0 := time.Now()
-	_, err = n.GetSandbox(ctx, "ss")
+	done := make(chan error, 1)
+	go func() {
+		res, err := n.SessionExec(ctx, "ss", "s1", runtime.SessionCommand{
+			Command: "until [ -e ../released ]; do sleep 0.01; done; echo released", Timeout: 20 * time.Second})
+		if err == nil && string(res.Stdout) != "released\n" {
+			err = fmt.Errorf("s1 result %+v", res)
+		}
+		done <- err
+	}()
+	w, err := n.Workspace(ctx, "ss")
 	must(t, err)
-	if d := time.Since(t0); d > 500*time.Millisecond {
-		t.Fatalf("GetSandbox took %v during a session command", d)
+	eventually(t, 10*time.Second, "s1 busy", func() bool {
+		in, err := n.GetSession(ctx, "ss", "s1")
+		return err == nil && in.Status == runtime.SessionBusy
+	})
+	_, err = n.GetSandbox(ctx, "ss") // answered while s1's command runs
+	must(t, err)
+	if _, err := w.Stat("released"); err == nil {
+		t.Fatal("released too early")
+	}
+	res, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "touch released"})
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("s2: %+v", res)
 	}
 	must(t, <-done)
-	must(t, <-done)
-	if d := time.Since(start); d > 1900*time.Millisecond {
-		t.Fatalf("two sessions' 1s commands took %v: not parallel", d)
-	}
 
 	// A command that exits the shell kills the session.
 	res, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "exit 3"})

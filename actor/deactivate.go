@@ -26,7 +26,15 @@ func (n *Node) Deactivate(ctx context.Context, sb string) error {
 		a.deactivate = true
 		return struct{}{}, nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	select { // answered after commit; the activation leaves the registry just after
+	case <-a.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // finishDeactivate drops the activation after the group that asked for it committed.

@@ -37,9 +37,10 @@
 //
 // # Passivation
 //
-// An actor with no running processes, no attached clients ([Node.Attach]) and no work
-// in flight is dropped from memory Config.PassivateAfter after its last turn (live
-// session shells are closed and restarted from their snapshot when next used). A
+// An actor with no running processes or terminals, no live session shells, no attached
+// clients ([Node.Attach]) and no work in flight is dropped from memory
+// Config.PassivateAfter after its last request. So a running sandbox with a session stays
+// in memory until it hibernates (which closes the shells), then passivates. A
 // passivated sandbox costs only its alarm-heap entry in memory.
 //
 // # Lifecycle and alarms

@@ -674,3 +674,33 @@ func TestDeactivate(t *testing.T) {
 		t.Fatalf("after reactivation %+v", in)
 	}
 }
+
+// TestSessionBlocksPassivation: a live session shell (which may hold background jobs)
+// keeps the actor in memory; hibernation closes it, and then the actor passivates.
+func TestSessionBlocksPassivation(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.PassivateAfter = time.Minute
+		c.Limits = Budget{IdleTTL: 10 * time.Minute}
+	})
+	ctx := tctx(t)
+	mustCreate(t, n, "sp")
+	_, _, err := n.CreateSession(ctx, "sp", SessionSpec{ID: "s"})
+	must(t, err)
+	for range 5 {
+		n.clock.Advance(time.Minute)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n.active("sp") == nil {
+		t.Fatal("passivated with a live session")
+	}
+	eventually(t, 10*time.Second, "hibernated and passivated", func() bool {
+		n.clock.Advance(time.Minute)
+		return n.active("sp") == nil
+	})
+	in, err := n.GetSandbox(ctx, "sp")
+	must(t, err)
+	if in.State != StateHibernated {
+		t.Fatalf("state %s", in.State)
+	}
+}

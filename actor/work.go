@@ -66,9 +66,20 @@ func (w *sandboxWork) terminalMap() map[string]*terminalState {
 	return w.terminals
 }
 
-// busy reports whether running processes keep the activation in memory. Live session
-// shells do not: they are closed on passivation and restarted from their snapshot.
-func (w *sandboxWork) busy() bool { return len(w.procs) > 0 || (w.rt != nil && w.rt.Running() > 0) }
+// busy reports whether running work keeps the activation in memory: running processes
+// and terminals, and live session shells (a shell may hold background jobs; closing it
+// is hibernation's job, at the idle TTL, not passivation's).
+func (w *sandboxWork) busy() bool {
+	if len(w.procs) > 0 || (w.rt != nil && w.rt.Running() > 0) {
+		return true
+	}
+	for _, st := range w.sessions {
+		if st.live != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // counts returns live processes, and remembered sessions and terminals.
 func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {

@@ -258,7 +258,6 @@ func (a *sbActor) stop(err error) {
 		a.passTimer.Stop()
 	}
 	a.endWork(false)
-	a.closeWorkspace()
 	if a.msgWake != nil {
 		close(a.msgWake)
 		a.msgWake = nil

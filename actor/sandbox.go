@@ -176,7 +176,6 @@ func (a *sbActor) delete() error {
 		return err
 	}
 	a.endWork(false)
-	a.closeWorkspace()
 	a.sb.forget(a)
 	if err := os.RemoveAll(a.n.workspaceDir(a.id)); err != nil {
 		return fmt.Errorf("actor: failed to remove workspace of %q: %w", a.id, err)

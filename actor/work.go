@@ -21,7 +21,6 @@ type sandboxWork struct {
 	procs     map[string]*runtime.Process // started, exit not yet recorded
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
-	ws        *runtime.Workspace // handed to callers by Node.Workspace; closed on stop and delete
 }
 
 // load reads remembered sessions and terminals.

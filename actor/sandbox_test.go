@@ -701,3 +701,21 @@ func TestSessionBlocksPassivation(t *testing.T) {
 		t.Fatalf("state %s", in.State)
 	}
 }
+
+func TestSandboxCwd(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	_, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: "cwd", Cwd: "src/app"})
+	must(t, err)
+	res, err := n.Exec(ctx, "cwd", runtime.ExecOptions{Command: "pwd"})
+	must(t, err)
+	if !strings.HasSuffix(string(res.Stdout), "/cwd/src/app\n") {
+		t.Fatalf("pwd %q", res.Stdout)
+	}
+	_, _, err = n.CreateSandbox(ctx, SandboxSpec{ID: "cwd2", Cwd: "../../escape"})
+	wantErr(t, err, ErrInvalid)
+	wantErr(t, err, runtime.ErrEscapes)
+	_, err = n.GetSandbox(ctx, "cwd2")
+	wantErr(t, err, ErrNotFound)
+}

@@ -719,3 +719,36 @@ func TestSandboxCwd(t *testing.T) {
 	_, err = n.GetSandbox(ctx, "cwd2")
 	wantErr(t, err, ErrNotFound)
 }
+
+// TestSessionFIFO queues commands on one session while its actor is held, in a known
+// mailbox order; released together, they must still run in that order.
+func TestSessionFIFO(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "fifo")
+	_, _, err := n.CreateSession(ctx, "fifo", SessionSpec{ID: "s"})
+	must(t, err)
+	unblock := block(t, n, "fifo")
+	const N = 20
+	var wg sync.WaitGroup
+	for i := range N {
+		wg.Go(func() {
+			if _, err := n.SessionExec(ctx, "fifo", "s", runtime.SessionCommand{Command: fmt.Sprintf("echo %d >> order", i)}); err != nil {
+				t.Error(err)
+			}
+		})
+		eventually(t, 10*time.Second, "queued", func() bool { return len(n.active("fifo").mb) == i+1 })
+	}
+	unblock() // all N turns run in one group; their answers are released together
+	wg.Wait()
+	res, err := n.Exec(ctx, "fifo", runtime.ExecOptions{Command: "cat order | tr '\\n' ' '"})
+	must(t, err)
+	var want strings.Builder
+	for i := range N {
+		fmt.Fprintf(&want, "%d ", i)
+	}
+	if string(res.Stdout) != want.String() {
+		t.Fatalf("order %q, want %q", res.Stdout, want.String())
+	}
+}

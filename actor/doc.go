@@ -67,8 +67,9 @@
 // # Caveats
 //
 // Running processes do not survive Node.Close or a restart: they are ended and
-// process.exited is recorded. Commands of one session run in the order they reach the
-// runtime's session queue, which is mailbox order for a client that waits for each
-// answer. Exec and session command timeouts are wall-clock (the runtime's), not
-// Config.Clock.
+// process.exited is recorded. Commands of one session run in mailbox order (each waits
+// for the previous one, off the actor). Exec and session command timeouts are
+// wall-clock (the runtime's), not Config.Clock. Workspace handles are the caller's to
+// Close. A full mailbox refuses requests (ErrMailboxFull) rather than queueing them, so
+// a burst larger than Config.MailboxSize to one sandbox is partly refused.
 package actor

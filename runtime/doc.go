@@ -1,4 +1,46 @@
 // Package runtime starts, watches and kills the process trees of a sandbox: one-shot
 // exec, long-lived processes with or without a PTY, output rings, persistent shell
 // sessions, terminals and confined workspace file access. It imports nothing of ours.
+//
+// # Entry points
+//
+// [New] makes the runtime of one sandbox from a [Config] (workspace directory, env,
+// limits, [Driver]). On the [Sandbox]:
+//
+//   - [Sandbox.Exec] runs one command to completion and returns its stdout, stderr and
+//     exit code, byte-exact and capped.
+//   - [Sandbox.Start] and [Sandbox.StartTerminal] start long-lived [Process]es on pipes or
+//     a PTY; [Process.Subscribe] follows their output from any offset still buffered.
+//   - [Sandbox.Close] kills everything and waits.
+//
+// # Process trees
+//
+// Every process is the leader of its own process group (a PTY process leads a new
+// session), so one signal to the group reaches the whole tree. When a leader exits,
+// whatever it left in its group (and, for a PTY, its session) is killed with SIGKILL
+// before the leader is reaped, so a recycled pid is never signalled. Kill sends SIGTERM,
+// then SIGKILL after Config.KillGrace. A descendant that moves itself to a new session
+// (setsid) escapes the group; only the planned namespace driver (a pid namespace)
+// contains those. Exec and process output readers stop waiting for such an escapee's
+// copy of stdout after a bounded drain (1 s).
+//
+// # Output
+//
+// Each process has a ring of Config.OutputBufferBytes, allocated lazily as output
+// arrives. Every output byte has an absolute offset; each chunk is tagged with its
+// stream. Subscribers read from the ring themselves, woken by the writer, so fan-out
+// never blocks the process or other subscribers: one that falls behind gets a gap event
+// with the exact range it missed. A PTY master is read to EIO after the child exits and
+// pipes to EOF before the exit event is published, so no tail output is lost.
+//
+// # Caveats
+//
+//   - File descriptors: everything the package opens is O_CLOEXEC, and [New] also marks
+//     every fd above 2 that the gateway inherited from its own parent close-on-exec
+//     (once per process), so a child sees only 0, 1 and 2.
+//   - A busy output reader waits in poll(2) on its own thread while data flows and
+//     returns to Go's netpoller after 20 ms without output, so idle processes cost no
+//     thread (see readOutput for the measurement behind it).
+//   - The package is named like the standard library's runtime; import that one as
+//     goruntime.
 package runtime

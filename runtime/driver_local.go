@@ -48,13 +48,18 @@ func lookPath(name string, env []string, dir string) (string, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			continue
-		}
-		if unix.Access(p, unix.X_OK) == nil {
+		if executable(p) {
 			return p, nil
 		}
 	}
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// executable reports whether p is a file (not a directory) we may execute.
+func executable(p string) bool {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return false
+	}
+	return unix.Access(p, unix.X_OK) == nil
 }

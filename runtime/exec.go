@@ -129,7 +129,12 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		})
 		defer t.Stop()
 	}
-	stop := context.AfterFunc(ctx, func() { _ = g.signal(sigKILL) })
+	var canceled atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if g.signal(sigKILL) == nil {
+			canceled.Store(true)
+		}
+	})
 	defer stop()
 
 	stdout, stderr := capBuffer{limit: limit}, capBuffer{limit: limit}
@@ -165,7 +170,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if res.Stderr == nil {
 		res.Stderr = []byte{}
 	}
-	if ctx.Err() != nil && !res.TimedOut {
+	if canceled.Load() && !res.TimedOut {
 		return res, ctx.Err()
 	}
 	return res, nil

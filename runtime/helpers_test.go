@@ -141,6 +141,9 @@ func waitGone(tb testing.TB, pid int) {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
 		if n == 1 {
+			if !pidGone(pid) { // and /proc agrees: missing, or a zombie
+				tb.Fatalf("pidfd of %d readable but /proc shows it running", pid)
+			}
 			return
 		}
 		if err != nil && errors.Is(err, unix.EINTR) {

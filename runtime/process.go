@@ -124,10 +124,16 @@ func (p *Process) Wait(ctx context.Context) (ExitStatus, error) {
 	return *p.exit, nil
 }
 
-// Signal sends sig to the process group (for a PTY, to the whole session). It returns
-// ErrExited once the process has exited.
+// Signal sends sig to the process group. On a PTY it also goes to the terminal's
+// foreground job when that is another group (an interactive shell runs each job in a
+// group of its own), as a key like ^C would. It returns ErrExited once the process has
+// exited.
 func (p *Process) Signal(sig syscall.Signal) error {
-	if err := p.g.signal(sig); err != nil {
+	fg := 0
+	if p.master != nil {
+		fg = foregroundGroup(p.master)
+	}
+	if err := p.g.signalGroups(sig, fg); err != nil {
 		return fmt.Errorf("failed to signal process %s: %w", p.id, err)
 	}
 	return nil
@@ -284,7 +290,8 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// Offset returns the offset of the next byte the subscription will deliver.
+// Offset returns the offset of the next byte the subscription will deliver. Call it from
+// the goroutine that calls Next.
 func (s *Subscription) Offset() int64 { return s.pos }
 
 // Close ends the subscription.

@@ -17,9 +17,9 @@ const hotWait = 20 * time.Millisecond
 // An idle output waits on Go's netpoller and costs no thread. Once data flows, the
 // reader waits in poll(2) on the fd (and stop) instead, so the kernel wakes it
 // directly: through the netpoller each chunk costs an extra EAGAIN read and a handoff
-// between threads, which on a PTY (whose buffer is only a few KiB) stalls the writer
-// and cut throughput by 15-40% in BenchmarkPTYThroughput. After hotWait without data
-// it goes back to the netpoller.
+// between threads, and a PTY (whose reads return at most 4 KiB) stalls its writer
+// while the reader is slow to come back; see BENCHMARKS-runtime-proc.md for the
+// measurements. After hotWait without data it goes back to the netpoller.
 func (p *Process) readOutput(o output, stop *stopper) {
 	sc, err := o.f.SyscallConn()
 	if err != nil {
@@ -54,16 +54,46 @@ var errIdle = errors.New("idle")
 
 // readHot reads fd while it has data, waiting in poll(2). It returns errIdle after
 // hotWait without data; any other return means the output ended or was stopped.
+//
+// While data flows it wakes subscribers once per wakeBatch bytes, or when the output
+// pauses for wakeDelay, instead of once per read: a PTY read returns at most 4 KiB, and
+// waking a subscriber goroutine for each costs more CPU than the read itself.
 func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) error {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stop.fd), Events: unix.POLLIN}}
+	pending := 0 // bytes in the ring that subscribers were not woken for
+	defer func() {
+		if pending > 0 {
+			p.ring.wake()
+		}
+	}()
 	for {
+		// Read first: a fast producer has usually written more by now.
+		if n, err := readRetry(fd, buf); n > 0 {
+			pending += n
+			wake := pending >= wakeBatch
+			if wake {
+				pending = 0
+			}
+			p.ring.append(stream, buf[:n], wake)
+			continue
+		} else if !errors.Is(err, unix.EAGAIN) {
+			return errEnded
+		}
+		wait := hotWait
+		if pending > 0 {
+			wait = wakeDelay
+		}
 		fds[0].Revents, fds[1].Revents = 0, 0
-		k, err := unix.Poll(fds, int(hotWait/time.Millisecond))
+		k, err := unix.Poll(fds, int(wait/time.Millisecond))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return err
+		case k == 0 && pending > 0:
+			pending = 0
+			p.ring.wake()
+			continue
 		case k == 0:
 			return errIdle
 		case fds[1].Revents != 0:
@@ -71,7 +101,12 @@ func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) erro
 		}
 		n, err := readRetry(fd, buf)
 		if n > 0 {
-			p.ring.write(stream, buf[:n])
+			pending += n
+			wake := pending >= wakeBatch
+			if wake {
+				pending = 0
+			}
+			p.ring.append(stream, buf[:n], wake)
 			continue
 		}
 		if errors.Is(err, unix.EAGAIN) {
@@ -80,6 +115,13 @@ func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) erro
 		return errEnded
 	}
 }
+
+const (
+	// wakeBatch is the most output readHot adds before it wakes subscribers.
+	wakeBatch = 32 << 10
+	// wakeDelay is the longest readHot holds back a wake-up while output flows.
+	wakeDelay = time.Millisecond
+)
 
 var (
 	errStopped = errors.New("stopped")

@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// WinSize is a terminal size in character cells.
+type WinSize struct{ Cols, Rows uint16 }
+
 // StartOptions are the settings of a process started with Sandbox.Start.
 type StartOptions struct {
 	// ID is the process id; "" makes "proc_" + 16 hex digits. A given id must be 1-63
@@ -25,7 +28,9 @@ type StartOptions struct {
 	// Env is overlaid on the sandbox env.
 	Env map[string]string
 	// PTY puts the process on a PTY of this size. nil means pipes: stdout and stderr
-	// are separate streams and stdin is a pipe.
+	// are separate streams and stdin is a pipe. Each stream is in order, but how the
+	// two interleave in the ring is how they were read, not exactly how they were
+	// written.
 	PTY *WinSize
 	// Tag, Label and Session are recorded for listing only.
 	Tag, Label, Session string

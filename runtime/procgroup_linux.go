@@ -3,80 +3,12 @@ package runtime
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// procGroup signals the process group (and, for a PTY, the session) led by one child.
-// Its id stays valid while the leader is unreaped, so every signal is sent under mu and
-// only before reap: a recycled pid can never be hit.
-//
-// procGroup is safe for concurrent use.
-type procGroup struct {
-	mu      sync.Mutex
-	pid     int
-	session bool // the leader is a session leader (PTY): reach other groups of the session
-	reaped  bool
-	pending syscall.Signal // a signal sent before the pid was known; sent by setPID
-}
-
-// setPID records the leader's pid once it started, and sends a signal that arrived
-// before (a Close or timeout racing the start).
-func (g *procGroup) setPID(pid int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.pid = pid
-	if g.pending != 0 {
-		g.signalLocked(g.pending)
-	}
-}
-
-// setpgid puts cmd's process in a new process group of its own, keeping the driver's
-// other attributes.
-func setpgid(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
-}
-
-// signal sends sig to the whole group; ErrExited once the leader was reaped.
-func (g *procGroup) signal(sig syscall.Signal) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.reaped {
-		return ErrExited
-	}
-	g.signalLocked(sig)
-	return nil
-}
-
-func (g *procGroup) signalLocked(sig syscall.Signal) {
-	if g.pid <= 0 {
-		g.pending = sig // not started yet, and kill(-0) would hit our own group
-		return
-	}
-	_ = unix.Kill(-g.pid, sig) // ESRCH: the group is already empty
-	if g.session {
-		killSession(g.pid, sig)
-	}
-}
-
-// finish kills whatever is left of the tree with SIGKILL and marks the group reaped.
-// The caller must call it after the leader exited and before it is reaped.
-func (g *procGroup) finish() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.reaped {
-		g.signalLocked(syscall.SIGKILL)
-		g.reaped = true
-	}
-}
 
 // waitExited blocks until the child pid has exited, without reaping it (WNOWAIT), so its
 // pid and process group id stay reserved until the caller reaps it.

@@ -9,9 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WinSize is a terminal size in character cells.
-type WinSize struct{ Cols, Rows uint16 }
-
 // startPTY starts cmd on a new PTY of the given size, as a session leader with the PTY
 // as its controlling terminal, and returns the master. The master is O_CLOEXEC (so no
 // other child inherits it) and in non-blocking mode on Go's poller, so reads honour
@@ -93,4 +90,18 @@ func control(f *os.File, fn func(fd int) error) error {
 		return err
 	}
 	return ferr
+}
+
+// foregroundGroup returns the foreground process group of the terminal whose master is
+// m (TIOCGPGRP on a master reports the slave's), or 0.
+func foregroundGroup(m *os.File) int {
+	pg := 0
+	_ = control(m, func(fd int) error {
+		v, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		if err == nil {
+			pg = v
+		}
+		return err
+	})
+	return pg
 }

@@ -9,6 +9,8 @@ const (
 	// ringMinAlloc is the first allocation of a ring: rings grow lazily, so an idle
 	// process costs next to nothing.
 	ringMinAlloc = 4 << 10
+	// ringJumpAt is the size past which a growing ring jumps to its maximum.
+	ringJumpAt = 64 << 10
 	// maxEventBytes caps the data of one output event.
 	maxEventBytes = 64 << 10
 )
@@ -102,6 +104,12 @@ func (r *ring) growLocked(want int) {
 		return
 	}
 	size := max(2*len(r.buf), want, ringMinAlloc)
+	if size > ringJumpAt {
+		// Past this, output is flowing: go straight to the full size instead of
+		// copying the retained bytes at every doubling. Large allocations come as
+		// fresh zeroed pages, so this is cheap.
+		size = r.max
+	}
 	size = min(size, r.max)
 	nb := make([]byte, size)
 	for o := r.start; o < r.end; {

@@ -79,6 +79,9 @@ func New(cfg *Config) (*Sandbox, error) {
 }
 
 func newSandbox(cfg *Config) (*Sandbox, error) {
+	if platformErr != nil {
+		return nil, platformErr
+	}
 	c := DefaultConfig()
 	if cfg != nil {
 		c.Dir, c.Env, c.MaxProcesses = cfg.Dir, cfg.Env, cfg.MaxProcesses

@@ -356,3 +356,40 @@ func fdNames(ls string) []string {
 	}
 	return out
 }
+
+// TestTerminalSignalForeground: SIGINT to a terminal reaches its foreground job (in a
+// group of its own under job control) and leaves the interactive shell running.
+func TestTerminalSignalForeground(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	p, err := s.StartTerminal(ctx, TerminalOptions{ID: "sig", Shell: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Subscribe(0)
+	defer sub.Close()
+	if _, err := p.Write([]byte("set -m; sh -c 'echo \"FG=$$=\"; exec sleep 30'\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := waitOutput(t, ctx, sub, "=\r\n")
+	m := regexp.MustCompile(`FG=([0-9]+)=`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no pid in %q", out)
+	}
+	fg := firstInt(t, []byte(m[1]))
+	sig, _ := ParseSignal("SIGINT")
+	if err := p.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, fg)
+	// Like ^C, the job's death by SIGINT also aborts the rest of the command line; the
+	// shell itself survives and runs the next one.
+	if _, err := p.Write([]byte("echo \"alive=$((1+1))=\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, ctx, sub, "alive=2=")
+	if p.Info().Status != StatusRunning {
+		t.Errorf("shell exited")
+	}
+}

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // TerminalOptions are the settings of an interactive terminal.
@@ -58,18 +56,13 @@ func (s *Sandbox) startTerminal(ctx context.Context, o TerminalOptions) (*Proces
 // terminalShell picks $SHELL from env, else bash, else sh.
 func (s *Sandbox) terminalShell(env map[string]string) string {
 	list := envList(env)
-	if sh := env["SHELL"]; sh != "" {
-		if p, err := lookPath(sh, list, s.dir); err == nil {
+	for _, sh := range []string{env["SHELL"], "bash", "sh"} {
+		if sh == "" {
+			continue
+		}
+		if p, err := lookPath(sh, list, s.dir); err == nil && executable(p) {
 			return p
 		}
 	}
-	for _, sh := range []string{"bash", "sh"} {
-		if p, err := lookPath(sh, list, s.dir); err == nil {
-			return p
-		}
-	}
-	if _, err := os.Stat("/bin/sh"); err == nil {
-		return "/bin/sh"
-	}
-	return filepath.Join("/bin", "sh")
+	return "/bin/sh"
 }

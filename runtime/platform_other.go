@@ -1,0 +1,48 @@
+//go:build !linux
+
+package runtime
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// The runtime needs Linux: waitid(WNOWAIT) to kill a tree before its leader is reaped,
+// /proc to find a session's processes and inherited fds, eventfd and poll(2) for the
+// output readers. Elsewhere the package builds, so that the gateway and its tools
+// compile on a developer's machine, but New returns errUnsupported.
+
+var errUnsupported = errors.New("runtime: processes are only supported on linux")
+
+// platformErr is returned by New on this platform.
+var platformErr = errUnsupported
+
+func waitExited(int) error                      { return errUnsupported }
+func killSession(int, syscall.Signal)           {}
+func markCloexec()                              {}
+func foregroundGroup(*os.File) int              { return 0 }
+func sendEOF(*os.File) error                    { return errUnsupported }
+func setWinsize(*os.File, uint16, uint16) error { return errUnsupported }
+
+func startPTY(*exec.Cmd, WinSize) (*os.File, error) { return nil, errUnsupported }
+
+type stopper struct{}
+
+func newStopper() *stopper { return &stopper{} }
+func (*stopper) stop()     {}
+func (*stopper) close()    {}
+
+func (p *Process) readOutput(o output, _ *stopper) {
+	buf := make([]byte, readBufBytes)
+	for {
+		n, err := o.f.Read(buf)
+		if n > 0 {
+			p.ring.write(o.stream, buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}

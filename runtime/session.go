@@ -1,20 +1,14 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/sandgate/sandgate/runtime/internal/frame"
 )
 
 // SessionOptions configures a new session.
@@ -125,6 +119,17 @@ const (
 //     session dead; later Execs return an error wrapping ErrSessionDead.
 //  4. Close kills what is left, stops the goroutines and removes the private directory.
 //     Call it for dead sessions too.
+//
+// Caveats, all following from "the command runs in the shell itself":
+//   - Jobs a command leaves in the background keep running, but the command's stdout
+//     and stderr are closed once it is reported: later writes there fail (SIGPIPE).
+//     Redirect their output, or start a process instead.
+//   - `set -e` makes the next failing command exit the shell (the session dies), as in
+//     a terminal; `set -x` traces go to the command's stderr.
+//   - The shell holds readonly helpers named __sg_f, __sg_pre, __sg_post and __sg_d.
+//     Aliases cannot break the framing, nor can functions named like builtins, except
+//     functions named `builtin` or `.`: with those the frame never comes and the
+//     command runs until its timeout.
 type Session struct {
 	id        string
 	dir       string
@@ -238,90 +243,6 @@ func newSession(ctx context.Context, cfg sessionConfig) (_ *Session, err error) 
 	return s, nil
 }
 
-// start launches the shell and the goroutines that watch it.
-func (s *Session) start(shell, cwd string, env []string) error {
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		return err
-	}
-	cmd := exec.Command(shell, "--noprofile", "--norc")
-	cmd.Dir = cwd
-	cmd.Env = env
-	cmd.Stdin = stdinR
-	cmd.ExtraFiles = []*os.File{ctlW} // fd 3 in the shell
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	stdinR.Close()
-	ctlW.Close()
-	if err != nil {
-		stdinW.Close()
-		ctlR.Close()
-		return err
-	}
-	s.cmd, s.pid, s.stdin, s.ctl = cmd, cmd.Process.Pid, stdinW, ctlR
-	s.wg.Add(2)
-	go s.waitShell()
-	go s.readControl()
-	return nil
-}
-
-// handshake sends the helpers and waits for the first frame.
-func (s *Session) handshake(ctx context.Context) error {
-	nonce := sessRandHex(16)
-	if _, err := s.stdin.Write(sessInitLines(s.tmp, nonce)); err != nil {
-		return fmt.Errorf("failed to write to the shell: %w", err)
-	}
-	t := time.NewTimer(sessStartTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case b, ok := <-s.ctlCh:
-			if !ok {
-				return errors.New("shell exited during start")
-			}
-			fr, done, err := s.takeFrame(b, nonce)
-			if err != nil {
-				return err
-			}
-			if done {
-				s.snap = SessionSnapshot{Cwd: fr.Cwd, Env: fr.Env}
-				return nil
-			}
-		case <-t.C:
-			return errors.New("shell did not start in time")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// takeFrame adds control bytes to the buffer and returns the frame of nonce once it
-// is complete. Bytes before a frame header are dropped.
-func (s *Session) takeFrame(b []byte, nonce string) (frame.Frame, bool, error) {
-	s.ctlBuf = append(s.ctlBuf, b...)
-	fr, n, err := frame.Parse(s.ctlBuf, nonce)
-	if errors.Is(err, frame.ErrIncomplete) {
-		// Junk with no header of ours in it (something wrote to the control pipe) is
-		// dropped, but for a tail that may hold the start of the header.
-		head := frame.Prefix + nonce + " "
-		if len(s.ctlBuf) > 64<<10 && !bytes.Contains(s.ctlBuf, []byte(head)) {
-			s.ctlBuf = append(s.ctlBuf[:0], s.ctlBuf[len(s.ctlBuf)-len(head):]...)
-		}
-		return frame.Frame{}, false, nil
-	}
-	if err != nil {
-		return frame.Frame{}, false, err
-	}
-	s.ctlBuf = append(s.ctlBuf[:0], s.ctlBuf[n:]...)
-	return fr, true, nil
-}
-
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
 
@@ -412,51 +333,4 @@ func (s *Session) markDead(reason string) {
 
 func (s *Session) deadErrLocked() error {
 	return fmt.Errorf("%w: %s", ErrSessionDead, s.dead)
-}
-
-// waitShell reaps the shell. Before reaping it kills whatever is left in the shell's
-// process group, while the zombie still pins the group id against reuse.
-func (s *Session) waitShell() {
-	defer s.wg.Done()
-	pinned := sessWaitNoReap(s.pid)
-	s.reapMu.Lock()
-	if pinned {
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
-	}
-	_ = s.cmd.Wait()
-	s.state = s.cmd.ProcessState
-	s.reaped = true
-	s.reapMu.Unlock()
-	close(s.exited)
-}
-
-// killTree kills the shell, its process group and every descendant, unless the shell
-// was already reaped (then waitShell has killed its group).
-func (s *Session) killTree() {
-	s.reapMu.Lock()
-	defer s.reapMu.Unlock()
-	if s.reaped {
-		return
-	}
-	sessKillTree(s.pid)
-}
-
-// readControl moves control-fd bytes to ctlCh until EOF or Close.
-func (s *Session) readControl() {
-	defer s.wg.Done()
-	defer close(s.ctlCh)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := s.ctl.Read(buf)
-		if n > 0 {
-			select {
-			case s.ctlCh <- slices.Clone(buf[:n]):
-			case <-s.closing:
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }

@@ -168,7 +168,14 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 	}
 
 	nonce := sessRandHex(16)
-	if _, err := s.stdin.Write(sessCommandLine(nonce, req.cwd, c.Env)); err != nil {
+	perCall := req.cwd != "" || len(c.Env) > 0
+	if perCall {
+		if err := os.WriteFile(filepath.Join(s.tmp, "p"), sessPerCallScript(req.cwd, c.Env), 0o600); err != nil {
+			result(-1)
+			return ExecResult{}, fmt.Errorf("runtime: failed to write session per-call settings: %w", err)
+		}
+	}
+	if _, err := s.stdin.Write(sessCommandLine(nonce, perCall)); err != nil {
 		return s.shellGone(result)
 	}
 	var timeout <-chan time.Time

@@ -2,8 +2,13 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -65,4 +70,72 @@ func sessMustExec(tb testing.TB, s *Session, c SessionCommand) ExecResult {
 func sessRun(tb testing.TB, s *Session, command string) ExecResult {
 	tb.Helper()
 	return sessMustExec(tb, s, SessionCommand{Command: command})
+}
+
+func sessTrunc(b []byte) []byte {
+	if len(b) > 80 {
+		return append(b[:80:80], "..."...)
+	}
+	return b
+}
+
+// sessWaitFor polls cond until it holds, failing after sessTestWait.
+func sessWaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(sessTestWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// sessAlive reports whether pid exists and is not a zombie.
+func sessAlive(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// sessWaitShellIdle waits until the shell blocks in read(0, …), the state between commands.
+func sessWaitShellIdle(tb testing.TB, pid int) {
+	tb.Helper()
+	nr := map[string]string{"amd64": "0", "arm64": "63"}[goruntime.GOARCH]
+	if nr == "" {
+		tb.Skip("no read syscall number for " + goruntime.GOARCH)
+	}
+	sessWaitFor(tb, "shell idle", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		return strings.HasPrefix(string(b), nr+" 0x0 ")
+	})
+}
+
+// sessInheritedFDs lists this process's fds above 2 that lack close-on-exec.
+func sessInheritedFDs(tb testing.TB) map[string]bool {
+	tb.Helper()
+	ents, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil || e.Name() == "0" || e.Name() == "1" || e.Name() == "2" {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				flags, _ := strconv.ParseInt(strings.TrimSpace(v), 8, 64)
+				if flags&syscall.O_CLOEXEC == 0 {
+					out[e.Name()] = true
+				}
+			}
+		}
+	}
+	return out
 }

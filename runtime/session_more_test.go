@@ -168,3 +168,72 @@ func TestSessionAfterClose(t *testing.T) {
 		t.Errorf("afterClose set after Close did not run at once")
 	}
 }
+
+// TestSessionHostileSettings: shell options, aliases and functions a user may set must
+// not break the framing of later commands.
+func TestSessionHostileSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup string
+	}{
+		{name: "nounset", setup: "set -u"},
+		{name: "noclobber", setup: "set -C"},
+		{name: "xtrace", setup: "set -x"},
+		{name: "posix mode", setup: "set -o posix"},
+		{name: "IFS digits", setup: "IFS=0123456789"},
+		{name: "noglob", setup: "set -f"},
+		{name: "alias dot", setup: "alias .=false; alias source=false; alias '{'=false"},
+		{name: "builtin shadows", setup: "printf() { :; }; export() { :; }; pwd() { :; }; cd() { :; }; echo() { command echo \"$@\"; }"},
+		{name: "redefine helpers", setup: "__sg_f() { :; }; unset -f __sg_f __sg_pre __sg_post; __sg_d=/tmp"},
+		{name: "no aliases", setup: "shopt -u expand_aliases"},
+		{name: "DEBUG and ERR traps", setup: "trap 'echo dbg' DEBUG; trap 'echo err' ERR"},
+		{name: "pipefail errexit-free", setup: "set -o pipefail"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := sessTestConfig(t)
+			s := sessNewTest(t, cfg)
+			sessMustExec(t, s, SessionCommand{Command: "mkdir sub"})
+			sessRun(t, s, tt.setup)
+			for _, c := range []SessionCommand{
+				{Command: `builtin echo ok; builtin export K=v`},
+				{Command: `builtin echo "$K $PC"`, Cwd: "sub", Env: map[string]string{"PC": "pc"}},
+				{Command: `builtin echo "$K ${PC-unset}"`},
+			} {
+				r := sessMustExec(t, s, c)
+				if r.ExitCode != 0 || len(r.Stdout) == 0 {
+					t.Errorf("%q: exit %d stdout %q stderr %q", c.Command, r.ExitCode, r.Stdout, r.Stderr)
+				}
+			}
+			snap := s.Snapshot()
+			if snap.Env["K"] != "v" || snap.Cwd != cfg.Dir {
+				t.Errorf("snapshot = %q %q", snap.Cwd, snap.Env["K"])
+			}
+			if _, ok := snap.Env["PC"]; ok {
+				t.Errorf("per-call env persisted")
+			}
+		})
+	}
+}
+
+// TestSessionPerCallBigEnv: a long per-call value (all bytes but NUL, 1 MiB) arrives
+// intact and does not persist.
+func TestSessionPerCallBigEnv(t *testing.T) {
+	t.Parallel()
+	s := sessNewTest(t, sessTestConfig(t))
+	var v []byte
+	for len(v) < 1<<20 {
+		for c := 1; c < 256; c++ {
+			v = append(v, byte(c))
+		}
+	}
+	r := sessMustExec(t, s, SessionCommand{Command: `printf %s "$BIG"`, Env: map[string]string{"BIG": string(v)}, OutputLimit: 2 << 20})
+	if !bytes.Equal(r.Stdout, v) {
+		t.Errorf("value came back with %d bytes, want %d", len(r.Stdout), len(v))
+	}
+	if r := sessRun(t, s, `echo "${BIG-unset}"`); string(r.Stdout) != "unset\n" {
+		t.Errorf("after: %q", sessTrunc(r.Stdout))
+	}
+}

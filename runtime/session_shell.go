@@ -73,28 +73,38 @@ func sessInitLines(dir, nonce string) []byte {
 	return []byte(b.String())
 }
 
-// sessCommandLine returns the line that runs the command file in the current shell
+// sessCommandLine returns the line that sources the command file in the current shell
 // (so cd, export, aliases and functions persist) with stdin from /dev/null, stdout and
 // stderr on the per-command FIFOs and the control fd closed, then reports the frame.
-// Command words are backslash-quoted so user aliases cannot replace them. With a
-// per-call cwd or env, __sg_pre applies them inside the redirected group (so its errors
-// reach the command's stderr) and __sg_f undoes them before reporting.
-func sessCommandLine(nonce, cwd string, env map[string]string) []byte {
+// The redirections sit on the `.` builtin itself, not on a { } group, so no alias can
+// touch the line's first word; every command word is backslash-quoted for the same
+// reason. With perCall, the per-call file (see sessPerCallScript) is sourced first,
+// under the same redirections (so a failing cd reaches the command's stderr), and
+// __sg_f undoes what it changed before reporting.
+func sessCommandLine(nonce string, perCall bool) []byte {
+	const redir = ` </dev/null >"$__sg_d/o" 2>"$__sg_d/e" 3>&-`
 	var b strings.Builder
-	b.WriteString("{ ")
-	perCall := cwd != "" || len(env) > 0
 	if perCall {
-		b.WriteString(`\__sg_pre `)
-		b.WriteString(sessQuote(cwd))
-		for _, k := range sessSortedKeys(env) {
-			b.WriteString(" " + k + " " + sessQuote(env[k]))
-		}
-		b.WriteString(" && ")
+		b.WriteString(`\. "$__sg_d/p"` + redir + " && ")
 	}
-	b.WriteString(`\. "$__sg_d/c"; } </dev/null >"$__sg_d/o" 2>"$__sg_d/e" 3>&-; \__sg_f "$?" `)
+	b.WriteString(`\. "$__sg_d/c"` + redir + `; \__sg_f "$?" `)
 	b.WriteString(nonce)
 	if perCall {
 		b.WriteString(" r")
+	}
+	b.WriteByte('\n')
+	return []byte(b.String())
+}
+
+// sessPerCallScript returns the file that applies a per-call cwd and env with
+// __sg_pre. It is a file, not part of the command line, because bash reads a pipe one
+// byte at a time but a sourced file in one go, and env values may be long.
+func sessPerCallScript(cwd string, env map[string]string) []byte {
+	var b strings.Builder
+	b.WriteString(`\__sg_pre `)
+	b.WriteString(sessQuote(cwd))
+	for _, k := range sessSortedKeys(env) {
+		b.WriteString(" " + k + " " + sessQuote(env[k]))
 	}
 	b.WriteByte('\n')
 	return []byte(b.String())

@@ -337,7 +337,7 @@ func (a *sbActor) maybePassivate() {
 }
 
 func (a *sbActor) canPassivate() bool {
-	return a.attached == 0 && a.inflight == 0 && a.sb.busy() == false
+	return a.attached == 0 && a.inflight == 0 && !a.sb.busy()
 }
 
 // lastActive is the last time the sandbox did work, for idle TTL and LastActiveAt.

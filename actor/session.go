@@ -41,9 +41,8 @@ type sessionRec struct {
 type sessionState struct {
 	rec  sessionRec
 	live *runtime.Session // nil: remembered, restarted from rec.Snapshot on next use
-	// tail is closed when the last command queued on this session (in mailbox order)
-	// has finished; the next one waits for it. nil: nothing queued.
-	tail chan struct{}
+	// gate runs this session's commands in mailbox order (tickets taken in turns).
+	gate *fifoGate
 }
 
 func (st *sessionState) snapshot() runtime.SessionSnapshot {
@@ -196,9 +195,10 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		return runtime.ExecResult{}, err
 	}
 	type out struct {
-		a          *sbActor
-		live       *runtime.Session
-		prev, next chan struct{}
+		a      *sbActor
+		live   *runtime.Session
+		gate   *fifoGate
+		ticket uint64
 	}
 	w, err := call(ctx, n, sb, func(a *sbActor) (out, error) {
 		if err := a.wakeForWork(); err != nil {
@@ -222,26 +222,21 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		c.OutputLimit = a.outputLimit(c.OutputLimit)
 		a.inflight++
 		// Commands of one session run in mailbox order: each waits for the previous.
-		prev, next := st.tail, make(chan struct{})
-		st.tail = next
-		return out{a, live, prev, next}, nil
+		if st.gate == nil {
+			st.gate = &fifoGate{}
+		}
+		return out{a, live, st.gate, st.gate.ticket()}, nil
 	})
 	if err != nil {
 		return runtime.ExecResult{}, err
 	}
-	if w.prev != nil {
-		select {
-		case <-w.prev:
-		case <-ctx.Done():
-			// Keep the chain: our successor may run once our predecessor is done.
-			n.wg.Add(1)
-			go func() { defer n.wg.Done(); <-w.prev; close(w.next) }()
-			w.a.postSelf(func(a *sbActor) (any, error) { a.inflight--; return nil, nil })
-			return runtime.ExecResult{}, ctx.Err()
-		}
+	if err := w.gate.wait(ctx, w.ticket); err != nil {
+		w.gate.finish(w.ticket) // gave up: those behind it go on
+		w.a.postSelf(func(a *sbActor) (any, error) { a.inflight--; return nil, nil })
+		return runtime.ExecResult{}, err
 	}
 	res, execErr := w.live.Exec(ctx, c)
-	close(w.next)
+	w.gate.finish(w.ticket)
 	// Save the snapshot (and a death) before answering; a cancelled caller still gets
 	// its completion recorded, as the system turn does not depend on ctx.
 	_, err = ask(context.WithoutCancel(ctx), w.a, func(a *sbActor) (struct{}, error) {

@@ -2,23 +2,34 @@
 .DEFAULT_GOAL := help
 GO        ?= go
 TEST_TIMEOUT ?= 900s
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run build test test-go bench lint fmt check
+.PHONY: help run build test test-go web test-web bench lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/sandgate
+build: web ## build bin/sandgate with the web UI embedded
 	$(GO) build -o bin/sandgate ./cmd/sandgate
 
 run: build ## start one node on 127.0.0.1:7070 with embedded defaults
 	./bin/sandgate serve --listen 127.0.0.1:7070 --data ./data
 
-test: test-go ## run every test suite (what CI runs)
+test: web test-go test-web ## run every test suite (what CI runs): Go with -race, then the browser tests
 
 test-go: ## go test -race ./...
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
+
+web: web/node_modules/.ci-stamp ## build the web UI bundle into gateway/webui/dist (npm ci + esbuild)
+	cd web && node build.mjs
+
+# npm ci runs again only when the lock file or package.json is newer than the last install.
+web/node_modules/.ci-stamp: web/package-lock.json web/package.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+test-web: build ## run the browser tests against bin/sandgate (needs /usr/bin/chromium)
+	cd web && SANDGATE_BIN=$(CURDIR)/bin/sandgate ARTIFACTS=$(CURDIR)/artifacts node --test --test-concurrency=1 --test-timeout=300000 test/*.test.mjs
 
 bench: ## run the benchmarks that BENCHMARKS.md reports
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./runtime/ ./actor/ ./plugins/ ./gateway/
@@ -35,3 +46,11 @@ check: lint ## what CI checks besides tests: format, tidy, lint, a non-Linux bui
 	$(GO) mod tidy
 	GOOS=darwin $(GO) build ./...
 	git diff --exit-code -- go.mod go.sum
+
+PLUGIN_DIR ?= bin/plugins
+
+plugins: ## build the example policy plugins into bin/plugins (pools needs wabt's wat2wasm)
+	mkdir -p $(PLUGIN_DIR)
+	cd examples/plugins/tiers && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(CURDIR)/$(PLUGIN_DIR)/tiers.wasm .
+	cd examples/plugins/guard && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(CURDIR)/$(PLUGIN_DIR)/guard.wasm .
+	wat2wasm -o $(PLUGIN_DIR)/pools.wasm examples/plugins/pools/pools.wat

@@ -38,7 +38,8 @@ type sbActor struct {
 	exit       bool            // stop the loop after this group
 	lastTurn   time.Time       // last turn of any kind (passivation)
 	passTimer  Stopper         // pending passivation check
-	alarmAt    time.Time       // persisted alarm time (zero: none)
+	alarmAt    time.Time       // scheduled alarm time (zero: none)
+	savedAlarm time.Time       // alarm time in storage (see rearm: it may lag behind alarmAt)
 	attached   int             // Attach holders
 	inflight   int             // work running off the actor (exec, session commands)
 	evSeq      uint64          // last event seq

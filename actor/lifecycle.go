@@ -21,6 +21,7 @@ func (a *sbActor) load() error {
 		}
 		a.rec = rec
 		a.alarmAt, _ = decodeAlarm(r.Get(keyAlarm))
+		a.savedAlarm = a.alarmAt
 		if c := r.Get(keyCounters); len(c) == 16 {
 			a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
 		}
@@ -71,7 +72,11 @@ func (a *sbActor) nextAlarm() time.Time {
 	return time.Time{}
 }
 
-// rearm persists and schedules the next alarm if it changed.
+// rearm schedules the next alarm if it changed, and persists it when that matters.
+// Activity pushes the idle deadline later on almost every request; a stored alarm that
+// is earlier than needed only causes an early wake that re-arms, so a later alarm is
+// written only when the stored one has already passed. That keeps requests free of a
+// durable write (an fsync) while a restarted node still wakes every actor in time.
 func (a *sbActor) rearm() {
 	at := a.nextAlarm()
 	if at.Equal(a.alarmAt) {
@@ -79,12 +84,18 @@ func (a *sbActor) rearm() {
 	}
 	a.alarmAt = at
 	if at.IsZero() {
-		a.write().Delete(keyAlarm)
 		a.n.alarms.clear(a.id)
+		if !a.savedAlarm.IsZero() {
+			a.write().Delete(keyAlarm)
+			a.savedAlarm = time.Time{}
+		}
 		return
 	}
-	a.write().Put(keyAlarm, encodeAlarm(at))
 	a.n.alarms.set(a.id, at)
+	if a.savedAlarm.IsZero() || at.Before(a.savedAlarm) || !a.savedAlarm.After(a.now()) {
+		a.write().Put(keyAlarm, encodeAlarm(at))
+		a.savedAlarm = at
+	}
 }
 
 // onAlarm is the alarm turn: expire at max duration, hibernate after idle TTL.

@@ -110,7 +110,7 @@ func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
 		State: StateRunning, Budget: toBudgetRec(b.clamp(a.n.cfg.Limits)),
 	}
-	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt = 0, 0, 0, time.Time{}
+	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.saveRec()
 	a.emit("sandbox.created", map[string]any{"labels": spec.Labels})
 	a.rearm()
@@ -191,7 +191,7 @@ func (a *sbActor) delete() error {
 	b.DeleteSandbox = true
 	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: json.RawMessage("null")}
 	a.rec, a.msgs, a.msgSeqs = nil, nil, nil
-	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt = 0, 0, 0, time.Time{}
+	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.n.alarms.clear(a.id)
 	id := a.id
 	a.afterCommit(func() { a.n.hub.deleted(id, last) })

@@ -610,17 +610,6 @@ func TestCancelledWork(t *testing.T) {
 	}
 }
 
-// countingStore counts writes through a Storage.
-type countingStore struct {
-	Storage
-	writes atomic.Int64
-}
-
-func (s *countingStore) Write(ctx context.Context, b *Batch) error {
-	s.writes.Add(1)
-	return s.Storage.Write(ctx, b)
-}
-
 // TestReadsAndExecDoNotWrite checks that requests which change nothing durable cost no
 // storage write (no fsync): the idle alarm is re-armed lazily, not on every request.
 func TestReadsAndExecDoNotWrite(t *testing.T) {

@@ -139,18 +139,36 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Kill ends the process tree: SIGTERM to the group, SIGKILL after the sandbox's
+// Kill ends the process tree: SIGTERM (with SIGHUP first on a PTY) to the group, SIGKILL after the sandbox's
 // KillGrace, and waits for the exit. Killing an exited process is a no-op. If ctx ends
 // first the tree is sent SIGKILL and ctx's error returned.
 func (p *Process) Kill(ctx context.Context) error {
+	// A PTY process also gets hung up, as when its terminal closes: an interactive shell
+	// ignores SIGTERM. The hangup is repeated while waiting, because bash can take one
+	// just before it blocks in readline's select and only acts on it when another
+	// signal interrupts that select.
+	var rehup <-chan time.Time
+	if p.isPTY {
+		_ = p.g.signal(syscall.SIGHUP)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		rehup = tk.C
+	}
 	if p.g.signal(syscall.SIGTERM) == nil {
 		t := time.NewTimer(p.sb.cfg.KillGrace)
 		defer t.Stop()
-		select {
-		case <-p.done:
-			return nil
-		case <-t.C:
-		case <-ctx.Done():
+	wait:
+		for {
+			select {
+			case <-p.done:
+				return nil
+			case <-rehup:
+				_ = p.g.signal(syscall.SIGHUP)
+			case <-t.C:
+				break wait
+			case <-ctx.Done():
+				break wait
+			}
 		}
 		_ = p.g.signal(syscall.SIGKILL)
 	}

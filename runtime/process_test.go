@@ -132,7 +132,7 @@ func TestProcessKill(t *testing.T) {
 		{name: "background grandchild", command: "sleep 30 & echo $!; wait"},
 		{name: "term ignoring grandchild", command: "(trap '' TERM; echo $(exec sh -c 'echo $PPID'); while :; do sleep 0.1; done) & wait"},
 		{name: "pty background grandchild", command: "sleep 30 & echo $!; wait", pty: true},
-		{name: "pty term trapping loop", command: "trap '' TERM; echo $$; while :; do sleep 0.1; done", pty: true, minTime: grace},
+		{name: "pty term and hup trapping loop", command: "trap '' TERM HUP; echo $$; while :; do sleep 0.1; done", pty: true, minTime: grace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -345,16 +345,40 @@ func TestTerminalKill(t *testing.T) {
 	waitGone(t, pid)
 }
 
-// fdNames returns the fd numbers in the output of ls -l /proc/PID/fd.
+// fdNames returns the fd numbers in the output of ls -l /proc/PID/fd, leaving out the
+// directory ls itself opened to list them.
 func fdNames(ls string) []string {
 	var out []string
 	for _, line := range strings.Split(ls, "\n") {
 		f := strings.Fields(line)
-		if i := slices.Index(f, "->"); i > 0 {
+		if i := slices.Index(f, "->"); i > 0 && i+1 < len(f) && !lsOwnFD.MatchString(f[i+1]) {
 			out = append(out, f[i-1])
 		}
 	}
 	return out
+}
+
+var lsOwnFD = regexp.MustCompile(`^/proc/[0-9]+/fd$`)
+
+// TestNoFDLeakTerminal: a command run from a terminal's interactive shell sees only 0,
+// 1 and 2 (bash keeps its own fd 255 close-on-exec).
+func TestNoFDLeakTerminal(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	p, err := s.StartTerminal(ctx, TerminalOptions{ID: "fds", Cols: 200, Shell: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Subscribe(0)
+	defer sub.Close()
+	if _, err := p.Write([]byte("ls -l /proc/self/fd; echo \"END=$((6*7))=\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := waitOutput(t, ctx, sub, "END=42=")
+	if fds := strings.Join(fdNames(out), " "); fds != "0 1 2" {
+		t.Errorf("fds %q in %q", fds, out)
+	}
 }
 
 // TestTerminalSignalForeground: SIGINT to a terminal reaches its foreground job (in a

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // substring expected in stdout ("" : none expected)
+		stderr     string
+		noRequests bool
+	}{
+		{"no args", nil, 2, "", "Commands:", true},
+		{"help", []string{"help"}, 0, "Commands:", "", true},
+		{"--help", []string{"--help"}, 0, "attach", "", true},
+		{"help of a command", []string{"help", "logs"}, 0, "Usage: sandgate logs", "", true},
+		{"help of unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`, true},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, true},
+		{"exec --help", []string{"exec", "--help"}, 0, "SANDBOX [--] COMMAND", "", true},
+		{"exec -h", []string{"exec", "-h"}, 0, "-timeout", "", true},
+		{"exec missing all", []string{"exec"}, 2, "", "missing SANDBOX", true},
+		{"exec missing command", []string{"exec", "sb1", "--"}, 2, "", "missing COMMAND", true},
+		{"exec bad flag", []string{"exec", "--nope", "sb1", "--", "ls"}, 2, "", "flag provided but not defined: -nope", true},
+		{"exec bad env", []string{"exec", "--env", "novalue", "sb1", "ls"}, 2, "", `"novalue" is not k=v`, true},
+		{"ps no sandbox", []string{"ps"}, 2, "", "wrong number of arguments", true},
+		{"ps too many", []string{"ps", "a", "b"}, 2, "", "wrong number of arguments", true},
+		{"logs one arg", []string{"logs", "sb1"}, 2, "", "Usage: sandgate logs", true},
+		{"attach --help", []string{"attach", "--help"}, 0, "Ctrl-]", "", true},
+		{"sandboxes extra arg", []string{"sandboxes", "x"}, 2, "", "wrong number of arguments", true},
+		{"cluster --help", []string{"cluster", "--help"}, 0, "-json", "", true},
+		{"serve bad flag", []string{"serve", "--no-such-flag"}, 2, "", "flag provided but not defined", true},
+		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 2, "", "unknown runtime", true},
+		{"serve --help", []string{"serve", "--help"}, 0, "", "--policy", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, g := runCLI(t, nil, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
+			}
+			if tt.stdout == "" && r.stdout != "" || !strings.Contains(r.stdout, tt.stdout) {
+				t.Errorf("stdout %q, want it to contain %q", r.stdout, tt.stdout)
+			}
+			if tt.stderr == "" && r.stderr != "" || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", r.stderr, tt.stderr)
+			}
+			if tt.noRequests && g.requests() != "" {
+				t.Errorf("made requests: %s", g.requests())
+			}
+		})
+	}
+}
+
+func TestExec(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		stdout  string
+		stderr  string
+		request string // substring of the recorded request
+	}{
+		{"shell command", []string{"exec", "sb1", "--", "ls | wc -l"}, "", 3, "out:ls | wc -l", "err",
+			`POST /v1/sandboxes/sb1/exec Bearer secret {"command":"ls | wc -l"}`},
+		{"argv", []string{"exec", "sb1", "--", "ls", "-la"}, "", 3, "out:ls,-la", "err", `{"argv":["ls","-la"]}`},
+		{"argv without --", []string{"exec", "sb1", "echo", "hi"}, "", 3, "out:echo,hi", "err", `{"argv":["echo","hi"]}`},
+		{"flags after sandbox", []string{"exec", "sb1", "--cwd", "sub", "--env", "A=1", "--timeout", "1.5s", "--", "pwd"}, "", 3, "out:pwd", "err",
+			`{"command":"pwd","cwd":"sub","env":{"A":"1"},"timeout_ms":1500}`},
+		{"stdin", []string{"exec", "-i", "sb1", "cat"}, "piped", 3, "out:catpiped", "err", `"stdin":"piped"`},
+		{"api error", []string{"exec", "nope", "--", "ls"}, "", 1, "", `sandgate exec: not_found: sandbox "nope" not found`, ""},
+		{"wrong token", []string{"exec", "--token", "bad", "sb1", "ls"}, "", 1, "", "unauthorized: missing or wrong token\n  (set $SANDGATE_TOKEN", "Bearer bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, g := runCLI(t, strings.NewReader(tt.stdin), tt.args...)
+			if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("got %+v, want code %d stdout %q stderr ~%q", r, tt.code, tt.stdout, tt.stderr)
+			}
+			if !strings.Contains(g.requests(), tt.request) {
+				t.Errorf("requests %s\nwant %s", g.requests(), tt.request)
+			}
+		})
+	}
+}
+
+func TestEnvAndFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		vars map[string]string
+		args []string
+		code int
+		want string // substring of stderr
+	}{
+		{"unreachable gives a hint", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1"}, []string{"ps", "sb1"}, 1, "is a gateway running at http://127.0.0.1:1"},
+		{"--addr overrides env", map[string]string{"SANDGATE_ADDR": "127.0.0.1:2"}, []string{"ps", "--addr", "http://127.0.0.1:1", "sb1"}, 1, "http://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runWithEnv(t, tt.vars, nil, tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("got %+v, want code %d and stderr ~%q", r, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestPsSandboxesCluster(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string // substrings of stdout
+		request string
+	}{
+		{"ps", []string{"ps", "sb1", "--status", "running"}, []string{"proc_a", "sleep 9", "web", "proc_b", "false"},
+			"GET /v1/sandboxes/sb1/processes?status=running Bearer secret"},
+		{"ps json", []string{"ps", "--json", "sb1"}, []string{`"id": "proc_a"`, `"exit_code": 1`}, ""},
+		{"sandboxes", []string{"sandboxes", "--label", "a=1"}, []string{"dev1", "running", "n2", "a=1,b=2", "2026-11-22T02:00:00Z"},
+			"GET /v1/sandboxes?label=a%3D1"},
+		{"cluster", []string{"cluster"}, []string{"node n1, leader n2, term 7", "n2  ", "leader", "down"}, "GET /v1/cluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, g := runCLI(t, nil, tt.args...)
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("got %+v", r)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout %q lacks %q", r.stdout, w)
+				}
+			}
+			if !strings.Contains(g.requests(), tt.request) {
+				t.Errorf("requests %s\nwant %s", g.requests(), tt.request)
+			}
+		})
+	}
+}
+
+func TestLogs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		args           []string
+		stdout, stderr string
+	}{
+		// The fake process is running with output_offset 6: without -f, logs stops there.
+		{"buffered only", []string{"logs", "sb1", "proc_a"}, "abc", "DEF"},
+		{"follow to exit", []string{"logs", "-f", "sb1", "proc_a"}, "abcghi", "DEF"},
+		{"flag after args", []string{"logs", "sb1", "proc_a", "-f"}, "abcghi", "DEF"},
+		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) left the buffer\nDEF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := runCLI(t, nil, tt.args...)
+			if r.code != 0 || r.stdout != tt.stdout || r.stderr != tt.stderr {
+				t.Fatalf("got %+v, want stdout %q stderr %q", r, tt.stdout, tt.stderr)
+			}
+		})
+	}
+}
+
+// slowReader returns its chunks one per Read, pausing between them, and then blocks
+// until done is closed, like a terminal nobody types on.
+type slowReader struct {
+	chunks []string
+	done   chan struct{}
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if len(s.chunks) == 0 {
+		<-s.done
+		return 0, io.EOF
+	}
+	time.Sleep(20 * time.Millisecond)
+	n := copy(p, s.chunks[0])
+	s.chunks = s.chunks[1:]
+	return n, nil
+}
+
+func TestAttach(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		chunks  []string
+		code    int
+		stdout  string // substring
+		stderr  string // substring
+		ws      string // messages the server got, joined by |
+		request string
+	}{
+		{"shell exit code", []string{"attach", "sb1", "main"}, []string{"ls\r", "exit\r"}, 5, "$ ls\rexit\r", "", "ls\r|exit\r",
+			"GET /v1/sandboxes/sb1/terminals/main/ws?offset=0"},
+		{"detach with ctrl-]", []string{"attach", "sb1", "main"}, []string{"pwd\r", "x\x1dignored"}, 0, "$ ", "[detached from sb1/main]", "pwd\r|x",
+			"GET /v1/sandboxes/sb1/terminals/main"},
+		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 1, "", "use --create", "", ""},
+		{"create", []string{"attach", "--create", "--offset", "7", "sb1", "other"}, []string{"exit\r"}, 5, "$ exit", "", "exit\r",
+			"PUT /v1/sandboxes/sb1/terminals/other Bearer secret {}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := &slowReader{chunks: tt.chunks, done: make(chan struct{})}
+			t.Cleanup(func() { close(in.done) })
+			r, g := runCLI(t, in, tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stdout, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("got %+v, want code %d, stdout ~%q, stderr ~%q", r, tt.code, tt.stdout, tt.stderr)
+			}
+			g.mu.Lock()
+			ws := strings.Join(g.ws, "|")
+			g.mu.Unlock()
+			if ws != tt.ws {
+				t.Errorf("server got %q, want %q", ws, tt.ws)
+			}
+			if !strings.Contains(g.requests(), tt.request) {
+				t.Errorf("requests %s\nwant %s", g.requests(), tt.request)
+			}
+		})
+	}
+}
+
+func TestExecInterrupted(t *testing.T) {
+	t.Parallel()
+	g := &fakeGateway{}
+	srv := httptest.NewServer(g.handler())
+	t.Cleanup(srv.Close)
+	var out, errb strings.Builder
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return map[string]string{"SANDGATE_ADDR": srv.URL}[k] }}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if code := dispatch(ctx, e, []string{"exec", "slow", "--", "sleep 100"}); code != 130 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("code %d, stderr %q; want 130 and interrupted", code, errb.String())
+	}
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the sandgate binary built once for the end-to-end tests.
+var binary string
+
+func buildBinary(tb testing.TB) string {
+	tb.Helper()
+	if binary != "" {
+		return binary
+	}
+	dir, err := os.MkdirTemp("", "sandgate-bin-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, "sandgate")
+	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
+	if err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	binary = path
+	return path
+}
+
+// node is a `sandgate serve` subprocess.
+type node struct {
+	cmd  *exec.Cmd
+	addr string
+	log  *bytes.Buffer
+}
+
+func freeAddr(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startNode(tb testing.TB, token string) *node {
+	tb.Helper()
+	bin := buildBinary(tb)
+	addr := freeAddr(tb)
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--data", tb.TempDir(), "--token", token, "--node-id", "e2e")
+	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	n := &node{cmd: cmd, addr: addr, log: &logs}
+	tb.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		}
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "listening on http://") {
+				ready <- sc.Text()
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case line, ok := <-ready:
+		if !ok || line != "listening on http://"+addr {
+			tb.Fatalf("serve did not start (%q): %s", line, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("serve did not log its address within 30s: %s", logs.String())
+	}
+	return n
+}
+
+// cli runs a client subcommand against n and returns its stdout, stderr and exit code.
+func (n *node) cli(tb testing.TB, token string, args ...string) (string, string, int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(tb), args...)
+	cmd.Env = append(os.Environ(), "SANDGATE_ADDR=http://"+n.addr, "SANDGATE_TOKEN="+token)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			tb.Fatalf("sandgate %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func (n *node) post(tb testing.TB, token, path, body string) string {
+	tb.Helper()
+	req, _ := http.NewRequest("POST", "http://"+n.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		tb.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func TestServeAndCLI(t *testing.T) {
+	const tok = "e2e-token"
+	n := startNode(t, tok)
+	n.post(t, tok, "/v1/sandboxes", `{"id":"cli1"}`)
+
+	out, errOut, code := n.cli(t, tok, "exec", "cli1", "--", "sh", "-c", "echo out; echo err >&2; exit 5")
+	if out != "out\n" || errOut != "err\n" || code != 5 {
+		t.Fatalf("exec: %q %q %d", out, errOut, code)
+	}
+	out, _, code = n.cli(t, tok, "sandboxes")
+	if code != 0 || !strings.Contains(out, "cli1") {
+		t.Fatalf("sandboxes: %d %q", code, out)
+	}
+	proc := n.post(t, tok, "/v1/sandboxes/cli1/processes", `{"command":"echo line1; echo line2"}`)
+	id := proc[strings.Index(proc, `"id":"`)+6:]
+	id = id[:strings.IndexByte(id, '"')]
+	out, _, code = n.cli(t, tok, "ps", "cli1")
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("ps: %d %q", code, out)
+	}
+	out, _, code = n.cli(t, tok, "logs", "cli1", id, "-f")
+	if code != 0 || out != "line1\nline2\n" {
+		t.Fatalf("logs -f: %d %q", code, out)
+	}
+	out, _, code = n.cli(t, tok, "cluster")
+	if code != 0 || !strings.Contains(out, "e2e") {
+		t.Fatalf("cluster: %d %q", code, out)
+	}
+	_, errOut, code = n.cli(t, "wrong", "sandboxes")
+	if code == 0 || !strings.Contains(errOut, "unauthorized") {
+		t.Fatalf("wrong token: %d %q", code, errOut)
+	}
+	_, errOut, code = n.cli(t, tok, "exec", "nope", "--", "true")
+	if code == 0 || !strings.Contains(errOut, "not_found") {
+		t.Fatalf("unknown sandbox: %d %q", code, errOut)
+	}
+}
+
+// TestShutdownEndsProcesses: SIGTERM ends serve cleanly and every process tree with it.
+func TestShutdownEndsProcesses(t *testing.T) {
+	const tok = "e2e-token"
+	n := startNode(t, tok)
+	n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
+	proc := n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & sleep 300"}`)
+	pidAt := strings.Index(proc, `"pid":`) + 6
+	pid, err := strconv.Atoi(proc[pidAt : pidAt+strings.IndexAny(proc[pidAt:], ",}")])
+	if err != nil {
+		t.Fatalf("pid in %s: %v", proc, err)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v: %s", err, n.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30s")
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("process %d still alive after shutdown", pid)
+	}
+}
+
+func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
+	cmd := exec.Command(buildBinary(t), "serve", "--listen", "0.0.0.0:0", "--data", t.TempDir())
+	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "token") {
+		t.Fatalf("serve on 0.0.0.0 without a token: %v %s", err, out)
+	}
+}
+
+func rss(tb testing.TB, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return kb << 10
+		}
+	}
+	tb.Fatal("no VmRSS")
+	return 0
+}

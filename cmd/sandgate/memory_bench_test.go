@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// BenchmarkIdleMemory measures the serve process's RSS growth for 50 idle PTY
+// terminals, then for 50 idle WebSocket clients attached to one of them (issue figures:
+// ≤ 64 KiB per idle PTY, ≤ 16 KiB per idle WS client). RSS includes everything the
+// process maps, so it is an upper bound on what our code costs.
+func BenchmarkIdleMemory(b *testing.B) {
+	const tok, n = "bench-token", 50
+	nd := startNode(b, tok)
+	pid := nd.cmd.Process.Pid
+	nd.post(b, tok, "/v1/sandboxes", `{"id":"mem"}`)
+	put := func(id string) {
+		req, _ := http.NewRequest("PUT", "http://"+nd.addr+"/v1/sandboxes/mem/terminals/"+id, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			b.Fatalf("PUT terminal %s: %v %v", id, err, resp)
+		}
+		resp.Body.Close()
+	}
+	put("warm")
+	settle := func() int64 {
+		time.Sleep(500 * time.Millisecond) // let shells print their prompts and go idle
+		return rss(b, pid)
+	}
+	before := settle()
+	for i := 0; i < n; i++ {
+		put(fmt.Sprintf("t%d", i))
+	}
+	afterPTY := settle()
+
+	ctx := context.Background()
+	var conns []*websocket.Conn
+	for i := 0; i < n; i++ {
+		c, _, err := websocket.Dial(ctx, "ws://"+nd.addr+"/v1/sandboxes/mem/terminals/warm/ws?token="+tok, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil { // the ready message
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	afterWS := settle()
+	for _, c := range conns {
+		c.CloseNow()
+	}
+	runtime.KeepAlive(conns)
+	b.ReportMetric(float64(afterPTY-before)/n/1024, "KiB-RSS/idle-PTY")
+	b.ReportMetric(float64(afterWS-afterPTY)/n/1024, "KiB-RSS/idle-WS-client")
+}

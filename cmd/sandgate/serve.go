@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandgate/sandgate/gateway"
+	"github.com/sandgate/sandgate/gateway/webui"
+)
+
+const serveUsage = `usage: sandgate serve [flags]
+
+Starts a sandgate node. With no flags it serves on 127.0.0.1:7070 with data in ./data,
+making a token (kept in the data directory) and printing it.
+
+flags:
+`
+
+// cmdServe parses serve's flags and runs a node until SIGINT or SIGTERM; a second
+// signal forces an immediate exit.
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+		// Show flags as the docs spell them (--listen); Go's flag package accepts both.
+		fmt.Fprint(stderr, serveUsage+strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
+	}
+	listen := fs.String("listen", "127.0.0.1:7070", "HTTP `address`")
+	data := fs.String("data", "./data", "data `directory`: actor storage and workspaces")
+	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
+	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenant names")
+	nodeID := fs.String("node-id", "", "node `id` (default: the host name)")
+	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
+	join := fs.String("join", "", "HTTP `address` of a cluster member to join")
+	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")
+	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
+	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
+	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
+	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; the server's own origin is always allowed")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *runtimeName != "local" {
+		fmt.Fprintf(stderr, "serve: unknown runtime %q (available: local)\n", *runtimeName)
+		return 2
+	}
+	if *join != "" {
+		fmt.Fprintln(stderr, "serve: --join: clustering is not available in this build yet; run without --join")
+		return 2
+	}
+	nodeLabels, err := parseLabels(*labels)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := &gateway.Config{
+		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
+		Labels: nodeLabels, Logger: log, UI: webui.Handler(),
+	}
+	if *policyConfig != "" && *policy == "" {
+		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
+		return 2
+	}
+	if *origins != "" {
+		cfg.AllowedOrigins = strings.Split(*origins, ",")
+	}
+	cfg.PolicyFile = *policy
+	if *policyConfig != "" {
+		if cfg.PolicyConfig, err = os.ReadFile(*policyConfig); err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return 2
+		}
+	}
+	switch {
+	case *tokens != "":
+		if cfg.Tokens, err = gateway.LoadTokens(*tokens); err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return 2
+		}
+		if *token != "" {
+			cfg.Tokens[*token] = "default"
+		}
+	case *token != "":
+		cfg.Tokens = map[string]string{*token: "default"}
+	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) int {
+	madeToken := ""
+	if len(cfg.Tokens) == 0 && isLoopbackAddr(cfg.Listen) {
+		tok, err := gateway.LoadOrCreateToken(cfg.DataDir)
+		if err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return 1
+		}
+		cfg.Tokens = map[string]string{tok: "default"}
+		madeToken = tok
+	}
+	srv, err := gateway.New(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		_ = srv.Shutdown(context.Background())
+		return 1
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	stopHups := make(chan struct{})
+	defer func() { signal.Stop(hups); close(stopHups) }()
+	go func() {
+		for {
+			select {
+			case <-hups:
+				if err := srv.ReloadPolicy(context.Background()); err != nil {
+					cfg.Logger.Error("policy reload failed; keeping the running plugin", "err", err)
+				}
+			case <-stopHups:
+				return
+			}
+		}
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if madeToken != "" {
+		fmt.Fprintf(stdout, "token: %s (kept in %s/token)\n", madeToken, cfg.DataDir)
+		fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "serve:", err)
+			_ = srv.Shutdown(context.Background())
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+	case sig := <-sigs:
+		cfg.Logger.Info("shutting down", "signal", sig.String())
+	}
+	done := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- srv.Shutdown(sctx)
+	}()
+	select {
+	case err := <-done:
+		<-served
+		if err != nil {
+			fmt.Fprintln(stderr, "serve: shutdown:", err)
+			return 1
+		}
+		return 0
+	case sig := <-sigs:
+		fmt.Fprintf(stderr, "serve: %s again: exiting now\n", sig)
+		return 130
+	}
+}
+
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--labels: want k=v,..., got %q", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

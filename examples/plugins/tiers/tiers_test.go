@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/plugins"
+	"github.com/sandgate/sandgate/plugins/pluginstest"
+)
+
+var wasm string
+
+func TestMain(m *testing.M) {
+	b, err := pluginstest.NewBuilder()
+	if err == nil {
+		err = pluginstest.Warm(b, pluginstest.CacheDir(), ".")
+	}
+	if err == nil {
+		wasm, err = b.Go(".")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = b.Close()
+	os.Exit(code)
+}
+
+func TestTiers(t *testing.T) {
+	t.Parallel()
+	def := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 8, MaxExecTimeoutMS: 60000, OutputBufferBytes: 1 << 20}
+	max := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 64, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}
+	tests := []struct {
+		name string
+		max  plugins.Budget
+		tier string
+		want plugins.Budget
+	}{
+		{name: "free", max: max, tier: "free",
+			want: plugins.Budget{IdleTTLMS: 60000, MaxDurationMS: 86400000, MaxProcesses: 2, MaxExecTimeoutMS: 5000, OutputBufferBytes: 1 << 20}},
+		{name: "pro", max: max, tier: "pro",
+			want: plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}},
+		{name: "pro clamped by the operator", max: def, tier: "pro", want: def},
+		{name: "no tier", max: max, tier: "", want: def},
+		{name: "unknown tier", max: max, tier: "gold", want: def},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, err := plugins.New(context.Background(), &plugins.Config{
+				Path: wasm, CacheDir: pluginstest.CacheDir(), PollInterval: -1, PoolSize: 1,
+				CallTimeout: 5 * time.Second, DefaultBudget: def, MaxBudget: tt.max,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			got, err := h.Budget(context.Background(), &plugins.BudgetRequest{
+				Tenant: "acme", SandboxID: "sb1", Labels: map[string]string{"tier": tt.tier},
+			})
+			if err != nil || got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+			// tiers has no route hook: everything is allowed.
+			if d, err := h.Route(context.Background(), &plugins.RouteRequest{Route: "POST /v1/sandboxes"}); err != nil || !d.Allow {
+				t.Fatalf("route: %+v, %v", d, err)
+			}
+		})
+	}
+}

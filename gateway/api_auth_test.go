@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// concretePath fills a route pattern's variables with valid ids.
+func concretePath(pattern string) (method, path string) {
+	method, path, _ = strings.Cut(pattern, " ")
+	r := strings.NewReplacer("{sb}", "sb1", "{p}", "proc_1", "{s}", "s1", "{t}", "t1", "{id}", "n9", "{$}", "")
+	return method, r.Replace(path)
+}
+
+func TestAuthOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	for _, rt := range ts.srv.routes {
+		method, path := concretePath(rt.pattern)
+		t.Run(rt.pattern, func(t *testing.T) {
+			for _, tok := range []string{"", "wrong-token"} {
+				r := ts.doToken(tok, method, path, nil)
+				if rt.public {
+					if r.status == http.StatusUnauthorized {
+						t.Fatalf("public route answered 401")
+					}
+					continue
+				}
+				if r.status != http.StatusUnauthorized || r.errorCode(t) != codeUnauthorized {
+					t.Fatalf("token %q: status %d body %s, want 401 unauthorized", tok, r.status, r.body)
+				}
+			}
+			// ?token= counts only where browsers need it (SSE and WebSocket routes).
+			r := ts.doToken("", method, path+"?token="+testToken, nil)
+			if !rt.public && !rt.queryToken && r.status != http.StatusUnauthorized {
+				t.Fatalf("?token= accepted on a non-stream route: %d", r.status)
+			}
+			if rt.queryToken && r.status == http.StatusUnauthorized {
+				t.Fatalf("?token= refused on a stream route")
+			}
+		})
+	}
+}
+
+func TestHealthzAndUnknownRoutes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	r := ts.doToken("", "GET", "/healthz", nil)
+	if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != "ok" {
+		t.Fatalf("healthz: %d %q", r.status, r.body)
+	}
+	r = ts.do("GET", "/v2/nothing", nil)
+	if r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
+		t.Fatalf("unknown route: %d %s", r.status, r.body)
+	}
+	r = ts.do("GET", "/metrics", nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "sandgate_http_requests_total") {
+		t.Fatalf("metrics: %d", r.status)
+	}
+}
+
+func TestInvalidIDs(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	tests := []struct {
+		name, method, path string
+		body               any
+	}{
+		{"upper case sandbox in path", "GET", "/v1/sandboxes/Bad", nil},
+		{"sandbox id in body", "POST", "/v1/sandboxes", map[string]any{"id": "-bad"}},
+		{"too long", "GET", "/v1/sandboxes/" + strings.Repeat("a", 64), nil},
+		{"process id", "GET", "/v1/sandboxes/sb1/processes/Proc.1", nil},
+		{"session id in body", "POST", "/v1/sandboxes/sb1/sessions", map[string]any{"id": "a b"}},
+		{"terminal id", "PUT", "/v1/sandboxes/sb1/terminals/T1", map[string]any{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do(tt.method, tt.path, tt.body)
+			if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
+				t.Fatalf("status %d %s, want 400 invalid_argument", r.status, r.body)
+			}
+		})
+	}
+}

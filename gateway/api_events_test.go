@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestEventsAndMessages(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("ev1")
+	var posted struct{ Seq uint64 }
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/ev1/events", map[string]any{"type": "agent.progress", "data": map[string]int{"pct": 50}}).json(t, &posted)
+	for _, bad := range []map[string]any{{"type": "sandbox.created"}, {"type": "agent."}, {"type": "agent.x", "data": []int{1}}} {
+		if r := ts.do("POST", "/v1/sandboxes/ev1/events", bad); r.status != http.StatusBadRequest {
+			t.Fatalf("post %v: %d", bad, r.status)
+		}
+	}
+	var list struct{ Events []eventJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/ev1/events", nil).json(t, &list)
+	if len(list.Events) < 2 || list.Events[0].Type != "sandbox.created" {
+		t.Fatalf("events %+v", list)
+	}
+	for i, e := range list.Events {
+		if e.Seq != list.Events[0].Seq+uint64(i) {
+			t.Fatalf("seq not consecutive: %+v", list.Events)
+		}
+	}
+	last := list.Events[len(list.Events)-1]
+	if last.Seq != posted.Seq || last.Type != "agent.progress" {
+		t.Fatalf("last %+v, posted seq %d", last, posted.Seq)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/ev1/events?since="+strconv.FormatUint(posted.Seq-1, 10)+"&limit=1", nil).json(t, &list)
+	if len(list.Events) != 1 || list.Events[0].Seq != posted.Seq {
+		t.Fatalf("since/limit: %+v", list)
+	}
+
+	// The stream replays from since, then follows live events.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		ts.do("POST", "/v1/sandboxes/ev1/events", map[string]any{"type": "agent.done"})
+	}()
+	events := ts.readSSE("/v1/sandboxes/ev1/events/stream?since=0", "", 10*time.Second, func(evs []sseEvent) bool {
+		var e eventJSON
+		_ = json.Unmarshal([]byte(evs[len(evs)-1].data), &e)
+		return e.Type == "agent.done"
+	})
+	if len(events) < 3 || events[0].id != "1" {
+		t.Fatalf("stream %+v", events)
+	}
+
+	// Messages: a long poll is answered when a message arrives.
+	got := make(chan []messageJSON, 1)
+	go func() {
+		var m struct{ Messages []messageJSON }
+		ts.must(http.StatusOK, "GET", "/v1/sandboxes/ev1/messages?wait_ms=10000", nil).json(t, &m)
+		got <- m.Messages
+	}()
+	var id struct{ ID string }
+	time.Sleep(20 * time.Millisecond)
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/ev1/messages", map[string]any{"data": map[string]string{"task": "build"}}).json(t, &id)
+	select {
+	case msgs := <-got:
+		if len(msgs) != 1 || msgs[0].ID != id.ID || string(msgs[0].Data) != `{"task":"build"}` {
+			t.Fatalf("took %+v", msgs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll not answered")
+	}
+	var empty struct{ Messages []messageJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/ev1/messages", nil).json(t, &empty)
+	if len(empty.Messages) != 0 {
+		t.Fatalf("message taken twice: %+v", empty)
+	}
+}

@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sandgate/sandgate/plugins/pluginstest"
+)
+
+var (
+	pluginBuilds     sync.Once
+	pluginBuilder    *pluginstest.Builder
+	pluginBuildError error
+)
+
+// examplePlugin builds one of examples/plugins (Go) once per test binary.
+func examplePlugin(t testing.TB, name string) string {
+	t.Helper()
+	pluginBuilds.Do(func() { pluginBuilder, pluginBuildError = pluginstest.NewBuilder() })
+	if pluginBuildError != nil {
+		t.Fatal(pluginBuildError)
+	}
+	path, err := pluginBuilder.Go(filepath.Join("..", "examples", "plugins", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTiersPlugin(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{policyFile: examplePlugin(t, "tiers")})
+	tests := []struct {
+		tier             string
+		maxProcesses     int
+		maxExecTimeoutMs int64
+		idleTTLMs        int64
+	}{
+		{"free", 2, 5000, 60000},
+		{"pro", 32, 600000, 900000},
+		{"other", 64, 600000, 900000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tier, func(t *testing.T) {
+			var sb sandboxJSON
+			ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "tier-" + tt.tier, "labels": map[string]string{"tier": tt.tier}}).json(t, &sb)
+			b := sb.Budget
+			if b.MaxProcesses != tt.maxProcesses || b.MaxExecTimeoutMs != tt.maxExecTimeoutMs || b.IdleTTLMs != tt.idleTTLMs {
+				t.Fatalf("budget %+v", b)
+			}
+		})
+	}
+	for i := 0; i < 2; i++ {
+		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/tier-free/processes", map[string]any{"command": "sleep 30"})
+	}
+	r := ts.do("POST", "/v1/sandboxes/tier-free/processes", map[string]any{"command": "sleep 30"})
+	if r.status != http.StatusTooManyRequests || r.errorCode(t) != codeBudgetExceeded {
+		t.Fatalf("third process on free: %d %s", r.status, r.body)
+	}
+	r = ts.do("GET", "/metrics", nil)
+	if !strings.Contains(string(r.body), "sandgate_plugin") {
+		t.Fatalf("plugin metrics missing from /metrics")
+	}
+}
+
+func TestGuardPlugin(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{policyFile: examplePlugin(t, "guard"), policyConfig: "mkfs\nrm -rf /\n"})
+	ts.sandbox("g1")
+	tests := []struct {
+		name, token, path string
+		body              map[string]any
+		status            int
+		reason            string
+	}{
+		{"exec blocked", testToken, "/v1/sandboxes/g1/exec", map[string]any{"command": "echo mkfs.ext4"}, http.StatusForbidden, "blocked by guard: mkfs"},
+		{"argv blocked", testToken, "/v1/sandboxes/g1/exec", map[string]any{"argv": []string{"rm", "-rf", "/"}}, http.StatusForbidden, "blocked by guard: rm -rf /"},
+		{"process blocked", testToken, "/v1/sandboxes/g1/processes", map[string]any{"command": "mkfs /dev/null"}, http.StatusForbidden, "blocked by guard: mkfs"},
+		{"harmless", testToken, "/v1/sandboxes/g1/exec", map[string]any{"command": "echo fine"}, http.StatusOK, ""},
+		{"admin may", testAdminToken, "/v1/sandboxes/g1/exec", map[string]any{"command": "echo mkfs"}, http.StatusOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.doToken(tt.token, "POST", tt.path, tt.body)
+			if r.status != tt.status {
+				t.Fatalf("status %d %s, want %d", r.status, r.body, tt.status)
+			}
+			if tt.reason != "" && (r.errorCode(t) != codeForbidden || !strings.Contains(string(r.body), tt.reason)) {
+				t.Fatalf("body %s, want reason %q", r.body, tt.reason)
+			}
+		})
+	}
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/g1/sessions", map[string]any{"id": "s"})
+	if r := ts.do("POST", "/v1/sandboxes/g1/sessions/s/exec", map[string]any{"command": "mkfs"}); r.status != http.StatusForbidden {
+		t.Fatalf("session exec: %d %s", r.status, r.body)
+	}
+}
+
+func TestPoolsPlugin(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{policyFile: filepath.Join("..", "examples", "plugins", "pools", "pools.wasm")})
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "pl1", "labels": map[string]string{"pool": "gpu"}}).json(t, &sb)
+	if len(sb.Pool) != 1 || sb.Pool["pool"] != "gpu" {
+		t.Fatalf("pool %+v", sb.Pool)
+	}
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "pl2"}).json(t, &sb)
+	if sb.Pool != nil {
+		t.Fatalf("pool without label: %+v", sb.Pool)
+	}
+}

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/actor"
+)
+
+func TestSandboxLifecycle(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	body := map[string]any{"id": "dev1", "labels": map[string]string{"tenant": "acme"}, "env": map[string]string{"A": "1"}}
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", body).json(t, &sb)
+	if sb.ID != "dev1" || sb.State != "running" || sb.Node != "n1" || sb.Labels["tenant"] != "acme" {
+		t.Fatalf("created %+v", sb)
+	}
+	if sb.Budget.MaxProcesses == 0 || sb.Budget.OutputBufferBytes == 0 || sb.CreatedAt.IsZero() {
+		t.Fatalf("budget or times missing: %+v", sb)
+	}
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes", body)
+	body["labels"] = map[string]string{"tenant": "other"}
+	if r := ts.do("POST", "/v1/sandboxes", body); r.status != http.StatusConflict || r.errorCode(t) != codeConflict {
+		t.Fatalf("different settings: %d %s", r.status, r.body)
+	}
+
+	var made sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", nil).json(t, &made)
+	if !strings.HasPrefix(made.ID, "sb_") {
+		t.Fatalf("server-made id %q", made.ID)
+	}
+
+	var list struct{ Sandboxes []sandboxJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes?label=tenant=acme", nil).json(t, &list)
+	if len(list.Sandboxes) != 1 || list.Sandboxes[0].ID != "dev1" {
+		t.Fatalf("label filter: %+v", list)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes", nil).json(t, &list)
+	if len(list.Sandboxes) != 2 {
+		t.Fatalf("list all: %d sandboxes", len(list.Sandboxes))
+	}
+	if r := ts.do("GET", "/v1/sandboxes?label=novalue", nil); r.status != http.StatusBadRequest {
+		t.Fatalf("bad label filter: %d", r.status)
+	}
+
+	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/dev1", nil)
+	if r := ts.do("GET", "/v1/sandboxes/dev1", nil); r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
+		t.Fatalf("after delete: %d %s", r.status, r.body)
+	}
+	if r := ts.do("DELETE", "/v1/sandboxes/dev1", nil); r.status != http.StatusNotFound {
+		t.Fatalf("second delete: %d", r.status)
+	}
+}
+
+func TestStrictJSON(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	tests := []struct {
+		name, body string
+		status     int
+	}{
+		{"unknown field", `{"idd":"x"}`, http.StatusBadRequest},
+		{"wrong type", `{"id":5}`, http.StatusBadRequest},
+		{"trailing data", `{"id":"x"}{}`, http.StatusBadRequest},
+		{"malformed", `{"id":`, http.StatusBadRequest},
+		{"too large", `{"labels":{"a":"` + strings.Repeat("x", 2<<20) + `"}}`, http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do("POST", "/v1/sandboxes", tt.body)
+			if r.status != tt.status {
+				t.Fatalf("status %d %s, want %d", r.status, r.body, tt.status)
+			}
+			want := codeInvalidArgument
+			if tt.status == http.StatusRequestEntityTooLarge {
+				want = codeTooLarge
+			}
+			if got := r.errorCode(t); got != want {
+				t.Fatalf("code %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestBudgetAndExpiry(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxProcesses: 2, MaxDuration: 1500 * time.Millisecond}})
+	ts.sandbox("b1")
+	for i := 0; i < 2; i++ {
+		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/b1/processes", map[string]any{"command": "sleep 30"})
+	}
+	r := ts.do("POST", "/v1/sandboxes/b1/processes", map[string]any{"command": "sleep 30"})
+	if r.status != http.StatusTooManyRequests || r.errorCode(t) != codeBudgetExceeded {
+		t.Fatalf("third process: %d %s", r.status, r.body)
+	}
+	eventually(t, 20*time.Second, "sandbox to expire", func() bool {
+		var sb sandboxJSON
+		ts.must(http.StatusOK, "GET", "/v1/sandboxes/b1", nil).json(t, &sb)
+		return sb.State == "expired"
+	})
+	r = ts.do("POST", "/v1/sandboxes/b1/exec", map[string]any{"command": "true"})
+	if r.status != http.StatusGone || r.errorCode(t) != codeExpired {
+		t.Fatalf("exec on expired: %d %s", r.status, r.body)
+	}
+}
+
+// denyPolicy denies commands containing "forbidden" and places sandboxes by label.
+type denyPolicy struct{}
+
+func (denyPolicy) Route(_ context.Context, r RouteRequest) RouteDecision {
+	if strings.Contains(strings.Join(r.Command, " "), "forbidden") {
+		return RouteDecision{Reason: "blocked by test: forbidden"}
+	}
+	if r.Route == "POST /v1/sandboxes" && r.Labels["pool"] != "" {
+		return RouteDecision{Allow: true, Pool: map[string]string{"pool": r.Labels["pool"]}}
+	}
+	return RouteDecision{Allow: true}
+}
+
+func TestRoutePolicy(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{policy: denyPolicy{}})
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "p1", "labels": map[string]string{"pool": "gpu"}}).json(t, &sb)
+	if sb.Pool["pool"] != "gpu" {
+		t.Fatalf("pool not recorded: %+v", sb)
+	}
+	r := ts.do("POST", "/v1/sandboxes/p1/exec", map[string]any{"command": "echo forbidden"})
+	if r.status != http.StatusForbidden || r.errorCode(t) != codeForbidden || !strings.Contains(string(r.body), "blocked by test") {
+		t.Fatalf("denied exec: %d %s", r.status, r.body)
+	}
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/p1/exec", map[string]any{"command": "echo fine"})
+}
+
+func TestClusterSingleNode(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	var info struct {
+		Node, Leader string
+		Members      []memberJSON
+	}
+	ts.must(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &info)
+	if info.Node != "n1" || info.Leader != "n1" || len(info.Members) != 1 || info.Members[0].Status != "alive" {
+		t.Fatalf("cluster: %+v", info)
+	}
+	r := ts.do("POST", "/v1/cluster/join", map[string]any{"id": "n2", "raft_addr": "127.0.0.1:1", "http_addr": "127.0.0.1:2"})
+	if r.status != http.StatusServiceUnavailable || r.errorCode(t) != codeUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("join: %d %s", r.status, r.body)
+	}
+}

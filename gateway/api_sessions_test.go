@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("s1")
+	var s sessionJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main", "env": map[string]string{"G": "g"}}).json(t, &s)
+	if s.ID != "main" || s.Status != "ready" || s.Commands != 0 {
+		t.Fatalf("created %+v", s)
+	}
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main", "env": map[string]string{"G": "g"}})
+	if r := ts.do("POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main", "env": map[string]string{"G": "other"}}); r.status != http.StatusConflict {
+		t.Fatalf("alive with different settings: %d %s", r.status, r.body)
+	}
+	exec := func(cmd string) execJSON {
+		t.Helper()
+		var res execJSON
+		ts.must(http.StatusOK, "POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": cmd}).json(t, &res)
+		return res
+	}
+	exec("mkdir -p work && cd work && export A=1 && alias hi='echo hello' && f() { echo fn-$1; }")
+	res := exec("pwd; echo $A $G; hi; f x; echo err >&2; (exit 7)")
+	lines := strings.Split(res.Stdout, "\n")
+	if !strings.HasSuffix(lines[0], "/work") || lines[1] != "1 g" || lines[2] != "hello" || lines[3] != "fn-x" {
+		t.Fatalf("state did not persist: %q", res.Stdout)
+	}
+	if res.Stderr != "err\n" || res.ExitCode != 7 {
+		t.Fatalf("stderr %q exit %d", res.Stderr, res.ExitCode)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s1/sessions/main", nil).json(t, &s)
+	if !strings.HasSuffix(s.Cwd, "/work") || s.Env["A"] != "1" || s.Commands != 2 || s.LastCommandAt == nil {
+		t.Fatalf("session object %+v", s)
+	}
+
+	// Commands on one session run in arrival order; concurrent callers all get answers.
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts.do("POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "true"})
+		}()
+	}
+	wg.Wait()
+
+	res = exec("exit 3")
+	if res.ExitCode != 3 {
+		t.Fatalf("exit: %+v", res)
+	}
+	r := ts.do("POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "true"})
+	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict || !strings.Contains(string(r.body), "3") {
+		t.Fatalf("exec on dead session: %d %s", r.status, r.body)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s1/sessions/main", nil).json(t, &s)
+	if s.Status != "dead" {
+		t.Fatalf("status %q", s.Status)
+	}
+	// Creating a session with a dead one's id replaces it.
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main"})
+	if res := exec("echo again"); res.Stdout != "again\n" {
+		t.Fatalf("replaced session: %+v", res)
+	}
+
+	var timed execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "echo before; sleep 30", "timeout_ms": 300}).json(t, &timed)
+	if !timed.TimedOut || timed.ExitCode != 124 || timed.Stdout != "before\n" {
+		t.Fatalf("timeout: %+v", timed)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s1/sessions/main", nil).json(t, &s)
+	if s.Status != "dead" || s.DeadReason == "" {
+		t.Fatalf("after timeout %+v", s)
+	}
+
+	var list struct{ Sessions []sessionJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s1/sessions", nil).json(t, &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("list %+v", list)
+	}
+	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/s1/sessions/main", nil)
+	if r := ts.do("GET", "/v1/sandboxes/s1/sessions/main", nil); r.status != http.StatusNotFound {
+		t.Fatalf("after delete: %d", r.status)
+	}
+}
+
+func TestSessionProcessFromSnapshot(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("s2")
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/s2/sessions", map[string]any{"id": "w"})
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s2/sessions/w/exec", map[string]any{"command": "mkdir -p d && cd d && export V=snap"})
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/s2/processes", map[string]any{"command": "pwd; echo $V; cd /; export V=changed", "session": "w"}).json(t, &p)
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s2/processes/"+p.ID+"?wait_ms=10000", nil)
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s2/sessions/w/exec", map[string]any{"command": "pwd; echo $V"}).json(t, &res)
+	if !strings.HasSuffix(strings.Split(res.Stdout, "\n")[0], "/d") || !strings.Contains(res.Stdout, "snap") {
+		t.Fatalf("process wrote back into the session: %q", res.Stdout)
+	}
+	if r := ts.do("POST", "/v1/sandboxes/s2/processes", map[string]any{"command": "true", "session": "nope"}); r.status != http.StatusNotFound {
+		t.Fatalf("unknown session: %d", r.status)
+	}
+}

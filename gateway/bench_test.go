@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/creack/pty"
+)
+
+// The benchmarks here measure the gateway against the raw OS in the same run and report
+// ratios (BENCHMARKS.md). Run them with `make bench`.
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func BenchmarkExecTrue(b *testing.B) {
+	ts := newTestServer(b, nil)
+	ts.sandbox("bench")
+	body := `{"argv":["true"]}`
+	const rounds = 300
+	var raw, ours []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		raw = append(raw, time.Since(start))
+		start = time.Now()
+		ts.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		ours = append(ours, time.Since(start))
+	}
+	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(p50(ours).Microseconds()), "http-p50-µs")
+	b.ReportMetric(float64(p50(ours))/float64(p50(raw)), "p50-ratio")
+
+	const clients, perClient = 8, 60
+	throughput := func(run func()) float64 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perClient; i++ {
+					run()
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(clients*perClient) / time.Since(start).Seconds()
+	}
+	rawRate := throughput(func() { _ = exec.Command("true").Run() })
+	ourRate := throughput(func() { ts.do("POST", "/v1/sandboxes/bench/exec", body) })
+	b.ReportMetric(rawRate, "raw-8c-exec/s")
+	b.ReportMetric(ourRate, "http-8c-exec/s")
+	b.ReportMetric(ourRate/rawRate, "8c-throughput-ratio")
+}
+
+const ptyBytes = 50 << 20
+
+// rawPTYRead reads the whole output of cmd through a PTY, as fast as Go can.
+func rawPTYRead(tb testing.TB, cmd string) (int64, time.Duration) {
+	c := exec.Command("sh", "-c", cmd)
+	start := time.Now()
+	f, err := pty.StartWithSize(c, &pty.Winsize{Cols: 80, Rows: 24})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		n += int64(m)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EIO) {
+				tb.Fatal(err)
+			}
+			break
+		}
+	}
+	_ = c.Wait()
+	return n, time.Since(start)
+}
+
+func BenchmarkPTYToWebSocket(b *testing.B) {
+	ts := newTestServer(b, nil)
+	ts.sandbox("bench")
+	cmd := "head -c 52428800 /dev/zero"
+	rawN, rawD := rawPTYRead(b, cmd)
+
+	start := time.Now()
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/bench/processes",
+		map[string]any{"command": "sleep 0.2; " + cmd, "pty": map[string]int{"cols": 80, "rows": 24}}).json(b, &p)
+	c := ts.dialWS("/v1/sandboxes/bench/processes/" + p.ID + "/ws?offset=0")
+	var n int64
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		typ, data, err := c.conn.Read(ctx)
+		if err != nil {
+			break
+		}
+		if typ == websocket.MessageBinary {
+			n += int64(len(data))
+		} else if bytes.Contains(data, []byte(`"exit"`)) {
+			break
+		}
+	}
+	ourD := time.Since(start) - 200*time.Millisecond
+	if n != rawN || n != ptyBytes {
+		b.Fatalf("got %d bytes over WS, raw %d, want %d", n, rawN, ptyBytes)
+	}
+	rawRate := float64(rawN) / rawD.Seconds() / (1 << 20)
+	ourRate := float64(n) / ourD.Seconds() / (1 << 20)
+	b.ReportMetric(rawRate, "raw-MiB/s")
+	b.ReportMetric(ourRate, "ws-MiB/s")
+	b.ReportMetric(ourRate/rawRate, "throughput-ratio")
+}
+
+// rawEcho measures a byte written to a PTY running cat coming back (the tty echo).
+func rawEcho(tb testing.TB, rounds int) []time.Duration {
+	c := exec.Command("cat")
+	f, err := pty.Start(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait(); f.Close() }()
+	buf := make([]byte, 4096)
+	var out []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		if _, err := f.Write([]byte("a")); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := f.Read(buf); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+func BenchmarkKeystrokeEcho(b *testing.B) {
+	ts := newTestServer(b, nil)
+	ts.sandbox("bench")
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/bench/processes",
+		map[string]any{"command": "cat", "pty": map[string]int{"cols": 80, "rows": 24}}).json(b, &p)
+	c := ts.dialWS("/v1/sandboxes/bench/processes/" + p.ID + "/ws")
+	c.readUntil(b, 10*time.Second, func(c *wsClient) bool { return c.control("ready") != nil })
+	const rounds = 500
+	raw := rawEcho(b, rounds)
+	ctx := context.Background()
+	var ours []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		if err := c.conn.Write(ctx, websocket.MessageBinary, []byte("a")); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			typ, _, err := c.conn.Read(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if typ == websocket.MessageBinary {
+				break
+			}
+		}
+		ours = append(ours, time.Since(start))
+	}
+	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-echo-p50-µs")
+	b.ReportMetric(float64(p50(ours).Microseconds()), "ws-echo-p50-µs")
+	b.ReportMetric(float64((p50(ours) - p50(raw)).Microseconds()), "added-p50-µs")
+
+	// Enter → command output, through a shell on the same terminal path.
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/bench/terminals/enter", map[string]any{})
+	t := ts.dialWS("/v1/sandboxes/bench/terminals/enter/ws")
+	t.send(b, websocket.MessageBinary, []byte("PS1='$ '; stty -echo\r"))
+	t.readUntil(b, 10*time.Second, func(c *wsClient) bool { return strings.Count(c.output.String(), "$ ") >= 1 })
+	var enter []time.Duration
+	for i := 0; i < 100; i++ {
+		t.output.Reset()
+		start := time.Now()
+		t.send(b, websocket.MessageBinary, []byte("echo ok\r"))
+		t.readUntil(b, 10*time.Second, func(c *wsClient) bool { return strings.Contains(c.output.String(), "ok\r\n") })
+		enter = append(enter, time.Since(start))
+	}
+	b.ReportMetric(float64(p50(enter).Microseconds()), "enter-to-output-p50-µs")
+}
+
+func BenchmarkTerminalFirstByte(b *testing.B) {
+	ts := newTestServer(b, nil)
+	ts.sandbox("bench")
+	const rounds = 40
+	var raw, ours []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		c := exec.Command("bash", "--norc", "-i")
+		c.Env = append(os.Environ(), "TERM=xterm-256color", "PS1=$ ")
+		f, err := pty.Start(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Read(make([]byte, 1024)); err != nil {
+			b.Fatal(err)
+		}
+		raw = append(raw, time.Since(start))
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		f.Close()
+
+		id := "t" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		start = time.Now()
+		ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/bench/terminals/"+id, map[string]any{})
+		w := ts.dialWS("/v1/sandboxes/bench/terminals/" + id + "/ws")
+		w.readUntil(b, 10*time.Second, func(c *wsClient) bool { return c.output.Len() > 0 })
+		ours = append(ours, time.Since(start))
+		w.conn.CloseNow()
+		ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/bench/terminals/"+id, nil)
+	}
+	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-pty-bash-first-byte-p50-µs")
+	b.ReportMetric(float64(p50(ours).Microseconds()), "create+attach+first-byte-p50-µs")
+	b.ReportMetric(float64(p50(ours))/float64(p50(raw)), "p50-ratio")
+}
+
+// BenchmarkExecWithGuardPlugin compares exec over HTTP with and without the guard
+// policy plugin deciding every request (issue figure: ≤ 1.05× without).
+func BenchmarkExecWithGuardPlugin(b *testing.B) {
+	plain := newTestServer(b, nil)
+	guarded := newTestServer(b, &serverOptions{policyFile: examplePlugin(b, "guard")})
+	for _, ts := range []*testServer{plain, guarded} {
+		ts.sandbox("bench")
+	}
+	body := `{"argv":["true"]}`
+	const rounds = 300
+	var without, with []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		plain.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		without = append(without, time.Since(start))
+		start = time.Now()
+		guarded.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		with = append(with, time.Since(start))
+	}
+	b.ReportMetric(float64(p50(without).Microseconds()), "plain-p50-µs")
+	b.ReportMetric(float64(p50(with).Microseconds()), "guard-p50-µs")
+	b.ReportMetric(float64(p50(with))/float64(p50(without)), "p50-ratio")
+}

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxJSONBody is the default limit for JSON request bodies (API.md: 1 MiB).
+const maxJSONBody = 1 << 20
+
+// decodeJSON reads r's body into v strictly: unknown fields, wrong types and trailing
+// data are invalid_argument, a body over limit is too_large. An empty body decodes as
+// {} so optional-body routes need no "{}".
+func decodeJSON(r *http.Request, limit int64, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", tooBig.Limit)
+		}
+		return badRequest("failed to read request body: %v", err)
+	}
+	return decodeJSONBytes(body, v)
+}
+
+func decodeJSONBytes(body []byte, v any) *apiError {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid JSON body: %s", describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid JSON body: trailing data after the JSON value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return fmt.Sprintf("expected %s, not %s", typeErr.Type, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("syntax error at byte %d: %v", syntaxErr.Offset, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	}
+	return err.Error()
+}

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type decodeTarget struct {
+	Command string            `json:"command"`
+	Env     map[string]string `json:"env"`
+	N       *int              `json:"n"`
+}
+
+var decodeTests = []struct {
+	name   string
+	body   string
+	status int // 0 = accepted
+}{
+	{"valid", `{"command":"ls","env":{"A":"1"},"n":3}`, 0},
+	{"empty body is empty object", ``, 0},
+	{"whitespace body", " \n ", 0},
+	{"null fields", `{"command":null}`, 0},
+	{"unknown field", `{"comand":"ls"}`, http.StatusBadRequest},
+	{"wrong type", `{"command":1}`, http.StatusBadRequest},
+	{"wrong nested type", `{"env":{"A":1}}`, http.StatusBadRequest},
+	{"trailing data", `{"command":"ls"} {}`, http.StatusBadRequest},
+	{"trailing garbage", `{"command":"ls"}x`, http.StatusBadRequest},
+	{"truncated", `{"command":"ls"`, http.StatusBadRequest},
+	{"not an object", `[1,2]`, http.StatusBadRequest},
+	{"syntax error", `{command:"ls"}`, http.StatusBadRequest},
+	{"too large", `{"command":"` + strings.Repeat("a", 2048) + `"}`, http.StatusRequestEntityTooLarge},
+}
+
+func TestDecodeJSON(t *testing.T) {
+	t.Parallel()
+	for _, tt := range decodeTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+			var v decodeTarget
+			err := decodeJSON(r, 1024, &v)
+			switch {
+			case tt.status == 0 && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tt.status != 0 && err == nil:
+				t.Fatalf("accepted %q", tt.body)
+			case tt.status != 0 && err.Status != tt.status:
+				t.Fatalf("status %d (%v), want %d", err.Status, err, tt.status)
+			}
+		})
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	for _, tt := range decodeTests {
+		f.Add([]byte(tt.body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var v decodeTarget
+		if err := decodeJSONBytes(body, &v); err != nil {
+			if err.Status != http.StatusBadRequest || err.Code != codeInvalidArgument || err.Message == "" {
+				t.Fatalf("bad error %+v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// errorRule maps errors matching any of errs to a status and code.
+type errorRule struct {
+	errs   []error
+	status int
+	code   string
+}
+
+// errorRules is the whole mapping from our packages' errors to the contract's codes.
+var errorRules = []errorRule{
+	{[]error{actor.ErrNotFound, runtime.ErrNotFound, fs.ErrNotExist}, http.StatusNotFound, codeNotFound},
+	{[]error{actor.ErrInvalid, runtime.ErrInvalid, runtime.ErrBadSignal, runtime.ErrEscapes}, http.StatusBadRequest, codeInvalidArgument},
+	{[]error{actor.ErrConflict, runtime.ErrDuplicateID, runtime.ErrSessionDead, runtime.ErrExited, runtime.ErrStdinClosed,
+		runtime.ErrNotPTY, runtime.ErrIsDir, runtime.ErrNotDir, runtime.ErrNotEmpty, runtime.ErrExist, fs.ErrExist},
+		http.StatusConflict, codeConflict},
+	{[]error{actor.ErrExpired}, http.StatusGone, codeExpired},
+	{[]error{actor.ErrBudgetExceeded, runtime.ErrTooManyProcesses}, http.StatusTooManyRequests, codeBudgetExceeded},
+	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable}, http.StatusServiceUnavailable, codeUnavailable},
+}
+
+// toAPIError turns any error into the status, code and message the client sees. It is
+// the only place that knows how our packages' errors map onto the contract.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	for _, rule := range errorRules {
+		for _, target := range rule.errs {
+			if errors.Is(err, target) {
+				e := &apiError{Status: rule.status, Code: rule.code, Message: humanMessage(err)}
+				switch rule.status {
+				case http.StatusServiceUnavailable:
+					e.RetryAfter = time.Second
+				case http.StatusTooManyRequests:
+					var be *actor.BudgetError
+					if errors.As(err, &be) {
+						e.RetryAfter = be.RetryAfter
+					}
+				}
+				return e
+			}
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", mbe.Limit)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "request timed out")
+	}
+	return errorf(http.StatusInternalServerError, codeInternal, "internal error")
+}
+
+// humanMessage strips our packages' "actor: " and "runtime: " prefixes, which help in
+// logs but read oddly in an API message.
+func humanMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"actor: ", "runtime: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// writeError renders err for the client. A client that went away gets nothing; an
+// internal error is logged with the request id, and the client sees only that id.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return
+	}
+	e := toAPIError(err)
+	if e.Status == http.StatusInternalServerError {
+		id := w.Header().Get("X-Request-Id")
+		s.log.Error("internal error", "id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		e = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", id)
+	}
+	if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
+		return // headers already sent (a stream failed midway); nothing more to say
+	}
+	writeAPIError(w, e)
+}

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	_ "embed"
+	"net/http"
+	"time"
+)
+
+type memberJSON struct {
+	ID       string            `json:"id"`
+	RaftAddr string            `json:"raft_addr"`
+	HTTPAddr string            `json:"http_addr"`
+	Labels   map[string]string `json:"labels"`
+	Status   string            `json:"status"`
+}
+
+// clusterInfo describes the cluster. Until the cluster package lands a node runs alone:
+// it is its own leader, the only member, and term is 0 (no raft election has happened).
+func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"node":   s.cfg.NodeID,
+		"leader": s.cfg.NodeID,
+		"members": []memberJSON{{
+			ID: s.cfg.NodeID, RaftAddr: s.cfg.RaftListen, HTTPAddr: s.cfg.Listen,
+			Labels: nonNilMap(s.cfg.Labels), Status: "alive",
+		}},
+		"term": 0,
+	})
+	return nil
+}
+
+var errNoCluster = &apiError{
+	Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+	Message:    "this node runs without clustering: membership cannot change",
+	RetryAfter: time.Minute,
+}
+
+func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ID       string            `json:"id"`
+		RaftAddr string            `json:"raft_addr"`
+		HTTPAddr string            `json:"http_addr"`
+		Labels   map[string]string `json:"labels"`
+	}
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "" {
+		return badRequest("id, raft_addr and http_addr are required")
+	}
+	return errNoCluster
+}
+
+func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
+	return errNoCluster
+}
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(openAPIDoc)
+	return err
+}

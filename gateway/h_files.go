@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// maxFileBody is the default limit for file uploads (API.md: 16 MiB).
+const maxFileBody = 16 << 20
+
+type dirEntryJSON struct {
+	Name       string    `json:"name"`
+	Type       string    `json:"type"`
+	Size       int64     `json:"size"`
+	Mode       string    `json:"mode"`
+	ModifiedAt time.Time `json:"modified_at"`
+}
+
+func filePath(r *http.Request, required bool) (string, error) {
+	p := r.URL.Query().Get("path")
+	if p == "" && required {
+		return "", badRequest("path is required")
+	}
+	if p == "" {
+		p = "."
+	}
+	return p, nil
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
+	path, err := filePath(r, false)
+	if err != nil {
+		return err
+	}
+	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	st, err := ws.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		entries, err := ws.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		out := make([]dirEntryJSON, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, dirEntryJSON{
+				Name: e.Name, Type: e.Type, Size: e.Size,
+				Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
+			})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"entries": out})
+		return nil
+	}
+	f, info, err := ws.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(info.Size(), 10))
+	h.Set("Last-Modified", info.ModTime().UTC().Format(http.TimeFormat))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f)
+	return nil
+}
+
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
+	path, err := filePath(r, true)
+	if err != nil {
+		return err
+	}
+	mode := fs.FileMode(0o644)
+	if raw := r.URL.Query().Get("mode"); raw != "" {
+		m, err := strconv.ParseUint(raw, 8, 32)
+		if err != nil || m > 0o7777 {
+			return badRequest("mode must be octal permission bits like 0644, not %q", raw)
+		}
+		mode = fs.FileMode(m)
+	}
+	if r.ContentLength > maxFileBody {
+		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "file body over %d bytes", maxFileBody)
+	}
+	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	body := http.MaxBytesReader(w, r.Body, maxFileBody)
+	if err := ws.WriteFile(path, body, mode); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
+	path, err := filePath(r, true)
+	if err != nil {
+		return err
+	}
+	recursive, err := queryBool(r, "recursive")
+	if err != nil {
+		return err
+	}
+	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	if err := ws.Remove(path, recursive); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type mkdirRequest struct {
+	Path    string `json:"path"`
+	Parents bool   `json:"parents"`
+}
+
+func (s *Server) mkdir(w http.ResponseWriter, r *http.Request) error {
+	var req mkdirRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.Path == "" {
+		return badRequest("path is required")
+	}
+	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	if err := ws.Mkdir(req.Path, req.Parents); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func queryBool(r *http.Request, name string) (bool, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, badRequest("%s must be true or false, not %q", name, raw)
+	}
+	return v, nil
+}

@@ -1,0 +1,384 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// maxWait bounds wait_ms on long-polling routes.
+const maxWait = 5 * time.Minute
+
+type ptyRequest struct {
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
+}
+
+type createProcessRequest struct {
+	Command   *string           `json:"command"`
+	Argv      []string          `json:"argv"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	PTY       *ptyRequest       `json:"pty"`
+	Tag       string            `json:"tag"`
+	Label     string            `json:"label"`
+	Session   string            `json:"session"`
+	TimeoutMs *int64            `json:"timeout_ms"`
+	KeepMs    *int64            `json:"keep_ms"`
+}
+
+func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
+	var req createProcessRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	command, err := commandOf(req.Command, req.Argv)
+	if err != nil {
+		return err
+	}
+	timeout, err := durationMs("timeout_ms", req.TimeoutMs)
+	if err != nil {
+		return err
+	}
+	keep, err := durationMs("keep_ms", req.KeepMs)
+	if err != nil {
+		return err
+	}
+	if err := validateEnv(req.Env); err != nil {
+		return err
+	}
+	if req.Session != "" && !validID(req.Session) {
+		return badRequest("invalid session id %q", req.Session)
+	}
+	if err := s.checkRoute(r, "POST "+sbPath+"/processes", nil, command); err != nil {
+		return err
+	}
+	opts := runtime.StartOptions{
+		Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Tag: req.Tag, Label: req.Label,
+		Session: req.Session, Timeout: timeout, Keep: keep,
+	}
+	if req.Command != nil {
+		opts.Command = *req.Command
+	}
+	if req.PTY != nil {
+		size, err := winSize(req.PTY.Cols, req.PTY.Rows, true)
+		if err != nil {
+			return err
+		}
+		opts.PTY = &size
+	}
+	info, err := s.node.StartProcess(r.Context(), r.PathValue("sb"), opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, renderProcess(info))
+	return nil
+}
+
+// winSize validates a terminal size; with defaults, zero means 80x24.
+func winSize(cols, rows uint16, defaults bool) (runtime.WinSize, error) {
+	if defaults {
+		if cols == 0 {
+			cols = 80
+		}
+		if rows == 0 {
+			rows = 24
+		}
+	}
+	if cols == 0 || rows == 0 || cols > 4096 || rows > 4096 {
+		return runtime.WinSize{}, badRequest("cols and rows must be between 1 and 4096")
+	}
+	return runtime.WinSize{Cols: cols, Rows: rows}, nil
+}
+
+func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && status != string(runtime.StatusRunning) && status != string(runtime.StatusExited) {
+		return badRequest("status must be running or exited, not %q", status)
+	}
+	list, err := s.node.ListProcesses(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	tag, session := q.Get("tag"), q.Get("session")
+	kept := list[:0]
+	for _, p := range list {
+		if (status == "" || string(p.Status) == status) && (tag == "" || p.Tag == tag) && (session == "" || p.Session == session) {
+			kept = append(kept, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"processes": renderProcesses(kept)})
+	return nil
+}
+
+// queryMs parses an optional millisecond query parameter, clamped to max.
+func queryMs(r *http.Request, name string, max time.Duration) (time.Duration, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return 0, badRequest("%s must be a non-negative integer, not %q", name, raw)
+	}
+	return min(time.Duration(v)*time.Millisecond, max), nil
+}
+
+func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) error {
+	wait, err := queryMs(r, "wait_ms", maxWait)
+	if err != nil {
+		return err
+	}
+	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		ctx, cancel := s.requestContext(r)
+		ctx, cancelWait := context.WithTimeout(ctx, wait)
+		_, _ = p.Wait(ctx)
+		cancelWait()
+		cancel()
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+	}
+	writeJSON(w, http.StatusOK, renderProcess(p.Info()))
+	return nil
+}
+
+func (s *Server) deleteProcess(w http.ResponseWriter, r *http.Request) error {
+	if err := s.node.DeleteProcess(r.Context(), r.PathValue("sb"), r.PathValue("p")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type signalRequest struct {
+	Signal json.RawMessage `json:"signal"`
+}
+
+// parseSignalValue accepts a signal as a JSON string ("SIGINT", "INT", "2") or number.
+func parseSignalValue(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", badRequest("signal is required")
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		return name, nil
+	}
+	var num int
+	if err := json.Unmarshal(raw, &num); err == nil {
+		return strconv.Itoa(num), nil
+	}
+	return "", badRequest("signal must be a name like \"SIGINT\" or a number")
+}
+
+func (s *Server) signalProcess(w http.ResponseWriter, r *http.Request) error {
+	var req signalRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	name, err := parseSignalValue(req.Signal)
+	if err != nil {
+		return err
+	}
+	sig, err := runtime.ParseSignal(name)
+	if err != nil {
+		return badRequest("unknown signal %q", name)
+	}
+	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(sig); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type inputRequest struct {
+	Data *string `json:"data"`
+	Text *string `json:"text"`
+	EOF  bool    `json:"eof"`
+}
+
+func (s *Server) inputProcess(w http.ResponseWriter, r *http.Request) error {
+	var req inputRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	var data []byte
+	switch {
+	case req.Data != nil && req.Text != nil:
+		return badRequest("give either data or text, not both")
+	case req.Data != nil:
+		b, err := base64.StdEncoding.DecodeString(*req.Data)
+		if err != nil {
+			return badRequest("data must be standard base64: %v", err)
+		}
+		data = b
+	case req.Text != nil:
+		data = []byte(*req.Text)
+	case !req.EOF:
+		return badRequest("give data, text or eof")
+	}
+	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if _, err := p.Write(data); err != nil {
+			return err
+		}
+	}
+	if req.EOF {
+		if err := p.CloseStdin(); err != nil {
+			return err
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type resizeRequest struct {
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
+}
+
+func decodeResize(r *http.Request) (runtime.WinSize, error) {
+	var req resizeRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return runtime.WinSize{}, err
+	}
+	return winSize(req.Cols, req.Rows, false)
+}
+
+func (s *Server) resizeProcess(w http.ResponseWriter, r *http.Request) error {
+	size, err := decodeResize(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	if err := p.Resize(size.Cols, size.Rows); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// outputEventJSON is the data of an SSE output event.
+type outputEventJSON struct {
+	Stream string `json:"stream"`
+	Offset int64  `json:"offset"`
+	Data   string `json:"data"`
+}
+
+func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
+	from, given, err := resumePoint(r, "offset")
+	if err != nil {
+		return err
+	}
+	sb := r.PathValue("sb")
+	p, err := s.node.Process(r.Context(), sb, r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	release, err := s.node.Attach(r.Context(), sb)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	sub := p.Subscribe(startOffset(p, from, given))
+	defer sub.Close()
+
+	s.metrics.sseClients.Inc()
+	defer s.metrics.sseClients.Dec()
+	sse := newSSEWriter(w)
+	return s.pumpOutputSSE(ctx, sse, sub)
+}
+
+// startOffset is where a stream starts: the requested offset, or without one the oldest
+// byte still in the ring (so a fresh client gets no gap for what it never asked for).
+func startOffset(p *runtime.Process, from int64, given bool) int64 {
+	if given {
+		return from
+	}
+	return p.Info().OutputDropped
+}
+
+func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime.Subscription) error {
+	events := make(chan runtime.Event)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(events)
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				errc <- ctx.Err()
+				return
+			}
+		}
+	}()
+	heartbeat := time.NewTicker(sseHeartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				<-errc
+				return nil // exit sent (io.EOF) or the client/server went away
+			}
+			if err := writeOutputEvent(sse, ev); err != nil {
+				return nil
+			}
+			if ev.Kind == runtime.EventOutput {
+				s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
+			}
+		case <-heartbeat.C:
+			if err := sse.Comment("heartbeat"); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func writeOutputEvent(sse *sseWriter, ev runtime.Event) error {
+	switch ev.Kind {
+	case runtime.EventOutput:
+		b, _ := json.Marshal(outputEventJSON{
+			Stream: string(ev.Stream), Offset: ev.Offset, Data: base64.StdEncoding.EncodeToString(ev.Data),
+		})
+		return sse.Event("output", strconv.FormatInt(ev.Offset+int64(len(ev.Data)), 10), b)
+	case runtime.EventGap:
+		b, _ := json.Marshal(map[string]int64{"from": ev.From, "to": ev.To})
+		return sse.Event("gap", strconv.FormatInt(ev.To, 10), b)
+	case runtime.EventExit:
+		code, sig := exitFields(ev.Exit)
+		b, _ := json.Marshal(map[string]any{"exit_code": code, "signal": sig})
+		return sse.Event("exit", "", b)
+	}
+	return nil
+}

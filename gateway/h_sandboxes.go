@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/sandgate/sandgate/actor"
+)
+
+type createSandboxRequest struct {
+	ID     string            `json:"id"`
+	Labels map[string]string `json:"labels"`
+	Env    map[string]string `json:"env"`
+	Cwd    string            `json:"cwd"`
+}
+
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req createSandboxRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ID != "" && !validID(req.ID) {
+		return badRequest("invalid sandbox id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
+	}
+	if err := validateEnv(req.Env); err != nil {
+		return err
+	}
+	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), nil)
+	if err != nil {
+		return err
+	}
+	info, created, err := s.node.CreateSandbox(r.Context(), actor.SandboxSpec{
+		ID: req.ID, Labels: req.Labels, Env: req.Env, Cwd: req.Cwd,
+		Tenant: tenantOf(r.Context()), Pool: pool,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, renderSandbox(info))
+	return nil
+}
+
+func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
+	filter := map[string]string{}
+	for _, l := range r.URL.Query()["label"] {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return badRequest("label filter must be key=value, not %q", l)
+		}
+		filter[k] = v
+	}
+	list, err := s.node.ListSandboxes(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	out := make([]sandboxJSON, 0, len(list))
+	for _, i := range list {
+		out = append(out, renderSandbox(i))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+	return nil
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
+	info, err := s.node.GetSandbox(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, renderSandbox(info))
+	return nil
+}
+
+func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	if err := s.node.DeleteSandbox(r.Context(), r.PathValue("sb")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// validateEnv rejects variable names a process environment cannot hold.
+func validateEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return badRequest("invalid environment variable name %q", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return badRequest("environment variable %q contains a NUL byte", k)
+		}
+	}
+	return nil
+}

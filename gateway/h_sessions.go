@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
+)
+
+type createSessionRequest struct {
+	ID        string            `json:"id"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	Shell     string            `json:"shell"`
+	TimeoutMs *int64            `json:"timeout_ms"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var req createSessionRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ID != "" && !validID(req.ID) {
+		return badRequest("invalid session id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
+	}
+	if err := validateEnv(req.Env); err != nil {
+		return err
+	}
+	timeout, err := durationMs("timeout_ms", req.TimeoutMs)
+	if err != nil {
+		return err
+	}
+	info, created, err := s.node.CreateSession(r.Context(), r.PathValue("sb"), actor.SessionSpec{
+		ID: req.ID, Cwd: req.Cwd, Env: req.Env, Shell: req.Shell, Timeout: timeout,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, renderSession(info))
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.node.ListSessions(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	out := make([]sessionJSON, 0, len(list))
+	for _, i := range list {
+		out = append(out, renderSession(i))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	info, err := s.node.GetSession(r.Context(), r.PathValue("sb"), r.PathValue("s"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, renderSession(info))
+	return nil
+}
+
+type sessionExecRequest struct {
+	Command   string            `json:"command"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	TimeoutMs *int64            `json:"timeout_ms"`
+}
+
+func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
+	var req sessionExecRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.Command == "" {
+		return badRequest("command is required")
+	}
+	if err := validateEnv(req.Env); err != nil {
+		return err
+	}
+	timeout, err := durationMs("timeout_ms", req.TimeoutMs)
+	if err != nil {
+		return err
+	}
+	if err := s.checkRoute(r, "POST "+sessPath+"/exec", nil, []string{"/bin/bash", "-c", req.Command}); err != nil {
+		return err
+	}
+	res, err := s.node.SessionExec(r.Context(), r.PathValue("sb"), r.PathValue("s"), runtime.SessionCommand{
+		Command: req.Command, Cwd: req.Cwd, Env: req.Env, Timeout: timeout,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, renderExec(res))
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.node.DeleteSession(r.Context(), r.PathValue("sb"), r.PathValue("s")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

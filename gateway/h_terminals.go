@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/sandgate/sandgate/actor"
+)
+
+type putTerminalRequest struct {
+	Cols  uint16            `json:"cols"`
+	Rows  uint16            `json:"rows"`
+	Cwd   string            `json:"cwd"`
+	Env   map[string]string `json:"env"`
+	Shell string            `json:"shell"`
+}
+
+func (s *Server) putTerminal(w http.ResponseWriter, r *http.Request) error {
+	var req putTerminalRequest
+	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
+		return err
+	}
+	size, err := winSize(req.Cols, req.Rows, true)
+	if err != nil {
+		return err
+	}
+	if err := validateEnv(req.Env); err != nil {
+		return err
+	}
+	info, created, err := s.node.PutTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"), actor.TerminalSpec{
+		Cols: size.Cols, Rows: size.Rows, Cwd: req.Cwd, Env: req.Env, Shell: req.Shell,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, renderTerminal(info))
+	return nil
+}
+
+func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.node.ListTerminals(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	out := make([]terminalJSON, 0, len(list))
+	for _, i := range list {
+		out = append(out, renderTerminal(i))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"terminals": out})
+	return nil
+}
+
+func (s *Server) getTerminal(w http.ResponseWriter, r *http.Request) error {
+	info, _, err := s.node.GetTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, renderTerminal(info))
+	return nil
+}
+
+func (s *Server) resizeTerminal(w http.ResponseWriter, r *http.Request) error {
+	size, err := decodeResize(r)
+	if err != nil {
+		return err
+	}
+	if err := s.node.ResizeTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"), size.Cols, size.Rows); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deleteTerminal(w http.ResponseWriter, r *http.Request) error {
+	if err := s.node.DeleteTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

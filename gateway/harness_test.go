@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/actor"
+)
+
+const (
+	testToken      = "test-token"
+	testAdminToken = "admin-token"
+)
+
+// testServer is a real gateway on a loopback port with its own data directory.
+type testServer struct {
+	t      testing.TB
+	srv    *Server
+	url    string
+	client *http.Client
+}
+
+type serverOptions struct {
+	limits       actor.Budget
+	policy       RoutePolicy
+	policyFile   string
+	policyConfig string
+}
+
+func newTestServer(t testing.TB, opts *serverOptions) *testServer {
+	t.Helper()
+	if opts == nil {
+		opts = &serverOptions{}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(context.Background(), &Config{
+		Listen:  ln.Addr().String(),
+		DataDir: t.TempDir(),
+		Tokens:  map[string]string{testToken: "default", testAdminToken: "admin"},
+		NodeID:  "n1",
+		Limits:  opts.limits,
+		Policy:  opts.policy,
+		// A generous deadline: the suite runs on loaded 2-core machines under -race.
+		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	ts := &testServer{t: t, srv: srv, url: "http://" + ln.Addr().String(), client: &http.Client{Transport: &http.Transport{}}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		<-served
+		ts.client.CloseIdleConnections()
+	})
+	return ts
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %q: %v", r.body, err)
+	}
+}
+
+func (r response) errorCode(t testing.TB) string {
+	t.Helper()
+	var e errorBody
+	r.json(t, &e)
+	if e.Error.Message == "" {
+		t.Fatalf("error without message: %s", r.body)
+	}
+	return e.Error.Code
+}
+
+// do sends a request with the test token. body may be nil, a string (sent as is) or
+// any value (sent as JSON).
+func (ts *testServer) do(method, path string, body any) response {
+	ts.t.Helper()
+	return ts.doToken(testToken, method, path, body)
+}
+
+func (ts *testServer) doToken(token, method, path string, body any) response {
+	ts.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			ts.t.Fatal(err)
+		}
+		rd = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, ts.url+path, rd)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		ts.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// must sends a request and fails the test unless the status is want.
+func (ts *testServer) must(want int, method, path string, body any) response {
+	ts.t.Helper()
+	r := ts.do(method, path, body)
+	if r.status != want {
+		ts.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
+	}
+	return r
+}
+
+// sandbox creates a sandbox with the given id.
+func (ts *testServer) sandbox(id string) {
+	ts.t.Helper()
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id})
+}
+
+// eventually polls cond until it holds or the bound passes.
+func eventually(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", bound, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics holds the gateway's Prometheus collectors, on a registry of its own so that
+// two servers in one process (tests, a cluster on one machine) never collide.
+type metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	wsClients  prometheus.Gauge
+	sseClients prometheus.Gauge
+	streamed   *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandgate_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sandgate_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern (streams: until the stream ends).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		wsClients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandgate_websocket_clients",
+			Help: "WebSocket clients attached to processes and terminals.",
+		}),
+		sseClients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandgate_sse_clients",
+			Help: "Open Server-Sent Events streams.",
+		}),
+		streamed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandgate_streamed_bytes_total",
+			Help: "Process output bytes sent to clients, by transport (sse, websocket).",
+		}, []string{"transport"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.wsClients, m.sseClients, m.streamed,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// register adds more collectors (the actor node's gauges, the policy host's counters).
+func (m *metrics) register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observe records one finished request.
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// statusRecorder remembers the status a handler wrote. It unwraps to the real writer so
+// http.ResponseController and websocket.Accept still reach Flush and Hijack.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// RoutePolicy decides whether a request may be served. The plugins package provides the
+// Wasm-backed implementation; nil allows everything.
+type RoutePolicy interface {
+	// Route is called on every authenticated request before it is served. It runs on
+	// the request's goroutine and must return promptly.
+	Route(ctx context.Context, req RouteRequest) RouteDecision
+}
+
+// RouteRequest is what a routing policy is asked about.
+type RouteRequest struct {
+	Tenant  string
+	Method  string
+	Route   string // the route pattern, e.g. "POST /v1/sandboxes/{sb}/exec"
+	Sandbox string
+	Labels  map[string]string
+	Command []string // exec, process and session exec only: the argv that runs (sh -c for a command string)
+}
+
+// RouteDecision is a routing policy's answer.
+type RouteDecision struct {
+	Allow  bool
+	Status int    // when denied: 403 (default) or 429
+	Reason string // when denied: shown to the client
+	// Pool, at sandbox create, restricts which nodes may own the sandbox.
+	Pool map[string]string
+}
+
+// checkRoute asks the policy about r; labels are the sandbox's when known. It returns
+// the pool the policy chose (at create), or the error to answer with.
+func (s *Server) checkRoute(r *http.Request, pattern string, labels map[string]string, command []string) error {
+	_, err := s.decideRoute(r, pattern, labels, command)
+	return err
+}
+
+func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]string, command []string) (map[string]string, error) {
+	if s.cfg.Policy == nil {
+		return nil, nil
+	}
+	sb := r.PathValue("sb")
+	if labels == nil && sb != "" {
+		if info, err := s.node.GetSandbox(r.Context(), sb); err == nil {
+			labels = info.Labels
+		}
+	}
+	d := s.cfg.Policy.Route(r.Context(), RouteRequest{
+		Tenant: tenantOf(r.Context()), Method: r.Method, Route: pattern,
+		Sandbox: sb, Labels: labels, Command: command,
+	})
+	if d.Allow {
+		return d.Pool, nil
+	}
+	status, code := http.StatusForbidden, codeForbidden
+	switch d.Status {
+	case http.StatusTooManyRequests:
+		status, code = http.StatusTooManyRequests, codeBudgetExceeded
+	case http.StatusServiceUnavailable:
+		status, code = http.StatusServiceUnavailable, codeUnavailable
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "denied by policy"
+	}
+	e := &apiError{Status: status, Code: code, Message: reason}
+	if status == http.StatusServiceUnavailable {
+		e.RetryAfter = time.Second
+	}
+	return nil, e
+}

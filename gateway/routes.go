@@ -1,0 +1,198 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// route is one served API route.
+type route struct {
+	pattern string // ServeMux pattern, "METHOD /path/{var}"
+	handle  handlerFunc
+	// public routes need no token.
+	public bool
+	// queryToken routes accept ?token= (SSE and WebSocket: browsers cannot set headers).
+	queryToken bool
+	// policyInHandler routes call the routing policy themselves, once they know the
+	// command or labels the policy is asked about.
+	policyInHandler bool
+}
+
+// handlerFunc is an API handler. A returned error is rendered by writeError, the one
+// place errors become the contract's error shape.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+const (
+	sbPath   = "/v1/sandboxes/{sb}"
+	procPath = sbPath + "/processes/{p}"
+	sessPath = sbPath + "/sessions/{s}"
+	termPath = sbPath + "/terminals/{t}"
+)
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{pattern: "GET /healthz", handle: s.healthz, public: true},
+		{pattern: "GET /metrics", handle: s.serveMetrics},
+		{pattern: "GET /v1/openapi.json", handle: s.openAPI},
+
+		{pattern: "POST /v1/sandboxes", handle: s.createSandbox, policyInHandler: true},
+		{pattern: "GET /v1/sandboxes", handle: s.listSandboxes},
+		{pattern: "GET " + sbPath, handle: s.getSandbox},
+		{pattern: "DELETE " + sbPath, handle: s.deleteSandbox},
+
+		{pattern: "POST " + sbPath + "/exec", handle: s.exec, policyInHandler: true},
+
+		{pattern: "POST " + sbPath + "/processes", handle: s.createProcess, policyInHandler: true},
+		{pattern: "GET " + sbPath + "/processes", handle: s.listProcesses},
+		{pattern: "GET " + procPath, handle: s.getProcess},
+		{pattern: "DELETE " + procPath, handle: s.deleteProcess},
+		{pattern: "POST " + procPath + "/signal", handle: s.signalProcess},
+		{pattern: "POST " + procPath + "/input", handle: s.inputProcess},
+		{pattern: "POST " + procPath + "/resize", handle: s.resizeProcess},
+		{pattern: "GET " + procPath + "/output", handle: s.processOutput, queryToken: true},
+		{pattern: "GET " + procPath + "/ws", handle: s.processWS, queryToken: true},
+
+		{pattern: "POST " + sbPath + "/sessions", handle: s.createSession},
+		{pattern: "GET " + sbPath + "/sessions", handle: s.listSessions},
+		{pattern: "GET " + sessPath, handle: s.getSession},
+		{pattern: "POST " + sessPath + "/exec", handle: s.sessionExec, policyInHandler: true},
+		{pattern: "DELETE " + sessPath, handle: s.deleteSession},
+
+		{pattern: "PUT " + termPath, handle: s.putTerminal},
+		{pattern: "GET " + sbPath + "/terminals", handle: s.listTerminals},
+		{pattern: "GET " + termPath, handle: s.getTerminal},
+		{pattern: "POST " + termPath + "/resize", handle: s.resizeTerminal},
+		{pattern: "DELETE " + termPath, handle: s.deleteTerminal},
+		{pattern: "GET " + termPath + "/ws", handle: s.terminalWS, queryToken: true},
+
+		{pattern: "GET " + sbPath + "/files", handle: s.readFile},
+		{pattern: "PUT " + sbPath + "/files", handle: s.writeFile},
+		{pattern: "DELETE " + sbPath + "/files", handle: s.deleteFile},
+		{pattern: "POST " + sbPath + "/files/mkdir", handle: s.mkdir},
+
+		{pattern: "GET " + sbPath + "/events", handle: s.listEvents},
+		{pattern: "GET " + sbPath + "/events/stream", handle: s.streamEvents, queryToken: true},
+		{pattern: "POST " + sbPath + "/events", handle: s.postEvent},
+		{pattern: "POST " + sbPath + "/messages", handle: s.postMessage},
+		{pattern: "GET " + sbPath + "/messages", handle: s.takeMessages},
+
+		{pattern: "GET /v1/cluster", handle: s.clusterInfo},
+		{pattern: "POST /v1/cluster/join", handle: s.clusterJoin},
+		{pattern: "DELETE /v1/cluster/members/{id}", handle: s.clusterRemove},
+	}
+}
+
+func (s *Server) buildRoutes() {
+	s.mux = http.NewServeMux()
+	s.routes = s.routeTable()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.pattern, s.wrap(rt))
+	}
+	if s.cfg.UI != nil {
+		s.mux.Handle("GET /{$}", s.cfg.UI)
+		s.mux.Handle("GET /t/{sb}/{t}", s.cfg.UI)
+		s.mux.Handle("GET /assets/", s.cfg.UI)
+	}
+	s.mux.Handle("/", s.wrap(route{pattern: "", handle: s.unknownRoute, public: true}))
+}
+
+// pathIDs are the path variables that hold ids, validated before any handler runs.
+var pathIDs = []string{"sb", "p", "s", "t", "id"}
+
+// wrap adds what every API request gets: a request id, auth, id validation, the routing
+// policy, metrics, logging and error rendering.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		reqID := r.Header.Get("X-Request-Id")
+		if reqID == "" || len(reqID) > 64 {
+			reqID = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", reqID)
+		rec := &statusRecorder{ResponseWriter: w}
+		err := s.serveRoute(rec, r, rt)
+		if err != nil {
+			s.writeError(rec, r, err)
+		}
+		d := time.Since(start)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		s.metrics.observe(rt.pattern, r.Method, status, d)
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(r.Context(), level, "request", "id", reqID, "method", r.Method, "path", r.URL.Path,
+			"status", status, "duration", d, "tenant", tenantOf(r.Context()))
+	})
+}
+
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) error {
+	if !rt.public {
+		tenant, ok := s.tokens.tenant(requestToken(r, rt.queryToken))
+		if !ok {
+			return errorf(http.StatusUnauthorized, codeUnauthorized, "missing or wrong token")
+		}
+		r = r.WithContext(withTenant(r.Context(), tenant))
+	}
+	for _, name := range pathIDs {
+		if v := r.PathValue(name); v != "" && !validID(v) {
+			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name), v)
+		}
+	}
+	if !rt.public && !rt.policyInHandler {
+		if err := s.checkRoute(r, rt.pattern, nil, nil); err != nil {
+			return err
+		}
+	}
+	return rt.handle(w, r)
+}
+
+func idNoun(pathVar string) string {
+	switch pathVar {
+	case "sb":
+		return "sandbox"
+	case "p":
+		return "process"
+	case "s":
+		return "session"
+	case "t":
+		return "terminal"
+	}
+	return "member"
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) error {
+	return notFound("no route for %s %s", r.Method, r.URL.Path)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, err := w.Write([]byte("ok\n"))
+	return err
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	s.metrics.handler().ServeHTTP(w, r)
+	return nil
+}
+
+// requestContext is the context for work a request starts and waits for: the request's
+// own, also cancelled when the server shuts its streams down.
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.streamCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}

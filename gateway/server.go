@@ -1,0 +1,300 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/plugins"
+)
+
+// Config configures a gateway node. The zero value of each field means its default.
+type Config struct {
+	// Listen is the HTTP address, shown to clients as this node's http_addr.
+	// Defaults to 127.0.0.1:7070.
+	Listen string
+	// DataDir holds actor storage and workspaces. Defaults to ./data.
+	DataDir string
+	// Tokens maps API tokens to tenant names. A server whose Listen address is not
+	// loopback refuses to start without one; a loopback server without tokens makes one
+	// (kept in DataDir/token) and logs it.
+	Tokens map[string]string
+	// NodeID names this node. Defaults to the host name.
+	NodeID string
+	// RaftListen is the cluster address, reported by /v1/cluster.
+	RaftListen string
+	// Labels are this node's labels, for routing policy.
+	Labels map[string]string
+	// AllowedOrigins are extra Origin host patterns (path.Match syntax, e.g.
+	// "app.example.com" or "*.example.com") allowed to open WebSockets; the page's own
+	// origin is always allowed.
+	AllowedOrigins []string
+	// PolicyFile is a Wasm policy plugin (.wasm) asked for routing and budgets; it is
+	// watched and reloaded when it changes (see ReloadPolicy). Empty means no plugin.
+	PolicyFile string
+	// PolicyConfig is handed to the plugin's init.
+	PolicyConfig []byte
+	// PolicyTimeout bounds each plugin call; zero means the plugin host's default (20 ms).
+	PolicyTimeout time.Duration
+	// Policy decides routing when PolicyFile is empty; nil allows every request.
+	Policy RoutePolicy
+	// Budgets decides sandbox budgets; nil means the actor's built-in default policy.
+	Budgets actor.Policy
+	// Limits are the operator's budget defaults and maxima; zero fields mean the
+	// actor's defaults.
+	Limits actor.Budget
+	// UI serves the browser pages (/, /t/{sb}/{t}, /assets/); nil serves none.
+	UI http.Handler
+	// Logger receives structured logs; nil logs to stderr as text.
+	Logger *slog.Logger
+	// ShutdownGrace bounds how long Shutdown waits for in-flight requests. Defaults to 10 s.
+	ShutdownGrace time.Duration
+}
+
+// Server is one gateway node: the HTTP API over a local actor node. Its methods are
+// safe for concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	node    *actor.Node
+	tokens  *tokenTable
+	metrics *metrics
+	plugins *plugins.Host // nil without a policy plugin
+	mux     *http.ServeMux
+	routes  []route
+	started time.Time
+
+	// streamCtx is cancelled by Shutdown so SSE and WebSocket streams end.
+	streamCtx    context.Context
+	cancelStream context.CancelFunc
+
+	mu      sync.Mutex
+	httpSrv *http.Server
+	closed  bool
+}
+
+// New opens the node's storage and actor system and builds the HTTP handler.
+//
+// Lifecycle:
+//  1. New validates cfg, opens storage and the actor node.
+//  2. Serve answers requests on a listener (or use Handler with your own server).
+//  3. Shutdown stops accepting, ends streams, waits for requests, ends every process
+//     tree and closes storage.
+func New(ctx context.Context, cfg *Config) (*Server, error) {
+	c, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	host, err := openPolicy(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	node, err := actor.Open(ctx, &actor.Config{
+		NodeID:  c.NodeID,
+		DataDir: c.DataDir,
+		Policy:  c.Budgets,
+		Limits:  c.Limits,
+		Logger:  c.Logger,
+	})
+	if err != nil {
+		if host != nil {
+			_ = host.Close()
+		}
+		return nil, fmt.Errorf("failed to open actor node: %w", err)
+	}
+	s := &Server{
+		cfg:     c,
+		plugins: host,
+		log:     c.Logger,
+		node:    node,
+		tokens:  newTokenTable(c.Tokens),
+		metrics: newMetrics(),
+		started: time.Now(),
+	}
+	if host != nil {
+		if err := s.metrics.register(host); err != nil {
+			_ = node.Close(ctx)
+			_ = host.Close()
+			return nil, fmt.Errorf("failed to register plugin metrics: %w", err)
+		}
+	}
+	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
+	s.buildRoutes()
+	return s, nil
+}
+
+func withDefaults(cfg *Config) (Config, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:7070"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "data"
+	}
+	if c.NodeID == "" {
+		c.NodeID, _ = os.Hostname()
+	}
+	if c.RaftListen == "" {
+		c.RaftListen = "127.0.0.1:7071"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if len(c.Tokens) == 0 && !isLoopback(c.Listen) {
+		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, fmt.Errorf("failed to resolve data dir: %w", err)
+	}
+	c.DataDir = abs
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return c, fmt.Errorf("failed to create data dir: %w", err)
+	}
+	return c, nil
+}
+
+// isLoopback reports whether addr (host:port) only accepts local connections.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Handler returns the HTTP handler of the whole API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve answers requests on ln until Shutdown. It returns http.ErrServerClosed after a
+// clean shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState:         noDelay,
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.httpSrv = srv
+	s.mu.Unlock()
+	return srv.Serve(ln)
+}
+
+// noDelay turns Nagle's algorithm off on every accepted connection: interactive
+// terminals send small frames that must not wait for an ACK. Go sets TCP_NODELAY by
+// default, so this only guards against a listener that did not.
+func noDelay(c net.Conn, state http.ConnState) {
+	if state != http.StateNew {
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+}
+
+// Shutdown stops the server: it stops accepting, ends SSE and WebSocket streams, waits
+// up to ShutdownGrace (or ctx) for in-flight requests, then ends every process tree and
+// closes storage. Calling it again is a no-op.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	srv := s.httpSrv
+	s.mu.Unlock()
+
+	var errs []error
+	s.cancelStream()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+		if err := srv.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("failed to drain requests: %w", err))
+			_ = srv.Close()
+		}
+		cancel()
+	}
+	if err := s.node.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
+	}
+	if s.plugins != nil {
+		if err := s.plugins.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("failed to close policy plugin: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// openPolicy starts the Wasm policy host when c names a plugin file, and points the
+// routing and budget policies at it.
+func openPolicy(ctx context.Context, c *Config) (*plugins.Host, error) {
+	if c.PolicyFile == "" {
+		return nil, nil
+	}
+	limits := actor.DefaultBudget()
+	if c.Limits.IdleTTL > 0 {
+		limits.IdleTTL = c.Limits.IdleTTL
+	}
+	if c.Limits.MaxDuration > 0 {
+		limits.MaxDuration = c.Limits.MaxDuration
+	}
+	if c.Limits.MaxProcesses > 0 {
+		limits.MaxProcesses = c.Limits.MaxProcesses
+	}
+	if c.Limits.MaxExecTimeout > 0 {
+		limits.MaxExecTimeout = c.Limits.MaxExecTimeout
+	}
+	if c.Limits.OutputBufferBytes > 0 {
+		limits.OutputBufferBytes = c.Limits.OutputBufferBytes
+	}
+	pb := toPluginBudget(limits)
+	host, err := plugins.New(ctx, &plugins.Config{
+		Path:          c.PolicyFile,
+		PluginConfig:  c.PolicyConfig,
+		CacheDir:      filepath.Join(c.DataDir, "plugin-cache"),
+		DefaultBudget: pb,
+		MaxBudget:     pb,
+		CallTimeout:   c.PolicyTimeout,
+		Logger:        c.Logger.With("component", "policy"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to load policy plugin: %w", err)
+	}
+	p := pluginPolicy{host: host}
+	c.Policy, c.Budgets = p, p
+	return host, nil
+}
+
+// ReloadPolicy reloads the policy plugin from its file now (serve calls it on SIGHUP).
+// A file that fails to load leaves the running plugin in place and is reported.
+func (s *Server) ReloadPolicy(ctx context.Context) error {
+	if s.plugins == nil {
+		return nil
+	}
+	return s.plugins.Reload(ctx)
+}

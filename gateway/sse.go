@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sseHeartbeat is how often an idle SSE stream gets a comment line, so proxies and
+// clients can tell a quiet stream from a dead one (API.md: every 15 s).
+const sseHeartbeat = 15 * time.Second
+
+// sseWriter writes Server-Sent Events. Writes are buffered and flushed per event, so a
+// burst of small events costs one syscall each, not one per line. It is used by one
+// goroutine.
+type sseWriter struct {
+	w     *bufio.Writer
+	flush func() error
+	bytes int64
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	s := &sseWriter{w: bufio.NewWriterSize(w, 32<<10), flush: rc.Flush}
+	_ = s.Flush()
+	return s
+}
+
+// Event writes one event; name and id are omitted when empty. data must not contain
+// newlines other than as separators of data lines.
+func (s *sseWriter) Event(name, id string, data []byte) error {
+	if name != "" {
+		s.w.WriteString("event: ")
+		s.w.WriteString(name)
+		s.w.WriteByte('\n')
+	}
+	if id != "" {
+		s.w.WriteString("id: ")
+		s.w.WriteString(id)
+		s.w.WriteByte('\n')
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		s.w.WriteString("data: ")
+		s.w.WriteString(line)
+		s.w.WriteByte('\n')
+	}
+	s.w.WriteByte('\n')
+	s.bytes += int64(len(data))
+	return s.Flush()
+}
+
+// Comment writes a comment line (used as a heartbeat).
+func (s *sseWriter) Comment(text string) error {
+	s.w.WriteString(": ")
+	s.w.WriteString(text)
+	s.w.WriteString("\n\n")
+	return s.Flush()
+}
+
+// Flush sends everything buffered to the client.
+func (s *sseWriter) Flush() error {
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// resumePoint returns where a stream resumes: Last-Event-ID (sent by a reconnecting
+// EventSource) wins over the query parameter, which the original URL still carries.
+func resumePoint(r *http.Request, param string) (value int64, given bool, err error) {
+	raw := r.Header.Get("Last-Event-ID")
+	if raw == "" {
+		raw = r.URL.Query().Get(param)
+	}
+	if raw == "" {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false, badRequest("%s must be a non-negative integer, not %q", param, raw)
+	}
+	return v, true, nil
+}

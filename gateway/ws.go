@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// wsWriteTimeout is how long one frame may take to reach a client. A client that reads
+// nothing for this long is closed with 1013 (try again later) and can resume by offset;
+// a client that is merely slow falls behind inside the ring and is sent a gap.
+const wsWriteTimeout = 10 * time.Second
+
+// wsControl is a JSON control message in either direction.
+type wsControl struct {
+	Type     string          `json:"type"`
+	Cols     uint16          `json:"cols,omitempty"`
+	Rows     uint16          `json:"rows,omitempty"`
+	Signal   json.RawMessage `json:"signal,omitempty"`
+	Offset   *int64          `json:"offset,omitempty"`
+	From     *int64          `json:"from,omitempty"`
+	To       *int64          `json:"to,omitempty"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+}
+
+func wsOffset(r *http.Request) (int64, bool, error) {
+	raw := r.URL.Query().Get("offset")
+	if raw == "" {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false, badRequest("offset must be a non-negative integer, not %q", raw)
+	}
+	return v, true, nil
+}
+
+func (s *Server) processWS(w http.ResponseWriter, r *http.Request) error {
+	from, given, err := wsOffset(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if err != nil {
+		return err
+	}
+	return s.attachWS(w, r, p, from, given)
+}
+
+func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
+	from, given, err := wsOffset(r)
+	if err != nil {
+		return err
+	}
+	_, p, err := s.node.GetTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"))
+	if err != nil {
+		return err // an attach never creates a terminal: 404 before the upgrade
+	}
+	return s.attachWS(w, r, p, from, given)
+}
+
+// attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
+// binary frames, JSON control in text frames. The writer pulls from the process's ring
+// at its own pace, so a slow client never blocks the process or other clients.
+func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool) error {
+	release, err := s.node.Attach(r.Context(), r.PathValue("sb"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.AllowedOrigins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return nil // Accept has answered the client (bad handshake or origin)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(1 << 20)
+	s.metrics.wsClients.Inc()
+	defer s.metrics.wsClients.Dec()
+
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	start := startOffset(p, from, given)
+	sub := p.Subscribe(start)
+	defer sub.Close()
+
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer cancel()
+		s.readWS(ctx, conn, p)
+	}()
+	defer func() { cancel(); <-readerDone }()
+
+	if err := writeControl(ctx, conn, wsControl{Type: "ready", Offset: &start}); err != nil {
+		return nil
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			if s.streamCtx.Err() != nil {
+				conn.Close(websocket.StatusServiceRestart, "server shutting down")
+			}
+			return nil
+		}
+		if err := s.writeWSEvent(ctx, conn, ev); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				conn.Close(websocket.StatusTryAgainLater, "client too slow")
+			}
+			return nil
+		}
+		if ev.Kind == runtime.EventExit {
+			conn.Close(websocket.StatusNormalClosure, "")
+			return nil
+		}
+	}
+}
+
+func (s *Server) writeWSEvent(ctx context.Context, conn *websocket.Conn, ev runtime.Event) error {
+	switch ev.Kind {
+	case runtime.EventOutput:
+		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		defer cancel()
+		if err := conn.Write(wctx, websocket.MessageBinary, ev.Data); err != nil {
+			return err
+		}
+		s.metrics.streamed.WithLabelValues("websocket").Add(float64(len(ev.Data)))
+		return nil
+	case runtime.EventGap:
+		return writeControl(ctx, conn, wsControl{Type: "gap", From: &ev.From, To: &ev.To})
+	case runtime.EventExit:
+		code, sig := exitFields(ev.Exit)
+		b, _ := json.Marshal(map[string]any{"type": "exit", "exit_code": code, "signal": sig})
+		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		defer cancel()
+		return conn.Write(wctx, websocket.MessageText, b)
+	}
+	return nil
+}
+
+func writeControl(ctx context.Context, conn *websocket.Conn, c wsControl) error {
+	b, _ := json.Marshal(c)
+	wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+	defer cancel()
+	return conn.Write(wctx, websocket.MessageText, b)
+}
+
+// readWS applies what the client sends until it disconnects: binary frames are input,
+// text frames are resize and signal controls. Bad controls are ignored, not fatal: a
+// terminal must survive a client bug.
+func (s *Server) readWS(ctx context.Context, conn *websocket.Conn, p *runtime.Process) {
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			_, _ = p.Write(data)
+			continue
+		}
+		var c wsControl
+		if json.Unmarshal(data, &c) != nil {
+			continue
+		}
+		switch c.Type {
+		case "resize":
+			if c.Cols > 0 && c.Rows > 0 {
+				_ = p.Resize(c.Cols, c.Rows)
+			}
+		case "signal":
+			if name, err := parseSignalValue(c.Signal); err == nil {
+				if sig, err := runtime.ParseSignal(name); err == nil {
+					_ = p.Signal(sig)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+//go:build wasip1
+
+package guest
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/sandgate/sandgate/plugins/internal/wire"
+)
+
+//go:wasmimport sandgate log
+func hostLog(level int32, msg unsafe.Pointer, n int32)
+
+//go:wasmimport sandgate clock_ms
+func hostClockMS() int64
+
+//go:wasmimport sandgate counter_add
+func hostCounterAdd(key unsafe.Pointer, n int32, delta int64, windowMS int64) int64
+
+//go:wasmimport sandgate error
+func hostError(msg unsafe.Pointer, n int32)
+
+// in is the request buffer handed out by sandgate_alloc; it stays valid (and referenced,
+// so the collector keeps it) until the next allocation.
+var in = make([]byte, 4096)
+
+//go:wasmexport sandgate_abi_version
+func abiVersion() int32 { return wire.Version }
+
+//go:wasmexport sandgate_alloc
+func alloc(size int32) unsafe.Pointer {
+	if int(size) > len(in) {
+		in = make([]byte, size)
+	}
+	return unsafe.Pointer(unsafe.SliceData(in))
+}
+
+//go:wasmexport sandgate_init
+func initExport(p unsafe.Pointer, n int32) int32 {
+	config := make([]byte, n)
+	copy(config, unsafe.Slice((*byte)(p), n))
+	if err := doInit(config); err != nil {
+		reportError(err.Error())
+		return 1
+	}
+	return 0
+}
+
+//go:wasmexport sandgate_budget
+func budgetExport(p unsafe.Pointer, n int32) uint64 {
+	return answer(doBudget(unsafe.Slice((*byte)(p), n)))
+}
+
+//go:wasmexport sandgate_route
+func routeExport(p unsafe.Pointer, n int32) uint64 {
+	return answer(doRoute(unsafe.Slice((*byte)(p), n)))
+}
+
+func answer(b []byte, err error) uint64 {
+	if err != nil {
+		reportError(err.Error())
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
+}
+
+func reportError(msg string) {
+	hostError(unsafe.Pointer(unsafe.StringData(msg)), int32(len(msg)))
+}
+
+// Log writes msg to the gateway's log at level, tagged with the plugin.
+func Log(level Level, msg string) {
+	hostLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), int32(len(msg)))
+}
+
+// Now returns the host's wall clock, in milliseconds.
+func Now() time.Time { return time.UnixMilli(hostClockMS()) }
+
+// CounterAdd adds delta to the host-side counter key in the current fixed window of the
+// given length and returns the counter's new value. Counters are shared by every
+// instance of the plugin and survive reloads, so they suit rate limits.
+func CounterAdd(key string, delta int64, window time.Duration) int64 {
+	return hostCounterAdd(unsafe.Pointer(unsafe.StringData(key)), int32(len(key)), delta, window.Milliseconds())
+}

@@ -1,0 +1,38 @@
+// Package guest is the Go SDK for writing sandgate policy plugins. A plugin is a Go
+// main package built as a WASI reactor:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o policy.wasm .
+//
+// It registers its hooks from an init function; main is never run but must exist:
+//
+//	func init() {
+//		guest.HandleRoute(func(r *guest.RouteRequest) guest.Decision {
+//			if r.Tenant == "blocked" {
+//				return guest.Deny("tenant blocked")
+//			}
+//			return guest.Allow()
+//		})
+//	}
+//
+//	func main() {}
+//
+// # What the SDK does
+//
+// Importing the package exports the ABI functions of plugins/ABI.md (sandgate_abi_version,
+// sandgate_alloc, sandgate_init, sandgate_budget, sandgate_route), decodes each request
+// with the codec shared with the host, calls the registered hook and encodes its answer.
+// A hook that is not registered answers "no opinion": the operator's default budget, or
+// allow. [Log], [Now] and [CounterAdd] call the host functions.
+//
+// # Concurrency
+//
+// The host runs one call at a time per instance, so hooks need no locking; package state
+// persists from call to call within one instance but is not shared between instances.
+// Register hooks from init only.
+//
+// # Outside Wasm
+//
+// Built for any other GOOS the package still compiles, so plugin logic can be unit
+// tested natively: [Log] goes to standard error, [Now] is time.Now, and [CounterAdd]
+// keeps counters in process memory.
+package guest

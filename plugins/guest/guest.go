@@ -1,0 +1,94 @@
+package guest
+
+import "github.com/sandgate/sandgate/plugins/internal/wire"
+
+// Budget is a sandbox's resource budget; a zero field means the operator's default.
+type Budget = wire.Budget
+
+// BudgetRequest is what the host asks on sandbox create and after a reload.
+type BudgetRequest = wire.BudgetRequest
+
+// RouteRequest is what the host asks before serving each API request.
+type RouteRequest = wire.RouteRequest
+
+// Decision is the answer to a [RouteRequest].
+type Decision = wire.Decision
+
+// Allow returns a decision that serves the request.
+func Allow() Decision { return Decision{Allow: true} }
+
+// AllowInPool returns a decision that serves a sandbox create and places the sandbox
+// only on nodes whose labels include every entry of pool.
+func AllowInPool(pool map[string]string) Decision { return Decision{Allow: true, Pool: pool} }
+
+// Deny returns a decision that refuses the request with 403 forbidden and reason.
+func Deny(reason string) Decision { return Decision{Status: 403, Reason: reason} }
+
+// DenyTooMany returns a decision that refuses the request with 429 budget_exceeded and
+// reason, for rate limits.
+func DenyTooMany(reason string) Decision { return Decision{Status: 429, Reason: reason} }
+
+var (
+	initHook   func(config []byte) error
+	budgetHook func(*BudgetRequest) Budget
+	routeHook  func(*RouteRequest) Decision
+)
+
+// HandleInit registers f to receive the plugin configuration once per instance, before
+// any other hook. An error fails the instance and the host reports its message.
+func HandleInit(f func(config []byte) error) { initHook = f }
+
+// HandleBudget registers f to decide sandbox budgets.
+func HandleBudget(f func(*BudgetRequest) Budget) { budgetHook = f }
+
+// HandleRoute registers f to decide whether requests are served.
+func HandleRoute(f func(*RouteRequest) Decision) { routeHook = f }
+
+// Level is a log level, with the values of log/slog.
+type Level int32
+
+// Log levels.
+const (
+	LevelDebug Level = -4
+	LevelInfo  Level = 0
+	LevelWarn  Level = 4
+	LevelError Level = 8
+)
+
+// Scratch state reused from call to call; one call runs at a time per instance.
+var (
+	out       []byte
+	budgetReq BudgetRequest
+	routeReq  RouteRequest
+)
+
+func doInit(config []byte) error {
+	if initHook == nil {
+		return nil
+	}
+	return initHook(config)
+}
+
+func doBudget(in []byte) ([]byte, error) {
+	if err := wire.DecodeBudgetRequest(in, &budgetReq); err != nil {
+		return nil, err
+	}
+	var b Budget
+	if budgetHook != nil {
+		b = budgetHook(&budgetReq)
+	}
+	out = wire.AppendBudget(out[:0], &b)
+	return out, nil
+}
+
+func doRoute(in []byte) ([]byte, error) {
+	if err := wire.DecodeRouteRequest(in, &routeReq); err != nil {
+		return nil, err
+	}
+	d := Allow()
+	if routeHook != nil {
+		d = routeHook(&routeReq)
+	}
+	out = wire.AppendDecision(out[:0], &d)
+	return out, nil
+}

@@ -1,0 +1,132 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+var routeCases = []struct {
+	name string
+	req  RouteRequest
+}{
+	{name: "empty", req: RouteRequest{}},
+	{name: "exec", req: RouteRequest{
+		Tenant: "acme", Method: "POST", Route: "POST /v1/sandboxes/{sb}/exec", SandboxID: "dev1",
+		Labels: map[string]string{"tier": "free", "pool": "gpu"}, Command: []string{"sh", "-c", "echo hi"},
+	}},
+	{name: "unicode", req: RouteRequest{Tenant: "ténant", Command: []string{"", "ü"}}},
+}
+
+var decisionCases = []struct {
+	name string
+	d    Decision
+}{
+	{name: "allow", d: Decision{Allow: true}},
+	{name: "allow pool", d: Decision{Allow: true, Pool: map[string]string{"pool": "x"}}},
+	{name: "deny", d: Decision{Status: 403, Reason: "blocked by guard: mkfs"}},
+	{name: "deny 429", d: Decision{Status: 429, Reason: "slow down"}},
+	{name: "deny default status", d: Decision{Reason: "no"}},
+}
+
+var budgetCases = []struct {
+	name string
+	b    Budget
+}{
+	{name: "zero", b: Budget{}},
+	{name: "full", b: Budget{IdleTTLMS: 1, MaxDurationMS: 1 << 40, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}},
+}
+
+func TestRouteRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range routeCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := AppendRouteRequest(nil, &tt.req)
+			var got RouteRequest
+			if err := DecodeRouteRequest(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.req) {
+				t.Fatalf("got %+v, want %+v", got, tt.req)
+			}
+		})
+	}
+}
+
+func TestBudgetRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range budgetCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			want := BudgetRequest{Tenant: "t", SandboxID: "sb", Labels: map[string]string{"a": "b"}, Reload: true, Defaults: tt.b, Max: tt.b}
+			var got BudgetRequest
+			if err := DecodeBudgetRequest(AppendBudgetRequest(nil, &want), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+			var gb Budget
+			if err := DecodeBudget(AppendBudget(nil, &tt.b), &gb); err != nil || gb != tt.b {
+				t.Fatalf("budget: got %+v, %v; want %+v", gb, err, tt.b)
+			}
+		})
+	}
+}
+
+func TestDecisionRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range decisionCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got Decision
+			if err := DecodeDecision(AppendDecision(nil, &tt.d), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.d) {
+				t.Fatalf("got %+v, want %+v", got, tt.d)
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
+	ok := AppendDecision(nil, &Decision{Allow: true})
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{name: "empty", b: nil},
+		{name: "wrong tag", b: AppendBudget(nil, &Budget{})},
+		{name: "trailing", b: append(append([]byte{}, ok...), 0)},
+		{name: "truncated", b: ok[:len(ok)-1]},
+		{name: "bad verdict", b: []byte{TagDecision, 7, 0, 0, 0}},
+		{name: "status on allow", b: []byte{TagDecision, VerdictAllow, 1, 0, 0}},
+		{name: "status 500", b: AppendDecision(nil, &Decision{Status: 500})},
+		{name: "string past end", b: []byte{TagDecision, VerdictDeny, 0, 9, 'a'}},
+		{name: "not utf8", b: []byte{TagDecision, VerdictDeny, 0, 1, 0xff, 0}},
+		{name: "huge count", b: []byte{TagDecision, VerdictAllow, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}},
+		{name: "duplicate label", b: []byte{TagDecision, VerdictAllow, 0, 0, 2, 1, 'a', 0, 1, 'a', 0}},
+		{name: "bad varint", b: []byte{TagDecision, VerdictAllow, 0x80, 0x80}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var d Decision
+			err := DecodeDecision(tt.b, &d)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("got %v, want ErrMalformed", err)
+			}
+		})
+	}
+}
+
+func TestEncodeAllocs(t *testing.T) {
+	req := routeCases[1].req
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendRouteRequest(buf[:0], &req) }); n != 0 {
+		t.Fatalf("AppendRouteRequest allocates %v times", n)
+	}
+}

@@ -1,0 +1,94 @@
+package plugins
+
+import "net/http"
+
+// Budget is a sandbox's resource budget, the API's budget object. In a plugin's answer a
+// zero field means the operator's default; the host clamps every field to
+// [1, operator maximum] so a plugin can only narrow the operator's maxima.
+type Budget struct {
+	IdleTTLMS         int64 `json:"idle_ttl_ms"`
+	MaxDurationMS     int64 `json:"max_duration_ms"`
+	MaxProcesses      int64 `json:"max_processes"`
+	MaxExecTimeoutMS  int64 `json:"max_exec_timeout_ms"`
+	OutputBufferBytes int64 `json:"output_buffer_bytes"`
+}
+
+// BudgetRequest asks for the budget of a sandbox on create, or again after a reload
+// (Reload true). The plugin also sees the operator's DefaultBudget and MaxBudget.
+type BudgetRequest struct {
+	Tenant    string            // tenant of the caller's token
+	SandboxID string            // id of the sandbox
+	Labels    map[string]string // labels of the sandbox
+	Reload    bool              // true when asked again after a plugin reload
+}
+
+// RouteRequest asks whether one API request may be served.
+type RouteRequest struct {
+	Tenant    string            // tenant of the caller's token
+	Method    string            // HTTP method
+	Route     string            // route pattern, e.g. "POST /v1/sandboxes/{sb}/exec"
+	SandboxID string            // sandbox id; empty on routes without one
+	Labels    map[string]string // the sandbox's labels (at create: the requested ones)
+	Command   []string          // argv for exec, process and session exec
+}
+
+// Decision is the answer to a [RouteRequest].
+type Decision struct {
+	// Allow is true when the request may be served.
+	Allow bool
+	// Status is the HTTP status of a denial: 403 when the plugin denied (a plugin that
+	// leaves it 0 gets 403), 429 when it denied for a rate limit, 503 when the plugin
+	// failed and the route hook fails closed.
+	Status int
+	// Reason is the human-readable reason of a denial, for the error message.
+	Reason string
+	// Pool is, at sandbox create, the label selector a node must match to own the
+	// sandbox; nil means any node.
+	Pool map[string]string
+}
+
+// HTTPStatus returns the status the gateway answers for d: 200 when allowed, otherwise
+// 403, 429 or 503.
+func (d Decision) HTTPStatus() int {
+	switch {
+	case d.Allow:
+		return http.StatusOK
+	case d.Status == http.StatusTooManyRequests, d.Status == http.StatusServiceUnavailable:
+		return d.Status
+	default:
+		return http.StatusForbidden
+	}
+}
+
+// Code returns the API error code for a denial ("forbidden", "budget_exceeded" or
+// "unavailable"), or "" when d allows.
+func (d Decision) Code() string {
+	switch d.HTTPStatus() {
+	case http.StatusOK:
+		return ""
+	case http.StatusTooManyRequests:
+		return "budget_exceeded"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	default:
+		return "forbidden"
+	}
+}
+
+// clamp narrows a plugin's budget to the operator's limits: zero fields take the
+// default, everything is capped at the maximum.
+func clamp(p, def, max Budget) Budget {
+	f := func(v, d, m int64) int64 {
+		if v <= 0 {
+			v = d
+		}
+		return min(v, m)
+	}
+	return Budget{
+		IdleTTLMS:         f(p.IdleTTLMS, def.IdleTTLMS, max.IdleTTLMS),
+		MaxDurationMS:     f(p.MaxDurationMS, def.MaxDurationMS, max.MaxDurationMS),
+		MaxProcesses:      f(p.MaxProcesses, def.MaxProcesses, max.MaxProcesses),
+		MaxExecTimeoutMS:  f(p.MaxExecTimeoutMS, def.MaxExecTimeoutMS, max.MaxExecTimeoutMS),
+		OutputBufferBytes: f(p.OutputBufferBytes, def.OutputBufferBytes, max.OutputBufferBytes),
+	}
+}

@@ -1,0 +1,39 @@
+// Package sdk is the Go client of the sandgate HTTP API (v1, see API.md): sandboxes,
+// stateless exec, processes, sessions, terminals, files, events, messages and cluster
+// membership.
+//
+// # Entry points
+//
+// [New] makes a [Client] for a gateway's base URL and token. Every route of the
+// contract has one typed method on it, named for what it does ([Client.CreateSandbox],
+// [Client.Exec], [Client.CreateProcess], [Client.ExecSession], [Client.PutTerminal],
+// [Client.ReadFile], [Client.PostEvent], [Client.GetCluster], …).
+//
+// Streams come in two kinds:
+//
+//   - [Client.ProcessOutput] and [Client.StreamEvents] return iterators over the
+//     server-sent event streams. They resume where they stopped (by output offset or
+//     event seq) when the connection drops, up to [Options.MaxRetries] times in a row.
+//   - [Client.Attach] opens the WebSocket of a process or a terminal and returns an
+//     [Attachment] that reads output, sends input, resize and signals, and reconnects
+//     with the byte offset it reached when the connection drops.
+//
+// # Errors
+//
+// A request the gateway refuses returns an [*Error] carrying the HTTP status, the
+// contract's stable code and message, and Retry-After. Use [errors.As], [ErrorCode] or
+// the IsXxx helpers such as [IsNotFound] to tell them apart. Transport failures are
+// returned wrapped, as they come from net/http.
+//
+// # Units
+//
+// Wire durations are int64 milliseconds in fields named …MS, exactly as the JSON
+// fields end in _ms. Times are [time.Time]; times that may be null are *time.Time.
+//
+// # Caveats
+//
+// The contract leaves the JSON of the event stream's data lines and of a queued message
+// loosely specified; this package reads an event's data as the same object the events
+// list returns ({"seq","type","at","data"}), falling back to the SSE id and event name,
+// and a message as {"id","data"}.
+package sdk

@@ -1,0 +1,103 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Event is one entry of a sandbox's event log.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	Type string          `json:"type"`
+	At   time.Time       `json:"at"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// ListEventsOptions tunes [Client.ListEvents].
+type ListEventsOptions struct {
+	// Since keeps the events with a seq above it.
+	Since int64
+	// Limit caps how many events are returned; 0 is the server default.
+	Limit int
+}
+
+// ListEvents returns events oldest first. opts may be nil.
+func (c *Client) ListEvents(ctx context.Context, sb string, opts *ListEventsOptions) ([]Event, error) {
+	q := url.Values{}
+	if opts != nil {
+		if opts.Since > 0 {
+			q.Set("since", strconv.FormatInt(opts.Since, 10))
+		}
+		if opts.Limit > 0 {
+			q.Set("limit", strconv.Itoa(opts.Limit))
+		}
+	}
+	var out struct {
+		Events []Event `json:"events"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: sbPath(sb, "events"), query: q}, &out)
+	return out.Events, err
+}
+
+// PostEvent appends an event of type typ, which must start with "agent.", carrying
+// data (any JSON-encodable value, nil for none). It returns the event's seq.
+func (c *Client) PostEvent(ctx context.Context, sb, typ string, data any) (int64, error) {
+	body := struct {
+		Type string `json:"type"`
+		Data any    `json:"data,omitempty"`
+	}{typ, data}
+	var out struct {
+		Seq int64 `json:"seq"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: sbPath(sb, "events"), body: body}, &out)
+	return out.Seq, err
+}
+
+// Message is a message queued for a sandbox's worker.
+type Message struct {
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"data"`
+}
+
+// TakeMessagesOptions tunes [Client.TakeMessages].
+type TakeMessagesOptions struct {
+	// WaitMS long-polls up to this long when no message is queued.
+	WaitMS int64
+	// Max caps how many messages are taken; 0 is the server default.
+	Max int
+}
+
+// PostMessage queues a message carrying data (any JSON-encodable value) and returns
+// its id.
+func (c *Client) PostMessage(ctx context.Context, sb string, data any) (string, error) {
+	body := struct {
+		Data any `json:"data"`
+	}{data}
+	var out struct {
+		ID string `json:"id"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: sbPath(sb, "messages"), body: body}, &out)
+	return out.ID, err
+}
+
+// TakeMessages takes queued messages off the sandbox's queue. opts may be nil.
+func (c *Client) TakeMessages(ctx context.Context, sb string, opts *TakeMessagesOptions) ([]Message, error) {
+	q := url.Values{}
+	if opts != nil {
+		if opts.WaitMS > 0 {
+			q.Set("wait_ms", strconv.FormatInt(opts.WaitMS, 10))
+		}
+		if opts.Max > 0 {
+			q.Set("max", strconv.Itoa(opts.Max))
+		}
+	}
+	var out struct {
+		Messages []Message `json:"messages"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: sbPath(sb, "messages"), query: q}, &out)
+	return out.Messages, err
+}

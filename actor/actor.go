@@ -50,6 +50,7 @@ type sbActor struct {
 	msgWake    chan struct{}   // closed when a message arrives; nil: nobody waits
 	sb         sandboxWork     // runtime-backed state (processes, sessions, terminals)
 	res        []result        // reused per group
+	deactivate bool            // drop the activation after this group (Node.Deactivate)
 }
 
 func newActor(n *Node, id string) *sbActor {
@@ -99,6 +100,9 @@ func (a *sbActor) run() {
 		a.group(reqs)
 		clear(reqs)
 		reqs = reqs[:0]
+		if a.deactivate && !a.exit {
+			a.finishDeactivate()
+		}
 		if !a.exit {
 			a.maybePassivate()
 		}
@@ -112,6 +116,12 @@ func (a *sbActor) group(reqs []*request) {
 		res = append(res, result{})
 	}
 	defer func() { clear(res); a.res = res[:0] }()
+	userTurns := false
+	defer func() {
+		if userTurns {
+			a.lastTurn = a.now() // only requests count for passivation: not timers or completions
+		}
+	}()
 	for i, r := range reqs {
 		if r.ctx != nil { // user request
 			if err := r.ctx.Err(); err != nil {
@@ -130,7 +140,7 @@ func (a *sbActor) group(reqs []*request) {
 		res[i].v, res[i].err, panicked = a.turn(r.fn)
 		if r.ctx != nil {
 			a.turnCtx = nil
-			a.lastTurn = a.now() // only requests count: timers and completions do not
+			userTurns = true
 		}
 		if panicked {
 			// State may be half-changed: nothing of this group is saved.
@@ -328,7 +338,7 @@ func (a *sbActor) maybePassivate() {
 }
 
 func (a *sbActor) canPassivate() bool {
-	return a.attached == 0 && a.inflight == 0 && a.sb.busy() == false
+	return a.attached == 0 && a.inflight == 0 && !a.sb.busy()
 }
 
 // lastActive is the last time the sandbox did work, for idle TTL and LastActiveAt.

@@ -101,8 +101,9 @@ func TestManyPassivated(t *testing.T) {
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	st, _ := os.Stat(n.cfg.DataDir + "/actors.db")
-	t.Logf("%d sandboxes created in %v (%.0f/s); RSS %d MiB (before node %d MiB); Go heap in use %d MiB; db file %d MiB; alarms %d",
-		total, created.Round(time.Millisecond), float64(total)/created.Seconds(), rss>>20, rssBefore>>20, ms.HeapInuse>>20, st.Size()>>20, n.alarms.len())
+	t.Logf("%d sandboxes created in %v (%.0f/s); RSS %d MiB (before node %d MiB, peak while creating %d MiB); Go heap in use %d MiB; db file %d MiB; alarms %d",
+		total, created.Round(time.Millisecond), float64(total)/created.Seconds(), rss>>20, rssBefore>>20, procStatus("VmHWM:")>>20,
+		ms.HeapInuse>>20, st.Size()>>20, n.alarms.len())
 	if rss > 1<<30 {
 		t.Errorf("RSS %d MiB > 1 GiB", rss>>20)
 	}
@@ -130,16 +131,60 @@ func TestManyPassivated(t *testing.T) {
 	t.Logf("ListSandboxes over %d sandboxes: %v", total, time.Since(ls).Round(time.Millisecond))
 }
 
-func rssBytes() int64 {
+func rssBytes() int64 { return procStatus("VmRSS:") }
+
+func procStatus(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
 	}
 	return 0
+}
+
+// BenchmarkLongPoll measures how long a waiting TakeMessages takes to return after a
+// PostMessage starts, and after PostMessage returns (both include the fsyncs of the
+// post and of the take's removal). It reports medians.
+func BenchmarkLongPoll(b *testing.B) {
+	n := newTestNode(b, nil)
+	mustCreate(b, n, "lp")
+	ctx := context.Background()
+	var fromStart, fromReturn, post []time.Duration
+	for range b.N {
+		for range 50 {
+			got := make(chan time.Time, 1)
+			go func() {
+				if _, err := n.TakeMessages(ctx, "lp", 10*time.Second, 1); err != nil {
+					b.Error(err)
+				}
+				got <- time.Now()
+			}()
+			eventually(b, 5*time.Second, "taker waiting", func() bool {
+				w, _ := call(ctx, n.Node, "lp", func(a *sbActor) (bool, error) { return a.msgWake != nil, nil })
+				return w
+			})
+			t0 := time.Now()
+			if _, err := n.PostMessage(ctx, "lp", []byte(`1`)); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			at := <-got
+			fromStart, fromReturn = append(fromStart, at.Sub(t0)), append(fromReturn, at.Sub(t1))
+			post = append(post, t1.Sub(t0))
+		}
+	}
+	slices.Sort(fromStart)
+	slices.Sort(fromReturn)
+	slices.Sort(post)
+	b.ReportMetric(float64(post[len(post)/2].Microseconds()), "post_us")
+	b.ReportMetric(float64(post[len(post)*99/100].Microseconds()), "p99_post_us")
+	b.ReportMetric(float64(fromReturn[len(fromReturn)*99/100].Microseconds()), "p99_post_return_to_take_us")
+	b.ReportMetric(float64(fromStart[len(fromStart)/2].Microseconds()), "post_start_to_take_us")
+	b.ReportMetric(float64(fromReturn[len(fromReturn)/2].Microseconds()), "post_return_to_take_us")
+	b.ReportMetric(float64(fromStart[len(fromStart)*99/100].Microseconds()), "p99_post_start_to_take_us")
 }

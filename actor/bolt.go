@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bucket layout of the bbolt store. Records live flat in one bucket under
@@ -84,7 +85,7 @@ func (s *BoltStore) Read(ctx context.Context, sandbox string, fn func(r Reader) 
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return fn(&boltReader{c: tx.Bucket(bucketData).Cursor(), pfx: dataKey(sandbox, nil)})
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err
@@ -124,7 +125,7 @@ func (r *boltReader) Last(prefix []byte) ([]byte, []byte) {
 	var k, v []byte
 	if end == nil {
 		k, v = r.c.Last()
-	} else if k, v = r.c.Seek(end); k == nil {
+	} else if k, _ = r.c.Seek(end); k == nil {
 		k, v = r.c.Last()
 	} else {
 		k, v = r.c.Prev()
@@ -162,7 +163,7 @@ func (s *BoltStore) Sandboxes(ctx context.Context, key []byte, fn func(id string
 			return fn(string(id), v)
 		})
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err

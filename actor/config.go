@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // Config configures a Node. Open copies it and fills defaults; the caller's value is
 // never modified. A nil *Config means all defaults, which needs DataDir, so pass one.
 type Config struct {
-	// NodeID is shown as the sandbox's "node".
+	// NodeID is shown as the sandbox's "node". Default: the host name.
 	NodeID string
 	// DataDir holds actors.db (when Storage is nil) and workspaces/<sandbox id>.
 	// Required.
@@ -75,6 +76,9 @@ func (c *Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: Config.DataDir: %v", ErrInvalid, err)
 	}
 	cfg.DataDir = dir
+	if cfg.NodeID == "" {
+		cfg.NodeID, _ = os.Hostname()
+	}
 	cfg.Limits = cfg.Limits.fill(DefaultBudget())
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy(cfg.Limits)

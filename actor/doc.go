@@ -37,9 +37,10 @@
 //
 // # Passivation
 //
-// An actor with no running processes, no attached clients ([Node.Attach]) and no work
-// in flight is dropped from memory Config.PassivateAfter after its last turn (live
-// session shells are closed and restarted from their snapshot when next used). A
+// An actor with no running processes or terminals, no live session shells, no attached
+// clients ([Node.Attach]) and no work in flight is dropped from memory
+// Config.PassivateAfter after its last request. So a running sandbox with a session stays
+// in memory until it hibernates (which closes the shells), then passivates. A
 // passivated sandbox costs only its alarm-heap entry in memory.
 //
 // # Lifecycle and alarms
@@ -66,8 +67,9 @@
 // # Caveats
 //
 // Running processes do not survive Node.Close or a restart: they are ended and
-// process.exited is recorded. Commands of one session run in the order they reach the
-// runtime's session queue, which is mailbox order for a client that waits for each
-// answer. Exec and session command timeouts are wall-clock (the runtime's), not
-// Config.Clock.
+// process.exited is recorded. Commands of one session run in mailbox order (each waits
+// for the previous one, off the actor). Exec and session command timeouts are
+// wall-clock (the runtime's), not Config.Clock. Workspace handles are the caller's to
+// Close. A full mailbox refuses requests (ErrMailboxFull) rather than queueing them, so
+// a burst larger than Config.MailboxSize to one sandbox is partly refused.
 package actor

@@ -167,9 +167,13 @@ func (a *sbActor) wakeForWork() error {
 	case StateHibernated:
 		a.setState(StateRunning, "")
 		a.emit("sandbox.woke", nil)
+		a.touch()
+		a.rearm()
+		return nil
 	}
+	// Activity only moves the idle deadline later, so the armed alarm is early, not
+	// late: it fires, onAlarm sees the activity and re-arms. No write per request.
 	a.touch()
-	a.rearm()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // turnFunc is one turn: it runs on the actor goroutine and may touch the actor's state.
@@ -32,7 +33,8 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	req := &request{ctx: ctx, done: make(chan result, 1), fn: func(a *sbActor) (any, error) { return fn(a) }}
+	req := reqPool.Get().(*request)
+	req.ctx, req.fn = ctx, func(a *sbActor) (any, error) { return fn(a) }
 	for {
 		a, err := n.actorFor(id)
 		if err != nil {
@@ -55,6 +57,10 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 	}
 	select {
 	case r := <-req.done:
+		// The actor is done with req once it has answered: reuse it. An abandoned
+		// request (below) is left to the garbage collector instead.
+		req.ctx, req.fn = nil, nil
+		reqPool.Put(req)
 		if r.err != nil {
 			return zero, r.err
 		}
@@ -64,6 +70,8 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 		return zero, ctx.Err()
 	}
 }
+
+var reqPool = sync.Pool{New: func() any { return &request{done: make(chan result, 1)} }}
 
 // post queues fn as a system turn for sandbox id, activating it if needed, without
 // waiting. It is dropped when the node is closing.

@@ -90,7 +90,7 @@ func (n *Node) TakeMessages(ctx context.Context, sb string, wait time.Duration, 
 			w := a.write()
 			for i := range k {
 				m := a.msgs[i]
-				msgs[i] = Message{ID: m.ID, At: m.At, Data: m.Data}
+				msgs[i] = Message(m)
 				w.Delete(seqKey(pfxMessage, a.msgSeqs[i]))
 			}
 			a.msgs, a.msgSeqs = a.msgs[k:], a.msgSeqs[k:]

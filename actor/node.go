@@ -154,13 +154,4 @@ func (n *Node) epoch(id string) uint64 {
 	return n.cfg.Epoch(id)
 }
 
-func (n *Node) isClosing() bool {
-	select {
-	case <-n.closing:
-		return true
-	default:
-		return false
-	}
-}
-
 var errStopped = errors.New("actor: activation stopped")

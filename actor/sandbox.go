@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // SandboxSpec is a create request. ID "" makes a server id ("sb_" + 16 hex).
@@ -97,6 +99,10 @@ func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 	}
 	if err := os.MkdirAll(a.n.workspaceDir(a.id), 0o755); err != nil {
 		return SandboxInfo{}, false, fmt.Errorf("actor: failed to create workspace: %w", err)
+	}
+	if err := makeCwd(a.n.workspaceDir(a.id), spec.Cwd); err != nil {
+		_ = os.RemoveAll(a.n.workspaceDir(a.id))
+		return SandboxInfo{}, false, err
 	}
 	now := a.now()
 	a.rec = &sandboxRec{
@@ -194,5 +200,22 @@ func (a *sbActor) delete() error {
 		a.msgWake = nil
 	}
 	a.dirty = true
+	return nil
+}
+
+// makeCwd creates the sandbox's default cwd inside its workspace (confined: a cwd that
+// escapes the workspace is ErrInvalid wrapping runtime.ErrEscapes).
+func makeCwd(dir, cwd string) error {
+	if cwd == "" {
+		return nil
+	}
+	w, err := runtime.OpenWorkspace(dir)
+	if err != nil {
+		return fmt.Errorf("actor: failed to open workspace: %w", err)
+	}
+	defer w.Close()
+	if err := w.Mkdir(cwd, true); err != nil {
+		return fmt.Errorf("%w: sandbox cwd %q: %w", ErrInvalid, cwd, err)
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -195,7 +196,7 @@ func TestTerminalGetOrCreate(t *testing.T) {
 // deleted (and re-created); afterwards no process started in it is alive.
 func TestCreateDeleteRace(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t, nil)
+	n := newTestNode(t, func(c *Config) { c.KillGrace = 300 * time.Millisecond })
 	ctx := tctx(t)
 	var mu sync.Mutex
 	var pids []int
@@ -236,9 +237,7 @@ func TestCreateDeleteRace(t *testing.T) {
 		// Anything that got in after the delete saw no sandbox; clean up a re-create.
 		_ = n.DeleteSandbox(ctx, id)
 	}
-	if len(pids) == 0 {
-		t.Log("no process started before a delete in any round")
-	}
+	t.Logf("%d processes and terminals started before a delete", len(pids))
 	eventually(t, 15*time.Second, "all processes dead", func() bool {
 		for _, pid := range pids {
 			if alive(pid) {
@@ -296,30 +295,39 @@ func TestSessions(t *testing.T) {
 	_, err = n.StartProcess(ctx, "ss", runtime.StartOptions{Command: "true", Session: "nope"})
 	wantErr(t, err, ErrNotFound)
 
-	// A session command runs off the actor: the sandbox answers meanwhile, and
-	// another session runs in parallel.
+	// A session command runs off the actor: the sandbox answers while s1's command
+	// waits for a file, and s2 (another session) runs in parallel and creates it. If
+	// either were serialized behind s1's command, this would deadlock until the
+	// command's own 20 s timeout and fail.
 	_, _, err = n.CreateSession(ctx, "ss", SessionSpec{ID: "s2"})
 	must(t, err)
-	done := make(chan error, 2)
-	start := time.Now()
-	for _, s := range []string{"s1", "s2"} {
-		go func() {
-			_, err := n.SessionExec(ctx, "ss", s, runtime.SessionCommand{Command: "sleep 1"})
-			done <- err
-		}()
-	}
-	time.Sleep(100 * time.Millisecond)
-	t0 := time.Now()
-	_, err = n.GetSandbox(ctx, "ss")
+	done := make(chan error, 1)
+	go func() {
+		res, err := n.SessionExec(ctx, "ss", "s1", runtime.SessionCommand{
+			Command: "until [ -e ../released ]; do sleep 0.01; done; echo released", Timeout: 20 * time.Second})
+		if err == nil && string(res.Stdout) != "released\n" {
+			err = fmt.Errorf("s1 result %+v", res)
+		}
+		done <- err
+	}()
+	w, err := n.Workspace(ctx, "ss")
 	must(t, err)
-	if d := time.Since(t0); d > 500*time.Millisecond {
-		t.Fatalf("GetSandbox took %v during a session command", d)
+	defer w.Close()
+	eventually(t, 10*time.Second, "s1 busy", func() bool {
+		in, err := n.GetSession(ctx, "ss", "s1")
+		return err == nil && in.Status == runtime.SessionBusy
+	})
+	_, err = n.GetSandbox(ctx, "ss") // answered while s1's command runs
+	must(t, err)
+	if _, err := w.Stat("released"); err == nil {
+		t.Fatal("released too early")
+	}
+	res, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "touch released"})
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("s2: %+v", res)
 	}
 	must(t, <-done)
-	must(t, <-done)
-	if d := time.Since(start); d > 1900*time.Millisecond {
-		t.Fatalf("two sessions' 1s commands took %v: not parallel", d)
-	}
 
 	// A command that exits the shell kills the session.
 	res, err = n.SessionExec(ctx, "ss", "s2", runtime.SessionCommand{Command: "exit 3"})
@@ -527,4 +535,209 @@ func TestWorkspace(t *testing.T) {
 	wantErr(t, err, runtime.ErrEscapes)
 	_, err = n.Workspace(ctx, "nope")
 	wantErr(t, err, ErrNotFound)
+	must(t, n.DeleteSandbox(ctx, "ws"))
+	if err := w.WriteFile("c.txt", strings.NewReader("x"), 0o644); err == nil {
+		t.Fatal("workspace handle usable after delete")
+	}
+}
+
+// TestFailed breaks a sandbox's workspace so the runtime cannot start: the sandbox moves
+// to "failed" with the reason, refuses work, and can still be deleted.
+func TestFailed(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "fl")
+	dir := n.workspaceDir("fl")
+	must(t, os.Remove(dir))
+	must(t, os.WriteFile(dir, []byte("not a dir"), 0o644))
+	_, err := n.Exec(ctx, "fl", runtime.ExecOptions{Command: "true"})
+	wantErr(t, err, ErrConflict)
+	in, err := n.GetSandbox(ctx, "fl")
+	must(t, err)
+	if in.State != StateFailed || in.FailReason == "" {
+		t.Fatalf("info %+v", in)
+	}
+	_, err = n.StartProcess(ctx, "fl", runtime.StartOptions{Command: "true"})
+	wantErr(t, err, ErrConflict)
+	if got := eventTypes(t, n, "fl"); !slices.Equal(got, []string{"sandbox.created", "sandbox.failed"}) {
+		t.Fatalf("events %v", got)
+	}
+	must(t, n.DeleteSandbox(ctx, "fl"))
+}
+
+// TestCancelledWork cancels callers of exec and session exec mid-command: they return
+// promptly, the actor records the completions (nothing stays in flight), and the
+// sandbox keeps working.
+func TestCancelledWork(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	mustCreate(t, n, "cw")
+	_, _, err := n.CreateSession(tctx(t), "cw", SessionSpec{ID: "s"})
+	must(t, err)
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{name: "exec", run: func(ctx context.Context) error {
+			_, err := n.Exec(ctx, "cw", runtime.ExecOptions{Command: "sleep 20"})
+			return err
+		}},
+		{name: "session exec", run: func(ctx context.Context) error {
+			_, err := n.SessionExec(ctx, "cw", "s", runtime.SessionCommand{Command: "sleep 20"})
+			return err
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		err := tc.run(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: no error after cancel", tc.name)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("%s: returned after %v", tc.name, d)
+		}
+	}
+	eventually(t, 10*time.Second, "no work in flight", func() bool {
+		v, err := call(tctx(t), n.Node, "cw", func(a *sbActor) (int, error) { return a.inflight, nil })
+		return err == nil && v == 0
+	})
+	res, err := n.Exec(tctx(t), "cw", runtime.ExecOptions{Command: "echo ok"})
+	must(t, err)
+	if string(res.Stdout) != "ok\n" {
+		t.Fatalf("after cancels: %q", res.Stdout)
+	}
+}
+
+// TestReadsAndExecDoNotWrite checks that requests which change nothing durable cost no
+// storage write (no fsync): the idle alarm is re-armed lazily, not on every request.
+func TestReadsAndExecDoNotWrite(t *testing.T) {
+	t.Parallel()
+	cs := &countingStore{Storage: openTestBolt(t)}
+	n := newTestNode(t, func(c *Config) { c.Storage = cs })
+	ctx := tctx(t)
+	mustCreate(t, n, "nw")
+	_, err := n.Exec(ctx, "nw", runtime.ExecOptions{Command: "true"}) // first: starts the runtime
+	must(t, err)
+	before := cs.writes.Load()
+	for range 5 {
+		n.clock.Advance(time.Second) // each request moves the idle deadline
+		_, err := n.Exec(ctx, "nw", runtime.ExecOptions{Command: "true"})
+		must(t, err)
+		_, err = n.GetSandbox(ctx, "nw")
+		must(t, err)
+		_, err = n.ListProcesses(ctx, "nw")
+		must(t, err)
+	}
+	if got := cs.writes.Load() - before; got != 0 {
+		t.Fatalf("%d storage writes for exec and reads", got)
+	}
+}
+
+func TestDeactivate(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "dv")
+	p, err := n.StartProcess(ctx, "dv", runtime.StartOptions{Command: "sleep 300"})
+	must(t, err)
+	must(t, n.Deactivate(ctx, "dv"))
+	if n.active("dv") != nil {
+		t.Fatal("still active")
+	}
+	if alive(p.PID) {
+		t.Fatal("process survived deactivation")
+	}
+	must(t, n.Deactivate(ctx, "dv")) // not active: no-op
+	types := eventTypes(t, n, "dv")
+	if types[len(types)-1] != "process.exited" {
+		t.Fatalf("events %v", types)
+	}
+	in, err := n.GetSandbox(ctx, "dv")
+	must(t, err)
+	if in.State != StateRunning || in.Counts.Processes != 0 {
+		t.Fatalf("after reactivation %+v", in)
+	}
+}
+
+// TestSessionBlocksPassivation: a live session shell (which may hold background jobs)
+// keeps the actor in memory; hibernation closes it, and then the actor passivates.
+func TestSessionBlocksPassivation(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.PassivateAfter = time.Minute
+		c.Limits = Budget{IdleTTL: 10 * time.Minute}
+	})
+	ctx := tctx(t)
+	mustCreate(t, n, "sp")
+	_, _, err := n.CreateSession(ctx, "sp", SessionSpec{ID: "s"})
+	must(t, err)
+	for range 5 {
+		n.clock.Advance(time.Minute)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n.active("sp") == nil {
+		t.Fatal("passivated with a live session")
+	}
+	eventually(t, 10*time.Second, "hibernated and passivated", func() bool {
+		n.clock.Advance(time.Minute)
+		return n.active("sp") == nil
+	})
+	in, err := n.GetSandbox(ctx, "sp")
+	must(t, err)
+	if in.State != StateHibernated {
+		t.Fatalf("state %s", in.State)
+	}
+}
+
+func TestSandboxCwd(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	_, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: "cwd", Cwd: "src/app"})
+	must(t, err)
+	res, err := n.Exec(ctx, "cwd", runtime.ExecOptions{Command: "pwd"})
+	must(t, err)
+	if !strings.HasSuffix(string(res.Stdout), "/cwd/src/app\n") {
+		t.Fatalf("pwd %q", res.Stdout)
+	}
+	_, _, err = n.CreateSandbox(ctx, SandboxSpec{ID: "cwd2", Cwd: "../../escape"})
+	wantErr(t, err, ErrInvalid)
+	wantErr(t, err, runtime.ErrEscapes)
+	_, err = n.GetSandbox(ctx, "cwd2")
+	wantErr(t, err, ErrNotFound)
+}
+
+// TestSessionFIFO queues commands on one session while its actor is held, in a known
+// mailbox order; released together, they must still run in that order.
+func TestSessionFIFO(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "fifo")
+	_, _, err := n.CreateSession(ctx, "fifo", SessionSpec{ID: "s"})
+	must(t, err)
+	unblock := block(t, n, "fifo")
+	const N = 20
+	var wg sync.WaitGroup
+	for i := range N {
+		wg.Go(func() {
+			if _, err := n.SessionExec(ctx, "fifo", "s", runtime.SessionCommand{Command: fmt.Sprintf("echo %d >> order", i)}); err != nil {
+				t.Error(err)
+			}
+		})
+		eventually(t, 10*time.Second, "queued", func() bool { return len(n.active("fifo").mb) == i+1 })
+	}
+	unblock() // all N turns run in one group; their answers are released together
+	wg.Wait()
+	res, err := n.Exec(ctx, "fifo", runtime.ExecOptions{Command: "cat order | tr '\\n' ' '"})
+	must(t, err)
+	var want strings.Builder
+	for i := range N {
+		fmt.Fprintf(&want, "%d ", i)
+	}
+	if string(res.Stdout) != want.String() {
+		t.Fatalf("order %q, want %q", res.Stdout, want.String())
+	}
 }

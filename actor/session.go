@@ -41,6 +41,8 @@ type sessionRec struct {
 type sessionState struct {
 	rec  sessionRec
 	live *runtime.Session // nil: remembered, restarted from rec.Snapshot on next use
+	// gate runs this session's commands in mailbox order (tickets taken in turns).
+	gate *fifoGate
 }
 
 func (st *sessionState) snapshot() runtime.SessionSnapshot {
@@ -193,8 +195,10 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		return runtime.ExecResult{}, err
 	}
 	type out struct {
-		a    *sbActor
-		live *runtime.Session
+		a      *sbActor
+		live   *runtime.Session
+		gate   *fifoGate
+		ticket uint64
 	}
 	w, err := call(ctx, n, sb, func(a *sbActor) (out, error) {
 		if err := a.wakeForWork(); err != nil {
@@ -217,12 +221,22 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		c.Timeout = a.clampTimeout(c.Timeout)
 		c.OutputLimit = a.outputLimit(c.OutputLimit)
 		a.inflight++
-		return out{a, live}, nil
+		// Commands of one session run in mailbox order: each waits for the previous.
+		if st.gate == nil {
+			st.gate = &fifoGate{}
+		}
+		return out{a, live, st.gate, st.gate.ticket()}, nil
 	})
 	if err != nil {
 		return runtime.ExecResult{}, err
 	}
+	if err := w.gate.wait(ctx, w.ticket); err != nil {
+		w.gate.finish(w.ticket) // gave up: those behind it go on
+		w.a.postSelf(func(a *sbActor) (any, error) { a.inflight--; return nil, nil })
+		return runtime.ExecResult{}, err
+	}
 	res, execErr := w.live.Exec(ctx, c)
+	w.gate.finish(w.ticket)
 	// Save the snapshot (and a death) before answering; a cancelled caller still gets
 	// its completion recorded, as the system turn does not depend on ctx.
 	_, err = ask(context.WithoutCancel(ctx), w.a, func(a *sbActor) (struct{}, error) {

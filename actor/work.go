@@ -65,9 +65,20 @@ func (w *sandboxWork) terminalMap() map[string]*terminalState {
 	return w.terminals
 }
 
-// busy reports whether running processes keep the activation in memory. Live session
-// shells do not: they are closed on passivation and restarted from their snapshot.
-func (w *sandboxWork) busy() bool { return len(w.procs) > 0 || (w.rt != nil && w.rt.Running() > 0) }
+// busy reports whether running work keeps the activation in memory: running processes
+// and terminals, and live session shells (a shell may hold background jobs; closing it
+// is hibernation's job, at the idle TTL, not passivation's).
+func (w *sandboxWork) busy() bool {
+	if len(w.procs) > 0 || (w.rt != nil && w.rt.Running() > 0) {
+		return true
+	}
+	for _, st := range w.sessions {
+		if st.live != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // counts returns live processes, and remembered sessions and terminals.
 func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
@@ -91,7 +102,9 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("actor: failed to start runtime for sandbox %q: %w", a.id, err)
+		// The sandbox cannot run anything: it is failed, with the reason, until deleted.
+		a.fail(err.Error())
+		return nil, fmt.Errorf("%w: sandbox %q failed: %w", ErrConflict, a.id, err)
 	}
 	a.sb.rt = rt
 	return rt, nil

@@ -9,9 +9,9 @@ import (
 )
 
 // Workspace opens the sandbox's workspace for file access (the gateway's file routes).
-// The caller owns the result and must Close it; it stays usable while the sandbox
-// hibernates or passivates, and fails (fs.ErrNotExist) once the sandbox is deleted.
-// It does not wake a hibernated sandbox, but counts as activity.
+// The caller owns the result and must Close it. It is safe for concurrent use, stays
+// usable while the sandbox hibernates or passivates, and fails (fs.ErrNotExist) once the
+// sandbox is deleted. It does not wake a hibernated sandbox, but counts as activity.
 func (n *Node) Workspace(ctx context.Context, sb string) (*runtime.Workspace, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return nil, err

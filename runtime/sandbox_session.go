@@ -5,16 +5,25 @@ import (
 	"fmt"
 )
 
-// NewSession starts a persistent shell session in the sandbox's workspace, with the
-// sandbox's environment overlaid by o.Env (or o.Snapshot, when set). Sandbox.Close
-// closes every session still open; close a session yourself when done with it.
+// NewSession starts a persistent bash session in the sandbox: in the workspace (or
+// o.Cwd) with the sandbox env overlaid with o.Env, or from o.Snapshot. Sandbox.Close
+// closes it; so does Session.Close. After Sandbox.Close it returns ErrClosed.
+//
+// A thin wrapper over newSession (rt-sess owns sessions), added by the actor branch
+// following INTEGRATION-rt-sess.md.
 func (s *Sandbox) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
 	sess, err := newSession(ctx, sessionConfig{Options: o, Dir: s.dir, Env: s.env, OutputLimit: s.cfg.OutputBufferBytes})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start session: %w", err)
 	}
 	unregister, ok := s.onClose(sess.Close)
-	if !ok {
+	if !ok { // the sandbox closed meanwhile
 		_ = sess.Close(ctx)
 		return nil, ErrClosed
 	}

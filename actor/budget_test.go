@@ -1,0 +1,66 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+type policyFunc func(context.Context, BudgetRequest) (Budget, error)
+
+func (f policyFunc) Budget(ctx context.Context, r BudgetRequest) (Budget, error) { return f(ctx, r) }
+
+func TestBudgetClamp(t *testing.T) {
+	t.Parallel()
+	limits := Budget{IdleTTL: time.Hour, MaxDuration: 10 * time.Hour, MaxProcesses: 8, MaxExecTimeout: time.Minute, OutputBufferBytes: 4096}
+	tests := []struct {
+		name string
+		in   Budget
+		want Budget
+	}{
+		{name: "zero takes limits", in: Budget{}, want: limits},
+		{name: "narrower kept", in: Budget{IdleTTL: time.Minute, MaxProcesses: 2, OutputBufferBytes: 10},
+			want: Budget{IdleTTL: time.Minute, MaxDuration: 10 * time.Hour, MaxProcesses: 2, MaxExecTimeout: time.Minute, OutputBufferBytes: 10}},
+		{name: "wider clamped", in: Budget{IdleTTL: 99 * time.Hour, MaxDuration: 99 * time.Hour, MaxProcesses: 1000, MaxExecTimeout: time.Hour, OutputBufferBytes: 1 << 30},
+			want: limits},
+		{name: "negative is unset", in: Budget{MaxProcesses: -1, IdleTTL: -time.Second}, want: limits},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.in.clamp(limits); got != tc.want {
+				t.Fatalf("clamp = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPolicyUsedAndClamped(t *testing.T) {
+	t.Parallel()
+	var seen BudgetRequest
+	n := newTestNode(t, func(c *Config) {
+		c.Limits = Budget{MaxProcesses: 10}
+		c.Policy = policyFunc(func(_ context.Context, r BudgetRequest) (Budget, error) {
+			seen = r // called on the actor goroutine; read below after the call returned
+			if r.Labels["tier"] == "deny" {
+				return Budget{}, errors.New("no budget for you")
+			}
+			return Budget{MaxProcesses: 50, IdleTTL: time.Minute}, nil
+		})
+	})
+	in, _, err := n.CreateSandbox(tctx(t), SandboxSpec{ID: "pol", Tenant: "acme", Labels: map[string]string{"tier": "free"}})
+	must(t, err)
+	if in.Budget.MaxProcesses != 10 || in.Budget.IdleTTL != time.Minute || in.Budget.MaxDuration != DefaultBudget().MaxDuration {
+		t.Fatalf("budget %+v", in.Budget)
+	}
+	if seen.Tenant != "acme" || seen.SandboxID != "pol" || seen.Labels["tier"] != "free" {
+		t.Fatalf("policy saw %+v", seen)
+	}
+	_, _, err = n.CreateSandbox(tctx(t), SandboxSpec{ID: "pol2", Labels: map[string]string{"tier": "deny"}})
+	if err == nil {
+		t.Fatal("policy error ignored")
+	}
+	_, err = n.GetSandbox(tctx(t), "pol2")
+	wantErr(t, err, ErrNotFound)
+}

@@ -122,19 +122,11 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 
 	var timedOut atomic.Bool
 	if o.Timeout > 0 {
-		t := time.AfterFunc(o.Timeout, func() {
-			if g.signal(sigKILL) == nil {
-				timedOut.Store(true)
-			}
-		})
+		t := time.AfterFunc(o.Timeout, func() { g.killFor(&timedOut) })
 		defer t.Stop()
 	}
 	var canceled atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		if g.signal(sigKILL) == nil {
-			canceled.Store(true)
-		}
-	})
+	stop := context.AfterFunc(ctx, func() { g.killFor(&canceled) })
 	defer stop()
 
 	stdout, stderr := capBuffer{limit: limit}, capBuffer{limit: limit}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -49,6 +50,19 @@ func (g *procGroup) signal(sig syscall.Signal) error {
 	}
 	g.signalLocked(sig)
 	return nil
+}
+
+// killFor sends SIGKILL to the tree, like signal, and records why in *reason under the
+// group's lock, so a waiter that calls finish after the leader exits always sees the
+// reason of a kill that reached the tree (a store after the signal could land too late).
+func (g *procGroup) killFor(reason *atomic.Bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reaped {
+		return
+	}
+	reason.Store(true)
+	g.signalLocked(syscall.SIGKILL)
 }
 
 // signalGroups sends sig to the leader's group and to group fg (if it is another

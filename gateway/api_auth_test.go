@@ -54,9 +54,17 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 	if r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
 		t.Fatalf("unknown route: %d %s", r.status, r.body)
 	}
+	ts.sandbox("m1")
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
 	r = ts.do("GET", "/metrics", nil)
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), "sandgate_http_requests_total") {
-		t.Fatalf("metrics: %d", r.status)
+	for _, want := range []string{
+		`sandgate_http_requests_total{code="201",method="PUT",route="PUT /v1/sandboxes/{sb}/terminals/{t}"} 1`,
+		"sandgate_http_request_duration_seconds_bucket", "sandgate_active_sandboxes 1",
+		"sandgate_terminals 1", "sandgate_websocket_clients 0", "sandgate_streamed_bytes_total",
+	} {
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), want) {
+			t.Fatalf("metrics (%d) lack %q", r.status, want)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sandgate/sandgate/actor"
 )
 
 // metrics holds the gateway's Prometheus collectors, on a registry of its own so that
@@ -46,9 +48,27 @@ func newMetrics() *metrics {
 			Help: "Process output bytes sent to clients, by transport (sse, websocket).",
 		}, []string{"transport"}),
 	}
+	for _, transport := range []string{"sse", "websocket"} {
+		m.streamed.WithLabelValues(transport) // export zeros before the first byte
+	}
 	m.reg.MustRegister(m.requests, m.latency, m.wsClients, m.sseClients, m.streamed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// nodeGauges reports the actor node's active sandboxes, processes, sessions and
+// terminals, read at scrape time.
+func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
+	gauge := func(name, help string, f func(actor.Stats) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(f(stats())) })
+	}
+	return []prometheus.Collector{
+		gauge("sandgate_active_sandboxes", "Sandbox actors in memory (not passivated).", func(s actor.Stats) int { return s.ActiveSandboxes }),
+		gauge("sandgate_processes", "Processes of active sandboxes, terminals included.", func(s actor.Stats) int { return s.Processes }),
+		gauge("sandgate_sessions", "Shell sessions of active sandboxes.", func(s actor.Stats) int { return s.Sessions }),
+		gauge("sandgate_terminals", "Terminals of active sandboxes.", func(s actor.Stats) int { return s.Terminals }),
+	}
 }
 
 // register adds more collectors (the actor node's gauges, the policy host's counters).

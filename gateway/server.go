@@ -119,12 +119,16 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		metrics: newMetrics(),
 		started: time.Now(),
 	}
+	collectors := nodeGauges(node.Stats)
 	if host != nil {
-		if err := s.metrics.register(host); err != nil {
-			_ = node.Close(ctx)
+		collectors = append(collectors, host)
+	}
+	if err := s.metrics.register(collectors...); err != nil {
+		_ = node.Close(ctx)
+		if host != nil {
 			_ = host.Close()
-			return nil, fmt.Errorf("failed to register plugin metrics: %w", err)
 		}
+		return nil, fmt.Errorf("failed to register metrics: %w", err)
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()

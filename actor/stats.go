@@ -1,0 +1,26 @@
+package actor
+
+// Stats is a point-in-time view of a node, for metrics.
+type Stats struct {
+	// ActiveSandboxes counts sandbox actors in memory (not passivated).
+	ActiveSandboxes int
+	// Processes, Sessions and Terminals sum the counts of the active sandboxes, as of
+	// each one's last turn.
+	Processes, Sessions, Terminals int
+}
+
+// Stats sums what the active sandboxes last published. It never waits for an actor, so
+// it is cheap enough for every metrics scrape; it is safe for concurrent use.
+func (n *Node) Stats() Stats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := Stats{ActiveSandboxes: len(n.actors)}
+	for _, a := range n.actors {
+		if in := a.info.Load(); in != nil {
+			st.Processes += in.Counts.Processes
+			st.Sessions += in.Counts.Sessions
+			st.Terminals += in.Counts.Terminals
+		}
+	}
+	return st
+}

@@ -97,8 +97,10 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 		return a.sb.rt, nil
 	}
 	b := a.rec.Budget.budget()
+	// The runtime's cap is the operator's maximum, a backstop; the sandbox's budget, which
+	// a policy reload may change, is enforced by checkProcessBudget.
 	rt, err := runtime.New(&runtime.Config{
-		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: b.MaxProcesses,
+		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
 	})
 	if err != nil {

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/plugins/pluginstest"
 )
@@ -111,4 +114,39 @@ func TestPoolsPlugin(t *testing.T) {
 	if sb.Pool != nil {
 		t.Fatalf("pool without label: %+v", sb.Pool)
 	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to+".tmp", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(to+".tmp", to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reloaded plugin is asked again for the budget of every sandbox.
+func TestPluginReloadRefreshesBudgets(t *testing.T) {
+	t.Parallel()
+	policy := filepath.Join(t.TempDir(), "policy.wasm")
+	copyFile(t, examplePlugin(t, "tiers"), policy)
+	ts := newTestServer(t, &serverOptions{policyFile: policy})
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "rl", "labels": map[string]string{"tier": "free"}}).json(t, &sb)
+	if sb.Budget.MaxProcesses != 2 {
+		t.Fatalf("free tier budget %+v", sb.Budget)
+	}
+	copyFile(t, examplePlugin(t, "guard"), policy) // guard has no budget hook: operator defaults
+	if err := ts.srv.ReloadPolicy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the budget to follow the reloaded plugin", func() bool {
+		ts.must(http.StatusOK, "GET", "/v1/sandboxes/rl", nil).json(t, &sb)
+		return sb.Budget.MaxProcesses == 64
+	})
 }

@@ -67,7 +67,9 @@ type Server struct {
 	node    *actor.Node
 	tokens  *tokenTable
 	metrics *metrics
-	plugins *plugins.Host // nil without a policy plugin
+	plugins *plugins.Host  // nil without a policy plugin
+	reloads chan uint64    // plugin generations put in service, for refreshBudgets
+	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
 	mux     *http.ServeMux
 	routes  []route
 	started time.Time
@@ -93,7 +95,8 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := openPolicy(ctx, &c)
+	reloads := make(chan uint64, 1)
+	host, err := openPolicy(ctx, &c, reloads)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +116,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	s := &Server{
 		cfg:     c,
 		plugins: host,
+		reloads: reloads,
 		log:     c.Logger,
 		node:    node,
 		tokens:  newTokenTable(c.Tokens),
@@ -132,6 +136,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
+	if host != nil {
+		s.bg.Go(s.refreshBudgets)
+	}
 	return s, nil
 }
 
@@ -244,6 +251,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
+	s.bg.Wait()
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
 	}
@@ -257,7 +265,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // openPolicy starts the Wasm policy host when c names a plugin file, and points the
 // routing and budget policies at it.
-func openPolicy(ctx context.Context, c *Config) (*plugins.Host, error) {
+func openPolicy(ctx context.Context, c *Config, reloads chan<- uint64) (*plugins.Host, error) {
 	if c.PolicyFile == "" {
 		return nil, nil
 	}
@@ -285,7 +293,13 @@ func openPolicy(ctx context.Context, c *Config) (*plugins.Host, error) {
 		DefaultBudget: pb,
 		MaxBudget:     pb,
 		CallTimeout:   c.PolicyTimeout,
-		Logger:        c.Logger.With("component", "policy"),
+		OnReload: func(gen uint64) {
+			select { // a refresh already pending covers this generation too
+			case reloads <- gen:
+			default:
+			}
+		},
+		Logger: c.Logger.With("component", "policy"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to load policy plugin: %w", err)
@@ -302,4 +316,28 @@ func (s *Server) ReloadPolicy(ctx context.Context) error {
 		return nil
 	}
 	return s.plugins.Reload(ctx)
+}
+
+// refreshBudgets asks the reloaded plugin for the budget of every sandbox, each time a
+// new plugin generation is put in service, until Shutdown.
+func (s *Server) refreshBudgets() {
+	for {
+		select {
+		case <-s.streamCtx.Done():
+			return
+		case gen := <-s.reloads:
+			list, err := s.node.ListSandboxes(s.streamCtx, nil)
+			if err != nil {
+				s.log.Warn("budget refresh after policy reload failed", "generation", gen, "err", err)
+				continue
+			}
+			failed := 0
+			for _, sb := range list {
+				if _, err := s.node.RefreshBudget(s.streamCtx, sb.ID); err != nil && s.streamCtx.Err() == nil {
+					failed++
+				}
+			}
+			s.log.Info("budgets refreshed after policy reload", "generation", gen, "sandboxes", len(list), "failed", failed)
+		}
+	}
 }

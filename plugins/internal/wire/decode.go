@@ -4,13 +4,15 @@ import (
 	"encoding/binary"
 	"math"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decoder reads one message; the first error sticks and later reads return zero values.
 type decoder struct {
-	b   []byte
-	off int
-	err *DecodeError
+	b      []byte
+	off    int
+	err    *DecodeError
+	borrow bool // strings alias b and are not checked for UTF-8 (views)
 }
 
 func (d *decoder) fail(reason string) {
@@ -73,11 +75,17 @@ func (d *decoder) string() string {
 		return ""
 	}
 	s := d.b[d.off : d.off+n]
-	if !utf8.Valid(s) {
+	if !d.borrow && !utf8.Valid(s) {
 		d.fail("string not UTF-8")
 		return ""
 	}
 	d.off += n
+	if d.borrow {
+		if n == 0 {
+			return ""
+		}
+		return unsafe.String(&s[0], n)
+	}
 	return string(s)
 }
 
@@ -139,6 +147,10 @@ func (d *decoder) finish() error {
 // DecodeBudgetRequest decodes a [BudgetRequest] from b. It never keeps a reference to b.
 func DecodeBudgetRequest(b []byte, r *BudgetRequest) error {
 	d := decoder{b: b}
+	return d.budgetRequest(r)
+}
+
+func (d *decoder) budgetRequest(r *BudgetRequest) error {
 	d.start(TagBudgetRequest)
 	r.Tenant = d.string()
 	r.SandboxID = d.string()
@@ -160,6 +172,10 @@ func DecodeBudgetRequest(b []byte, r *BudgetRequest) error {
 // DecodeRouteRequest decodes a [RouteRequest] from b. It never keeps a reference to b.
 func DecodeRouteRequest(b []byte, r *RouteRequest) error {
 	d := decoder{b: b}
+	return d.routeRequest(r)
+}
+
+func (d *decoder) routeRequest(r *RouteRequest) error {
 	d.start(TagRouteRequest)
 	r.Tenant = d.string()
 	r.Method = d.string()
@@ -172,9 +188,8 @@ func DecodeRouteRequest(b []byte, r *RouteRequest) error {
 		if n > len(d.b)-d.off {
 			d.fail("command past end")
 		} else {
-			r.Command = make([]string, n)
-			for i := range r.Command {
-				r.Command[i] = d.string()
+			for range n {
+				r.Command = append(r.Command, d.string())
 			}
 		}
 	}

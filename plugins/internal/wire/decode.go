@@ -38,6 +38,13 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
+	// One-byte fast path: lengths and counts are almost always < 128, and a call to
+	// binary.Uvarint is costly in Go compiled to Wasm.
+	if d.off < len(d.b) && d.b[d.off] < 0x80 {
+		v := uint64(d.b[d.off])
+		d.off++
+		return v
+	}
 	v, n := binary.Uvarint(d.b[d.off:])
 	if n <= 0 {
 		d.fail("bad integer")

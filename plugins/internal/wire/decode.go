@@ -73,8 +73,13 @@ func (d *decoder) count(limit int) int {
 }
 
 func (d *decoder) string() string {
-	n := d.count(MaxString)
-	if d.err != nil {
+	var n int
+	// Inline one-byte length: every non-inlined call is costly in Go compiled to Wasm
+	// with termination checks on (see BENCHMARKS-plugins.md).
+	if d.err == nil && d.off < len(d.b) && d.b[d.off] < 0x80 {
+		n = int(d.b[d.off])
+		d.off++
+	} else if n = d.count(MaxString); d.err != nil {
 		return ""
 	}
 	if n > len(d.b)-d.off {

@@ -41,7 +41,7 @@ type Config struct {
 	RouteFailOpen bool
 	// BreakerFailures consecutive failures of a hook open its circuit breaker: the hook
 	// is answered by the failure policy without calling the plugin for BreakerCooldown,
-	// then one trial call decides. Defaults to 5.
+	// then one trial call decides. Defaults to 10.
 	BreakerFailures int
 	// BreakerCooldown defaults to 5s.
 	BreakerCooldown time.Duration
@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		MemoryLimitBytes:   32 << 20,
 		RecycleAfterCalls:  100000,
 		RecycleMemoryBytes: 16 << 20,
-		BreakerFailures:    5,
+		BreakerFailures:    10,
 		BreakerCooldown:    5 * time.Second,
 		PollInterval:       time.Second,
 		DefaultBudget:      def,

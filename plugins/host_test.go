@@ -182,3 +182,16 @@ func TestCloseIsIdempotentAndFailsClosed(t *testing.T) {
 		t.Fatalf("runtimes opened %d closed %d", s.RuntimesOpened, s.RuntimesClosed)
 	}
 }
+
+func TestRecycleAfterCalls(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, plugin(t, "echo"), func(c *plugins.Config) { c.PoolSize = 1; c.RecycleAfterCalls = 3 })
+	for range 9 {
+		if d, err := h.Route(ctx, &plugins.RouteRequest{}); err != nil || !d.Allow {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	if s := h.Stats(); s.InstancesRecycled != 3 || s.InstancesDiscarded != 0 {
+		t.Fatalf("recycled %d discarded %d, want 3 and 0", s.InstancesRecycled, s.InstancesDiscarded)
+	}
+}

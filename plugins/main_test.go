@@ -78,7 +78,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // change the config, and closes it at cleanup.
 func newHost(tb testing.TB, path string, edit func(*plugins.Config)) *plugins.Host {
 	tb.Helper()
-	cfg := plugins.Config{Path: path, CacheDir: cacheDir, PollInterval: -1, Logger: quiet, PoolSize: 2, CallTimeout: 200 * time.Millisecond}
+	cfg := plugins.Config{Path: path, CacheDir: cacheDir, PollInterval: -1, Logger: quiet, PoolSize: 2, CallTimeout: 5 * time.Second} // generous: CI machines are loaded
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -21,9 +21,8 @@ func (h *Host) watch(ctx context.Context) {
 	if g := h.cur.Load(); g != nil {
 		lastHash = g.hash
 	}
-	if fi, err := os.Stat(h.cfg.Path); err == nil {
-		lastSize, lastMod = fi.Size(), fi.ModTime()
-	}
+	// No stat baseline: the file may have changed between New's load and this
+	// goroutine's start, so the first tick reads and hashes it once.
 	for {
 		select {
 		case <-ctx.Done():

@@ -41,22 +41,3 @@ func CounterAdd(key string, delta int64, window time.Duration) int64 {
 	counters.m[key] = c
 	return c[1]
 }
-
-// Init runs the registered init hook natively, for tests of plugin logic.
-func Init(config []byte) error { return doInit(config) }
-
-// CallBudget runs the registered budget hook natively, for tests of plugin logic.
-func CallBudget(r *BudgetRequest) Budget {
-	if budgetHook == nil {
-		return Budget{}
-	}
-	return budgetHook(r)
-}
-
-// CallRoute runs the registered route hook natively, for tests of plugin logic.
-func CallRoute(r *RouteRequest) Decision {
-	if routeHook == nil {
-		return Allow()
-	}
-	return routeHook(r)
-}

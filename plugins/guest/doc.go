@@ -24,6 +24,14 @@
 // A hook that is not registered answers "no opinion": the operator's default budget, or
 // allow. [Log], [Now] and [CounterAdd] call the host functions.
 //
+// # Speed
+//
+// Go compiled to Wasm runs several times slower than native Go and allocates slowly
+// (about a microsecond per allocation, ten for a small map), so the SDK decodes into
+// views that allocate nothing: request strings alias the request buffer, labels are
+// scanned in place (r.Labels.Get("tier")), and the command slice is reused. A request
+// is valid only during its hook. Hooks on the hot path should avoid allocating too.
+//
 // # Concurrency
 //
 // The host runs one call at a time per instance, so hooks need no locking; package state
@@ -32,7 +40,7 @@
 //
 // # Outside Wasm
 //
-// Built for any other GOOS the package still compiles, so plugin logic can be unit
-// tested natively: [Log] goes to standard error, [Now] is time.Now, and [CounterAdd]
-// keeps counters in process memory.
+// Built for any other GOOS the package still compiles (so go vet ./... covers plugins):
+// [Log] goes to standard error, [Now] is time.Now, and [CounterAdd] keeps counters in
+// process memory. Test a plugin through plugins.Host, as the examples do.
 package guest

@@ -5,11 +5,18 @@ import "github.com/sandgate/sandgate/plugins/internal/wire"
 // Budget is a sandbox's resource budget; a zero field means the operator's default.
 type Budget = wire.Budget
 
-// BudgetRequest is what the host asks on sandbox create and after a reload.
-type BudgetRequest = wire.BudgetRequest
+// BudgetRequest is what the host asks on sandbox create and after a reload: tenant,
+// sandbox id and labels, whether it is asked again after a reload, and the operator's
+// default and maximum budgets. It is a view: valid only during the hook.
+type BudgetRequest = wire.BudgetView
 
-// RouteRequest is what the host asks before serving each API request.
-type RouteRequest = wire.RouteRequest
+// RouteRequest is what the host asks before serving each API request: tenant, method,
+// route pattern, sandbox id and labels, and the command for exec, process and session
+// exec. It is a view: valid only during the hook.
+type RouteRequest = wire.RouteView
+
+// Labels is a read-only view of a sandbox's labels: Get, Len and All.
+type Labels = wire.Labels
 
 // Decision is the answer to a [RouteRequest].
 type Decision = wire.Decision
@@ -38,10 +45,13 @@ var (
 // any other hook. An error fails the instance and the host reports its message.
 func HandleInit(f func(config []byte) error) { initHook = f }
 
-// HandleBudget registers f to decide sandbox budgets.
+// HandleBudget registers f to decide sandbox budgets. The request, its strings, map and
+// slice are valid only until f returns: copy what you keep.
 func HandleBudget(f func(*BudgetRequest) Budget) { budgetHook = f }
 
-// HandleRoute registers f to decide whether requests are served.
+// HandleRoute registers f to decide whether requests are served. The request, its
+// strings, map and slice are valid only until f returns: copy what you keep. Decisions
+// are encoded straight away, so a Decision may refer to anything.
 func HandleRoute(f func(*RouteRequest) Decision) { routeHook = f }
 
 // Level is a log level, with the values of log/slog.
@@ -70,7 +80,7 @@ func doInit(config []byte) error {
 }
 
 func doBudget(in []byte) ([]byte, error) {
-	if err := wire.DecodeBudgetRequest(in, &budgetReq); err != nil {
+	if err := wire.DecodeBudgetView(in, &budgetReq); err != nil {
 		return nil, err
 	}
 	var b Budget
@@ -82,7 +92,7 @@ func doBudget(in []byte) ([]byte, error) {
 }
 
 func doRoute(in []byte) ([]byte, error) {
-	if err := wire.DecodeRouteRequest(in, &routeReq); err != nil {
+	if err := wire.DecodeRouteView(in, &routeReq); err != nil {
 		return nil, err
 	}
 	d := Allow()

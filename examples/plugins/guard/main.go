@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/sandgate/sandgate/plugins/guest"
@@ -36,13 +37,23 @@ func configure(config []byte) error {
 	return nil
 }
 
+// cmd is reused from call to call: the command line joined with spaces, so an entry
+// spanning arguments is found too. Reusing it keeps the hot path allocation-free.
+var cmd []byte
+
 func route(r *guest.RouteRequest) guest.Decision {
 	if len(r.Command) == 0 || r.Tenant == "admin" {
 		return guest.Allow()
 	}
-	cmd := strings.Join(r.Command, " ")
+	cmd = cmd[:0]
+	for i, a := range r.Command {
+		if i > 0 {
+			cmd = append(cmd, ' ')
+		}
+		cmd = append(cmd, a...)
+	}
 	for _, e := range denied {
-		if strings.Contains(cmd, e) {
+		if bytes.Contains(cmd, []byte(e)) {
 			return guest.Deny("blocked by guard: " + e)
 		}
 	}

@@ -13,7 +13,7 @@ import "github.com/sandgate/sandgate/plugins/guest"
 func init() { guest.HandleBudget(budget) }
 
 func budget(r *guest.BudgetRequest) guest.Budget {
-	switch r.Labels["tier"] {
+	switch tier, _ := r.Labels.Get("tier"); tier {
 	case "free":
 		return guest.Budget{MaxProcesses: 2, MaxExecTimeoutMS: 5000, IdleTTLMS: 60000}
 	case "pro":

@@ -4,13 +4,15 @@ import (
 	"encoding/binary"
 	"math"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decoder reads one message; the first error sticks and later reads return zero values.
 type decoder struct {
-	b   []byte
-	off int
-	err *DecodeError
+	b      []byte
+	off    int
+	err    *DecodeError
+	borrow bool // strings alias b and are not checked for UTF-8 (views)
 }
 
 func (d *decoder) fail(reason string) {
@@ -35,6 +37,13 @@ func (d *decoder) byte() byte {
 func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
+	}
+	// One-byte fast path: lengths and counts are almost always < 128, and a call to
+	// binary.Uvarint is costly in Go compiled to Wasm.
+	if d.off < len(d.b) && d.b[d.off] < 0x80 {
+		v := uint64(d.b[d.off])
+		d.off++
+		return v
 	}
 	v, n := binary.Uvarint(d.b[d.off:])
 	if n <= 0 {
@@ -64,8 +73,13 @@ func (d *decoder) count(limit int) int {
 }
 
 func (d *decoder) string() string {
-	n := d.count(MaxString)
-	if d.err != nil {
+	var n int
+	// Inline one-byte length: every non-inlined call is costly in Go compiled to Wasm
+	// with termination checks on (see BENCHMARKS-plugins.md).
+	if d.err == nil && d.off < len(d.b) && d.b[d.off] < 0x80 {
+		n = int(d.b[d.off])
+		d.off++
+	} else if n = d.count(MaxString); d.err != nil {
 		return ""
 	}
 	if n > len(d.b)-d.off {
@@ -73,11 +87,17 @@ func (d *decoder) string() string {
 		return ""
 	}
 	s := d.b[d.off : d.off+n]
-	if !utf8.Valid(s) {
+	if !d.borrow && !utf8.Valid(s) {
 		d.fail("string not UTF-8")
 		return ""
 	}
 	d.off += n
+	if d.borrow {
+		if n == 0 {
+			return ""
+		}
+		return unsafe.String(&s[0], n)
+	}
 	return string(s)
 }
 
@@ -139,6 +159,10 @@ func (d *decoder) finish() error {
 // DecodeBudgetRequest decodes a [BudgetRequest] from b. It never keeps a reference to b.
 func DecodeBudgetRequest(b []byte, r *BudgetRequest) error {
 	d := decoder{b: b}
+	return d.budgetRequest(r)
+}
+
+func (d *decoder) budgetRequest(r *BudgetRequest) error {
 	d.start(TagBudgetRequest)
 	r.Tenant = d.string()
 	r.SandboxID = d.string()
@@ -160,6 +184,10 @@ func DecodeBudgetRequest(b []byte, r *BudgetRequest) error {
 // DecodeRouteRequest decodes a [RouteRequest] from b. It never keeps a reference to b.
 func DecodeRouteRequest(b []byte, r *RouteRequest) error {
 	d := decoder{b: b}
+	return d.routeRequest(r)
+}
+
+func (d *decoder) routeRequest(r *RouteRequest) error {
 	d.start(TagRouteRequest)
 	r.Tenant = d.string()
 	r.Method = d.string()
@@ -172,9 +200,8 @@ func DecodeRouteRequest(b []byte, r *RouteRequest) error {
 		if n > len(d.b)-d.off {
 			d.fail("command past end")
 		} else {
-			r.Command = make([]string, n)
-			for i := range r.Command {
-				r.Command[i] = d.string()
+			for range n {
+				r.Command = append(r.Command, d.string())
 			}
 		}
 	}

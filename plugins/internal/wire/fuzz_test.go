@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"testing"
 )
 
@@ -47,10 +49,19 @@ func FuzzDecodeRouteRequest(f *testing.F) {
 	for _, tt := range routeCases {
 		f.Add(AppendRouteRequest(nil, &tt.req))
 	}
+	view := RouteView{Command: []string{"stale"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r RouteRequest
-		if DecodeRouteRequest(b, &r) != nil {
+		err := DecodeRouteRequest(b, &r)
+		verr := DecodeRouteView(b, &view)
+		if err == nil && verr != nil {
+			t.Fatalf("copying decoder accepted what the view rejected: %v", verr)
+		}
+		if err != nil {
 			return
+		}
+		if !sameView(&r, &view) {
+			t.Fatalf("view %+v, copying decoder %+v", view, r)
 		}
 		var again RouteRequest
 		if err := DecodeRouteRequest(AppendRouteRequest(nil, &r), &again); err != nil {
@@ -72,6 +83,37 @@ func FuzzDecodeBudgetRequest(f *testing.F) {
 		var again BudgetRequest
 		if err := DecodeBudgetRequest(AppendBudgetRequest(nil, &r), &again); err != nil {
 			t.Fatalf("re-encoding of accepted input rejected: %v", err)
+		}
+	})
+}
+
+// sameView reports whether a view shows the same request as r.
+func sameView(r *RouteRequest, v *RouteView) bool {
+	labels := map[string]string{}
+	for k, val := range v.Labels.All() {
+		labels[k] = val
+	}
+	if len(r.Labels) == 0 && len(labels) == 0 {
+		labels = r.Labels
+	}
+	for k, want := range r.Labels {
+		if got, ok := v.Labels.Get(k); !ok || got != want {
+			return false
+		}
+	}
+	return r.Tenant == v.Tenant && r.Method == v.Method && r.Route == v.Route && r.SandboxID == v.SandboxID &&
+		slices.Equal(r.Command, v.Command) && maps.Equal(r.Labels, labels) && v.Labels.Len() == len(r.Labels)
+}
+
+func FuzzDecodeBudgetView(f *testing.F) {
+	f.Add(AppendBudgetRequest(nil, &BudgetRequest{Tenant: "t", Labels: map[string]string{"tier": "pro"}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r BudgetRequest
+		var v BudgetView
+		err := DecodeBudgetRequest(b, &r)
+		verr := DecodeBudgetView(b, &v)
+		if err == nil && (verr != nil || v.Tenant != r.Tenant || v.Labels.Len() != len(r.Labels) || v.Max != r.Max) {
+			t.Fatalf("view %+v (%v) differs from %+v", v, verr, r)
 		}
 	})
 }

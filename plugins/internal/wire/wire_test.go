@@ -130,3 +130,25 @@ func TestEncodeAllocs(t *testing.T) {
 		t.Fatalf("AppendRouteRequest allocates %v times", n)
 	}
 }
+
+func TestRouteViewReusesAndDoesNotAllocate(t *testing.T) {
+	var v RouteView
+	for _, tt := range routeCases { // reuse across different requests: no stale data
+		if err := DecodeRouteView(AppendRouteRequest(nil, &tt.req), &v); err != nil {
+			t.Fatal(err)
+		}
+		if !sameView(&tt.req, &v) {
+			t.Fatalf("%s: got %+v, want %+v", tt.name, v, tt.req)
+		}
+	}
+	if got, ok := v.Labels.Get("missing"); ok || got != "" {
+		t.Fatalf("Get(missing) = %q, %v", got, ok)
+	}
+	b := AppendRouteRequest(nil, &routeCases[1].req)
+	if n := testing.AllocsPerRun(100, func() {
+		_ = DecodeRouteView(b, &v)
+		_, _ = v.Labels.Get("pool")
+	}); n != 0 {
+		t.Fatalf("DecodeRouteView allocates %v times", n)
+	}
+}

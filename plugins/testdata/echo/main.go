@@ -35,7 +35,7 @@ func init() {
 		if rate > 0 && guest.CounterAdd("tenant:"+r.Tenant, 1, time.Minute) > rate {
 			return guest.DenyTooMany("rate limit")
 		}
-		if p, ok := r.Labels["pool"]; ok && r.Route == "POST /v1/sandboxes" {
+		if p, ok := r.Labels.Get("pool"); ok && r.Route == "POST /v1/sandboxes" {
 			return guest.AllowInPool(map[string]string{"pool": p})
 		}
 		if guest.Now().Year() < 2000 {
@@ -44,7 +44,8 @@ func init() {
 		return guest.Allow()
 	})
 	guest.HandleBudget(func(r *guest.BudgetRequest) guest.Budget {
-		n, _ := strconv.ParseInt(r.Labels["procs"], 10, 64)
+		procs, _ := r.Labels.Get("procs")
+		n, _ := strconv.ParseInt(procs, 10, 64)
 		return guest.Budget{MaxProcesses: n}
 	})
 }

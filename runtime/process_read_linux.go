@@ -52,75 +52,84 @@ func (p *Process) readOutput(o output, stop *stopper) {
 // errIdle ends readHot when the output went quiet.
 var errIdle = errors.New("idle")
 
-// readHot reads fd while it has data, waiting in poll(2). It returns errIdle after
+// readHot reads fd while it has data, waiting in ppoll(2). It returns errIdle after
 // hotWait without data; any other return means the output ended or was stopped.
 //
-// While data flows it wakes subscribers once per wakeBatch bytes, or when the output
-// pauses for wakeDelay, instead of once per read: a PTY read returns at most 4 KiB, and
-// waking a subscriber goroutine for each costs more CPU than the read itself.
+// Subscribers are woken at once for small output (an echo, a prompt, a short command's
+// output), however often it comes, so interactive use costs no added latency. Bulk
+// output wakes them at most once per wakeDelay, or per wakeBatch bytes, instead of once
+// per read: a PTY read returns at most 4 KiB, and waking a subscriber goroutine for
+// each costs more CPU than the read itself.
 func (p *Process) readHot(fd int, stop *stopper, stream Stream, buf []byte) error {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stop.fd), Events: unix.POLLIN}}
-	pending := 0 // bytes in the ring that subscribers were not woken for
+	pending := 0           // bytes in the ring that subscribers were not woken for
+	var lastWake time.Time // zero: long ago, so the first output is not held back
+	wake := func() {
+		pending = 0
+		lastWake = time.Now()
+		p.ring.wake()
+	}
 	defer func() {
 		if pending > 0 {
 			p.ring.wake()
 		}
 	}()
+	add := func(n int) {
+		pending += n
+		full := pending >= wakeBatch
+		if full {
+			pending = 0
+			lastWake = time.Now()
+		}
+		p.ring.append(stream, buf[:n], full)
+	}
 	for {
 		// Read first: a fast producer has usually written more by now.
-		if n, err := readRetry(fd, buf); n > 0 {
-			pending += n
-			wake := pending >= wakeBatch
-			if wake {
-				pending = 0
-			}
-			p.ring.append(stream, buf[:n], wake)
+		n, err := readRetry(fd, buf)
+		if n > 0 {
+			add(n)
 			continue
-		} else if !errors.Is(err, unix.EAGAIN) {
+		}
+		if !errors.Is(err, unix.EAGAIN) {
 			return errEnded
 		}
+		// Nothing to read right now. Wake subscribers, unless this is bulk output and
+		// they were woken very recently: then hold the wake-up for the rest of wakeDelay.
 		wait := hotWait
 		if pending > 0 {
-			wait = wakeDelay
+			if since := time.Since(lastWake); pending < smallOutput || since >= wakeDelay {
+				wake()
+			} else {
+				wait = wakeDelay - since
+			}
 		}
 		fds[0].Revents, fds[1].Revents = 0, 0
-		k, err := unix.Poll(fds, int(wait/time.Millisecond))
+		ts := unix.NsecToTimespec(int64(wait))
+		k, err := unix.Ppoll(fds, &ts, nil)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return err
 		case k == 0 && pending > 0:
-			pending = 0
-			p.ring.wake()
+			wake()
 			continue
 		case k == 0:
 			return errIdle
 		case fds[1].Revents != 0:
 			return errStopped
 		}
-		n, err := readRetry(fd, buf)
-		if n > 0 {
-			pending += n
-			wake := pending >= wakeBatch
-			if wake {
-				pending = 0
-			}
-			p.ring.append(stream, buf[:n], wake)
-			continue
-		}
-		if errors.Is(err, unix.EAGAIN) {
-			continue
-		}
-		return errEnded
 	}
 }
 
 const (
 	// wakeBatch is the most output readHot adds before it wakes subscribers.
 	wakeBatch = 32 << 10
-	// wakeDelay is the longest readHot holds back a wake-up while output flows.
+	// wakeDelay is the longest readHot holds back a wake-up while bulk output flows.
 	wakeDelay = time.Millisecond
+	// smallOutput is the most output that counts as interactive: it wakes subscribers
+	// at once. A bulk PTY stream arrives in reads of about 4 KiB.
+	smallOutput = 2 << 10
 )
 
 var (

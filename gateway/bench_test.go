@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -201,6 +202,9 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-echo-p50-µs")
 	b.ReportMetric(float64(p50(ours).Microseconds()), "ws-echo-p50-µs")
 	b.ReportMetric(float64((p50(ours) - p50(raw)).Microseconds()), "added-p50-µs")
+	// Context: one WebSocket message round trip on loopback with no PTY or process,
+	// the transport's share of the added time.
+	b.ReportMetric(float64(p50(wsRoundTrips(b, rounds)).Microseconds()), "bare-ws-rtt-p50-µs")
 
 	// Enter → command output, through a shell on the same terminal path.
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/bench/terminals/enter", map[string]any{})
@@ -275,4 +279,40 @@ func BenchmarkExecWithGuardPlugin(b *testing.B) {
 	b.ReportMetric(float64(p50(without).Microseconds()), "plain-p50-µs")
 	b.ReportMetric(float64(p50(with).Microseconds()), "guard-p50-µs")
 	b.ReportMetric(float64(p50(with))/float64(p50(without)), "p50-ratio")
+}
+
+// wsRoundTrips measures a bare WebSocket echo on loopback with coder/websocket.
+func wsRoundTrips(tb testing.TB, rounds int) []time.Duration {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			typ, data, err := c.Read(r.Context())
+			if err != nil || c.Write(r.Context(), typ, data) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.CloseNow()
+	out := make([]time.Duration, 0, rounds)
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		if err := c.Write(ctx, websocket.MessageBinary, []byte("a")); err != nil {
+			tb.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
 }

@@ -14,9 +14,10 @@ const hotWait = 20 * time.Millisecond
 // readOutput copies one output of p into the ring until EOF or error: EIO on a PTY
 // master once every holder of the slave is gone, or a stop from drain.
 //
-// An idle output waits on Go's netpoller and costs no thread. Once data flows, the
-// reader waits in poll(2) on the fd (and stop) instead, so the kernel wakes it
-// directly: through the netpoller each chunk costs an extra EAGAIN read and a handoff
+// An idle or interactive output waits on Go's netpoller, which costs no thread and
+// wakes the reader fastest for a small read (an echo). Once bulk data flows (a read of
+// smallOutput or more), the reader waits in poll(2) on the fd (and stop) instead, so
+// the kernel wakes it directly: through the netpoller each chunk costs an extra EAGAIN read and a handoff
 // between threads, and a PTY (whose reads return at most 4 KiB) stalls its writer
 // while the reader is slow to come back; see BENCHMARKS-runtime-proc.md for the
 // measurements. After hotWait without data it goes back to the netpoller.
@@ -39,6 +40,9 @@ func (p *Process) readOutput(o output, stop *stopper) {
 		}
 		if err != nil || n <= 0 {
 			return // io.EOF (n == 0), EIO, or the drain deadline
+		}
+		if n < smallOutput {
+			continue // interactive output: the netpoller wakes us fastest
 		}
 		// Hot: wait in poll(2) while output keeps coming.
 		var hotErr error

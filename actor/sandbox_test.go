@@ -57,11 +57,8 @@ func TestExecAndBudgets(t *testing.T) {
 			res, err := n.Exec(ctx, "ex", tc.o)
 			must(t, err)
 			if tc.timedOut {
-				// The clamp is what this checks: killed at ~300ms, not after 5s. The
-				// runtime can report a timeout kill as SIGKILL (137) under load: it
-				// sets TimedOut after signalling (runtime/exec.go), a race reported
-				// to rt-proc.
-				if res.Duration > 3*time.Second || (!res.TimedOut && res.ExitCode != 137) {
+				// The clamp is what this checks: killed at ~300ms, not after 5s.
+				if res.Duration > 3*time.Second || !res.TimedOut || res.ExitCode != 124 {
 					t.Fatalf("res = %+v", res)
 				}
 				return

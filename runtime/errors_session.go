@@ -5,7 +5,7 @@ import (
 	"io/fs"
 )
 
-// Errors of sessions and workspace files (the rt-proc errors are in errors.go).
+// Errors of sessions and workspace files (process errors are in errors.go).
 var (
 	// ErrSessionDead is returned by Session.Exec once the session's shell is gone: a
 	// command timed out, the shell exited, or the session was closed. The returned

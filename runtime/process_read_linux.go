@@ -19,7 +19,7 @@ const hotWait = 20 * time.Millisecond
 // smallOutput or more), the reader waits in poll(2) on the fd (and stop) instead, so
 // the kernel wakes it directly: through the netpoller each chunk costs an extra EAGAIN read and a handoff
 // between threads, and a PTY (whose reads return at most 4 KiB) stalls its writer
-// while the reader is slow to come back; see BENCHMARKS-runtime-proc.md for the
+// while the reader is slow to come back; see BENCHMARKS.md ("Runtime: exec, processes, PTY output") for the
 // measurements. After hotWait without data it goes back to the netpoller.
 func (p *Process) readOutput(o output, stop *stopper) {
 	sc, err := o.f.SyscallConn()

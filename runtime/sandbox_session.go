@@ -8,9 +8,7 @@ import (
 // NewSession starts a persistent bash session in the sandbox: in the workspace (or
 // o.Cwd) with the sandbox env overlaid with o.Env, or from o.Snapshot. Sandbox.Close
 // closes it; so does Session.Close. After Sandbox.Close it returns ErrClosed.
-//
-// A thin wrapper over newSession (rt-sess owns sessions), added by the actor branch
-// following INTEGRATION-rt-sess.md.
+// A closed session unregisters itself, so a long-lived sandbox holds nothing for it.
 func (s *Sandbox) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
 	s.mu.Lock()
 	closed := s.closed

@@ -88,7 +88,7 @@ type sessionConfig struct {
 	OutputLimit int
 	// TempDir is where the session's private directory (command file and FIFOs) is
 	// made; "" is /dev/shm when usable (a tmpfs: making FIFOs there is several times
-	// cheaper than on a disk file system, see BENCHMARKS-runtime-sess.md), else
+	// cheaper than on a disk file system, see BENCHMARKS.md, "Runtime: shell sessions"), else
 	// os.TempDir().
 	TempDir string
 }

@@ -5,8 +5,8 @@
 // # Layout
 //
 // main.go dispatches on the first argument; each subcommand lives in its own cmd_*.go
-// file and only parses flags, calls the SDK and prints. serve.go belongs to the
-// gateway's integrator.
+// file and only parses flags, calls the SDK and prints; serve.go parses serve's flags
+// and runs a gateway.Server.
 //
 // # Exit codes
 //

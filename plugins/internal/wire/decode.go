@@ -75,7 +75,7 @@ func (d *decoder) count(limit int) int {
 func (d *decoder) string() string {
 	var n int
 	// Inline one-byte length: every non-inlined call is costly in Go compiled to Wasm
-	// with termination checks on (see BENCHMARKS-plugins.md).
+	// with termination checks on (see BENCHMARKS.md, "Policy plugins").
 	if d.err == nil && d.off < len(d.b) && d.b[d.off] < 0x80 {
 		n = int(d.b[d.off])
 		d.off++

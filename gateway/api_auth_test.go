@@ -54,6 +54,10 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 	if r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
 		t.Fatalf("unknown route: %d %s", r.status, r.body)
 	}
+	r = ts.do("PATCH", "/v1/sandboxes", nil)
+	if r.status != http.StatusMethodNotAllowed || r.errorCode(t) != codeInvalidArgument || r.header.Get("Allow") != "GET, POST" {
+		t.Fatalf("wrong method: %d %s allow %q", r.status, r.body, r.header.Get("Allow"))
+	}
 	ts.sandbox("m1")
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
 	r = ts.do("GET", "/metrics", nil)

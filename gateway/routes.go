@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sandgate/sandgate/runtime"
@@ -176,8 +177,24 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// unknownRoute answers a request no route matched: 405 with Allow when the path is
+// served under other methods (the contract has no code for it, so invalid_argument),
+// else 404.
 func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) error {
-	return notFound("no route for %s %s", r.Method, r.URL.Path)
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		return notFound("no route for %s %s", r.Method, r.URL.Path)
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	return errorf(http.StatusMethodNotAllowed, codeInvalidArgument, "method %s is not allowed on %s (allowed: %s)",
+		r.Method, r.URL.Path, strings.Join(allowed, ", "))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {

@@ -8,13 +8,37 @@ import (
 	"github.com/sandgate/sandgate/runtime"
 )
 
-type execRequest struct {
+// commandFields are the fields exec and process creation share.
+type commandFields struct {
 	Command   *string           `json:"command"`
 	Argv      []string          `json:"argv"`
 	Cwd       string            `json:"cwd"`
 	Env       map[string]string `json:"env"`
 	TimeoutMs *int64            `json:"timeout_ms"`
-	Stdin     *string           `json:"stdin"`
+}
+
+// check validates the fields and returns the argv a routing policy sees and the timeout.
+func (c commandFields) check() (argv []string, timeout time.Duration, err error) {
+	if argv, err = commandOf(c.Command, c.Argv); err != nil {
+		return nil, 0, err
+	}
+	if timeout, err = durationMs("timeout_ms", c.TimeoutMs); err != nil {
+		return nil, 0, err
+	}
+	return argv, timeout, validateEnv(c.Env)
+}
+
+// shell is the command string, or "" for an argv.
+func (c commandFields) shell() string {
+	if c.Command == nil {
+		return ""
+	}
+	return *c.Command
+}
+
+type execRequest struct {
+	commandFields
+	Stdin *string `json:"stdin"`
 }
 
 // commandOf checks that exactly one of command and argv is given and returns the argv
@@ -52,24 +76,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	command, err := commandOf(req.Command, req.Argv)
+	command, timeout, err := req.check()
 	if err != nil {
-		return err
-	}
-	timeout, err := durationMs("timeout_ms", req.TimeoutMs)
-	if err != nil {
-		return err
-	}
-	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
 	if err := s.checkRoute(r, "POST "+sbPath+"/exec", nil, command); err != nil {
 		return err
 	}
-	opts := runtime.ExecOptions{Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Timeout: timeout}
-	if req.Command != nil {
-		opts.Command = *req.Command
-	}
+	opts := runtime.ExecOptions{Command: req.shell(), Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Timeout: timeout}
 	if req.Stdin != nil {
 		opts.Stdin = []byte(*req.Stdin)
 	}

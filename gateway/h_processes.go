@@ -21,16 +21,12 @@ type ptyRequest struct {
 }
 
 type createProcessRequest struct {
-	Command   *string           `json:"command"`
-	Argv      []string          `json:"argv"`
-	Cwd       string            `json:"cwd"`
-	Env       map[string]string `json:"env"`
-	PTY       *ptyRequest       `json:"pty"`
-	Tag       string            `json:"tag"`
-	Label     string            `json:"label"`
-	Session   string            `json:"session"`
-	TimeoutMs *int64            `json:"timeout_ms"`
-	KeepMs    *int64            `json:"keep_ms"`
+	commandFields
+	PTY     *ptyRequest `json:"pty"`
+	Tag     string      `json:"tag"`
+	Label   string      `json:"label"`
+	Session string      `json:"session"`
+	KeepMs  *int64      `json:"keep_ms"`
 }
 
 func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
@@ -38,19 +34,12 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	command, err := commandOf(req.Command, req.Argv)
-	if err != nil {
-		return err
-	}
-	timeout, err := durationMs("timeout_ms", req.TimeoutMs)
+	command, timeout, err := req.check()
 	if err != nil {
 		return err
 	}
 	keep, err := durationMs("keep_ms", req.KeepMs)
 	if err != nil {
-		return err
-	}
-	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
 	if req.Session != "" && !runtime.ValidID(req.Session) {
@@ -60,11 +49,8 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := runtime.StartOptions{
-		Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Tag: req.Tag, Label: req.Label,
+		Command: req.shell(), Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Tag: req.Tag, Label: req.Label,
 		Session: req.Session, Timeout: timeout, Keep: keep,
-	}
-	if req.Command != nil {
-		opts.Command = *req.Command
 	}
 	if req.PTY != nil {
 		size, err := winSize(req.PTY.Cols, req.PTY.Rows, true)

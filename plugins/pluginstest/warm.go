@@ -3,9 +3,11 @@ package pluginstest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 
 	"github.com/tetratelabs/wazero"
 )
@@ -53,4 +55,24 @@ func compile(cacheDir, path string) error {
 	defer rt.Close(ctx)
 	_, err = rt.CompileModule(ctx, bin)
 	return err
+}
+
+// RunWithPlugin is a TestMain for a Go plugin's own tests: it builds the plugin in
+// pkgDir, warms the compilation cache with it, stores the .wasm path in *wasm, runs the
+// tests and exits with their status.
+func RunWithPlugin(m *testing.M, pkgDir string, wasm *string) {
+	b, err := NewBuilder()
+	if err == nil {
+		err = Warm(b, CacheDir(), pkgDir)
+	}
+	if err == nil {
+		*wasm, err = b.Go(pkgDir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = b.Close()
+	os.Exit(code)
 }

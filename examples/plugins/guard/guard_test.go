@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -13,22 +11,7 @@ import (
 
 var wasm string
 
-func TestMain(m *testing.M) {
-	b, err := pluginstest.NewBuilder()
-	if err == nil {
-		err = pluginstest.Warm(b, pluginstest.CacheDir(), ".")
-	}
-	if err == nil {
-		wasm, err = b.Go(".")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = b.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pluginstest.RunWithPlugin(m, ".", &wasm) }
 
 func newHost(t *testing.T, config string) *plugins.Host {
 	t.Helper()

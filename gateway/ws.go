@@ -69,40 +69,70 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 // attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
 // binary frames, JSON control in text frames. The writer pulls from the process's ring
 // at its own pace, so a slow client never blocks the process or other clients.
+//
+// The handler returns once the connection is upgraded: net/http's goroutine for it,
+// whose stack grew deep during the upgrade, ends there. Two fresh goroutines carry the
+// connection (one reads the client, one follows the output); the server owns them and
+// Shutdown stops and waits for them.
 func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool) error {
 	release, err := s.node.Attach(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
-	defer release()
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
+		release()
 		return nil // Accept has answered the client (bad handshake or origin)
 	}
-	defer conn.CloseNow()
 	conn.SetReadLimit(1 << 20)
-	s.metrics.wsClients.Inc()
-	defer s.metrics.wsClients.Dec()
-
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
 	start := startOffset(p, from, given)
 	sub := p.Subscribe(start)
-	defer sub.Close()
+	end := func() {
+		sub.Close()
+		conn.CloseNow()
+		release()
+	}
 
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		conn.Close(websocket.StatusServiceRestart, "server shutting down")
+		end()
+		return nil
+	}
+	s.bg.Add(2)
+	s.mu.Unlock()
+
+	s.metrics.wsClients.Inc()
+	ctx, cancel := context.WithCancel(s.streamCtx)
 	readerDone := make(chan struct{})
 	go func() {
+		defer s.bg.Done()
 		defer close(readerDone)
 		defer cancel()
 		s.readWS(ctx, conn, p)
 	}()
-	defer func() { cancel(); <-readerDone }()
+	go func() {
+		defer s.bg.Done()
+		defer func() {
+			cancel()
+			<-readerDone
+			end()
+			s.metrics.wsClients.Dec()
+		}()
+		s.pumpWS(ctx, conn, sub, start)
+	}()
+	return nil
+}
 
+// pumpWS sends the ready message, then output, gaps and the exit, until the stream ends,
+// the client goes away or the server shuts down.
+func (s *Server) pumpWS(ctx context.Context, conn *websocket.Conn, sub *runtime.Subscription, start int64) {
 	if err := writeControl(ctx, conn, wsControl{Type: "ready", Offset: &start}); err != nil {
-		return nil
+		return
 	}
 	for {
 		ev, err := sub.Next(ctx)
@@ -110,17 +140,17 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 			if s.streamCtx.Err() != nil {
 				conn.Close(websocket.StatusServiceRestart, "server shutting down")
 			}
-			return nil
+			return
 		}
 		if err := s.writeWSEvent(ctx, conn, ev); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				conn.Close(websocket.StatusTryAgainLater, "client too slow")
 			}
-			return nil
+			return
 		}
 		if ev.Kind == runtime.EventExit {
 			conn.Close(websocket.StatusNormalClosure, "")
-			return nil
+			return
 		}
 	}
 }

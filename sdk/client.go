@@ -183,5 +183,3 @@ func sbPath(sb string, rest ...string) []string {
 	return append([]string{"v1", "sandboxes", sb}, rest...)
 }
 
-// itoa formats an int64 for a query string.
-func itoa(n int64) string { return fmt.Sprint(n) }

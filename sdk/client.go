@@ -182,4 +182,3 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 func sbPath(sb string, rest ...string) []string {
 	return append([]string{"v1", "sandboxes", sb}, rest...)
 }
-

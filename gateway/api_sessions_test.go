@@ -42,14 +42,19 @@ func TestSessions(t *testing.T) {
 
 	// Commands on one session run in arrival order; concurrent callers all get answers.
 	var wg sync.WaitGroup
-	for i := 0; i < 5; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ts.do("POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "true"})
-		}()
+	statuses := make([]int, 5)
+	for i := range statuses {
+		wg.Go(func() {
+			r, _ := ts.send(testToken, "POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "true"})
+			statuses[i] = r.status
+		})
 	}
 	wg.Wait()
+	for _, st := range statuses {
+		if st != http.StatusOK {
+			t.Fatalf("concurrent session exec statuses %v", statuses)
+		}
+	}
 
 	res = exec("exit 3")
 	if res.ExitCode != 3 {

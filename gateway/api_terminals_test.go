@@ -21,7 +21,8 @@ func TestTerminals(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = ts.do("PUT", "/v1/sandboxes/t1/terminals/main", map[string]any{"cols": 100, "rows": 30}).status
+			r, _ := ts.send(testToken, "PUT", "/v1/sandboxes/t1/terminals/main", map[string]any{"cols": 100, "rows": 30})
+			statuses[i] = r.status
 		}()
 	}
 	wg.Wait()

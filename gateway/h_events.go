@@ -83,41 +83,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	defer s.metrics.sseClients.Dec()
 	sse := newSSEWriter(w)
 
-	events := make(chan actor.Event)
-	go func() {
-		defer close(events)
-		for {
-			ev, err := sub.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	heartbeat := time.NewTicker(sseHeartbeat)
-	defer heartbeat.Stop()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return nil
-			}
-			b, _ := json.Marshal(renderEvent(ev))
-			if err := sse.Event("", strconv.FormatUint(ev.Seq, 10), b); err != nil {
-				return nil
-			}
-		case <-heartbeat.C:
-			if err := sse.Comment("heartbeat"); err != nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	pumpSSE(ctx, sse, sub.Next, func(ev actor.Event) error {
+		b, _ := json.Marshal(renderEvent(ev))
+		return sse.Event("", strconv.FormatUint(ev.Seq, 10), b)
+	})
+	return nil
 }
 
 type postEventRequest struct {

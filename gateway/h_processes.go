@@ -308,47 +308,13 @@ func startOffset(p *runtime.Process, from int64, given bool) int64 {
 }
 
 func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime.Subscription) error {
-	events := make(chan runtime.Event)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(events)
-		for {
-			ev, err := sub.Next(ctx)
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-				errc <- ctx.Err()
-				return
-			}
+	pumpSSE(ctx, sse, sub.Next, func(ev runtime.Event) error {
+		if ev.Kind == runtime.EventOutput {
+			s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
 		}
-	}()
-	heartbeat := time.NewTicker(sseHeartbeat)
-	defer heartbeat.Stop()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				<-errc
-				return nil // exit sent (io.EOF) or the client/server went away
-			}
-			if err := writeOutputEvent(sse, ev); err != nil {
-				return nil
-			}
-			if ev.Kind == runtime.EventOutput {
-				s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
-			}
-		case <-heartbeat.C:
-			if err := sse.Comment("heartbeat"); err != nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return nil
-		}
-	}
+		return writeOutputEvent(sse, ev)
+	})
+	return nil // the exit was sent, or the client or server went away
 }
 
 func writeOutputEvent(sse *sseWriter, ev runtime.Event) error {

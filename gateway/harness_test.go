@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -107,6 +108,16 @@ func (ts *testServer) do(method, path string, body any) response {
 
 func (ts *testServer) doToken(token, method, path string, body any) response {
 	ts.t.Helper()
+	r, err := ts.send(token, method, path, body)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return r
+}
+
+// send is doToken for goroutines other than the test's: it returns errors instead of
+// failing the test, since t.Fatal must be called from the test goroutine.
+func (ts *testServer) send(token, method, path string, body any) (response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -117,27 +128,27 @@ func (ts *testServer) doToken(token, method, path string, body any) response {
 	default:
 		enc, err := json.Marshal(b)
 		if err != nil {
-			ts.t.Fatal(err)
+			return response{}, err
 		}
 		rd = bytes.NewReader(enc)
 	}
 	req, err := http.NewRequest(method, ts.url+path, rd)
 	if err != nil {
-		ts.t.Fatal(err)
+		return response{}, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := ts.client.Do(req)
 	if err != nil {
-		ts.t.Fatalf("%s %s: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		ts.t.Fatalf("%s %s: read body: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // must sends a request and fails the test unless the status is want.

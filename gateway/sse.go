@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,4 +88,47 @@ func resumePoint(r *http.Request, param string) (value int64, given bool, err er
 		return 0, false, badRequest("%s must be a non-negative integer, not %q", param, raw)
 	}
 	return v, true, nil
+}
+
+// pumpSSE sends what next yields through write until next fails (the stream ended),
+// write fails (the client went away) or ctx ends, with a heartbeat comment whenever the
+// stream is quiet for sseHeartbeat. next blocks, so it runs on a goroutine of its own,
+// which pumpSSE stops and waits for before it returns; next must return once its ctx
+// ends.
+func pumpSSE[T any](ctx context.Context, sse *sseWriter, next func(context.Context) (T, error), write func(T) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	items := make(chan T)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(items)
+		for {
+			v, err := next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case items <- v:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	heartbeat := time.NewTicker(sseHeartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case v, ok := <-items:
+			if !ok || write(v) != nil {
+				return
+			}
+		case <-heartbeat.C:
+			if sse.Comment("heartbeat") != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }

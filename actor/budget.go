@@ -28,6 +28,10 @@ func DefaultBudget() Budget {
 	}
 }
 
+// WithDefaults returns b with its zero fields taken from DefaultBudget: the operator's
+// limits as Open fills them.
+func (b Budget) WithDefaults() Budget { return b.fill(DefaultBudget()) }
+
 // fill returns b with zero (or negative) fields taken from d.
 func (b Budget) fill(d Budget) Budget {
 	if b.IdleTTL <= 0 {

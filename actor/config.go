@@ -79,7 +79,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.NodeID == "" {
 		cfg.NodeID, _ = os.Hostname()
 	}
-	cfg.Limits = cfg.Limits.fill(DefaultBudget())
+	cfg.Limits = cfg.Limits.WithDefaults()
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultPolicy(cfg.Limits)
 	}

@@ -269,22 +269,7 @@ func openPolicy(ctx context.Context, c *Config, reloads chan<- uint64) (*plugins
 	if c.PolicyFile == "" {
 		return nil, nil
 	}
-	limits := actor.DefaultBudget()
-	if c.Limits.IdleTTL > 0 {
-		limits.IdleTTL = c.Limits.IdleTTL
-	}
-	if c.Limits.MaxDuration > 0 {
-		limits.MaxDuration = c.Limits.MaxDuration
-	}
-	if c.Limits.MaxProcesses > 0 {
-		limits.MaxProcesses = c.Limits.MaxProcesses
-	}
-	if c.Limits.MaxExecTimeout > 0 {
-		limits.MaxExecTimeout = c.Limits.MaxExecTimeout
-	}
-	if c.Limits.OutputBufferBytes > 0 {
-		limits.OutputBufferBytes = c.Limits.OutputBufferBytes
-	}
+	limits := c.Limits.WithDefaults()
 	pb := toPluginBudget(limits)
 	host, err := plugins.New(ctx, &plugins.Config{
 		Path:          c.PolicyFile,

@@ -59,8 +59,9 @@ func (c *Client) PostEvent(ctx context.Context, sb, typ string, data any) (int64
 
 // Message is a message queued for a sandbox's worker.
 type Message struct {
-	ID   string          `json:"id"`
-	Data json.RawMessage `json:"data"`
+	ID        string          `json:"id"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // TakeMessagesOptions tunes [Client.TakeMessages].

@@ -253,9 +253,9 @@ func TestRoutes(t *testing.T) {
 			}},
 		{"take messages", func(c *Client) (result, error) {
 			return c.TakeMessages(ctx, "dev1", &TakeMessagesOptions{WaitMS: 2000, Max: 5})
-		}, "GET", "/v1/sandboxes/dev1/messages", "max=5&wait_ms=2000", "", 200, `{"messages":[{"id":"m1","data":{"do":"x"}}]}`,
+		}, "GET", "/v1/sandboxes/dev1/messages", "max=5&wait_ms=2000", "", 200, `{"messages":[{"id":"m1","data":{"do":"x"},"created_at":"2026-11-22T02:00:00Z"}]}`,
 			func(t *testing.T, r result) {
-				if m := r.([]Message); len(m) != 1 || m[0].ID != "m1" {
+				if m := r.([]Message); len(m) != 1 || m[0].ID != "m1" || m[0].CreatedAt.IsZero() {
 					t.Errorf("got %+v", m)
 				}
 			}},

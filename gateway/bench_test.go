@@ -148,17 +148,16 @@ func BenchmarkPTYToWebSocket(b *testing.B) {
 	b.ReportMetric(ourRate/rawRate, "throughput-ratio")
 }
 
-// rawEcho measures a byte written to a PTY running cat coming back (the tty echo).
-func rawEcho(tb testing.TB, rounds int) []time.Duration {
+// rawEchoer returns a function that times one byte written to a PTY running cat
+// coming back (the tty echo), and a function that ends cat.
+func rawEchoer(tb testing.TB) (round func() time.Duration, stop func()) {
 	c := exec.Command("cat")
 	f, err := pty.Start(c)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer func() { _ = c.Process.Kill(); _ = c.Wait(); f.Close() }()
 	buf := make([]byte, 4096)
-	var out []time.Duration
-	for i := 0; i < rounds; i++ {
+	round = func() time.Duration {
 		start := time.Now()
 		if _, err := f.Write([]byte("a")); err != nil {
 			tb.Fatal(err)
@@ -166,9 +165,9 @@ func rawEcho(tb testing.TB, rounds int) []time.Duration {
 		if _, err := f.Read(buf); err != nil {
 			tb.Fatal(err)
 		}
-		out = append(out, time.Since(start))
+		return time.Since(start)
 	}
-	return out
+	return round, func() { _ = c.Process.Kill(); _ = c.Wait(); f.Close() }
 }
 
 func BenchmarkKeystrokeEcho(b *testing.B) {
@@ -179,11 +178,14 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 		map[string]any{"command": "cat", "pty": map[string]int{"cols": 80, "rows": 24}}).json(b, &p)
 	c := ts.dialWS("/v1/sandboxes/bench/processes/" + p.ID + "/ws")
 	c.readUntil(b, 10*time.Second, func(c *wsClient) bool { return c.control("ready") != nil })
+	// Raw and WebSocket rounds alternate, so both see the same machine load.
 	const rounds = 500
-	raw := rawEcho(b, rounds)
+	rawRound, stopRaw := rawEchoer(b)
+	defer stopRaw()
 	ctx := context.Background()
-	var ours []time.Duration
+	var raw, ours []time.Duration
 	for i := 0; i < rounds; i++ {
+		raw = append(raw, rawRound())
 		start := time.Now()
 		if err := c.conn.Write(ctx, websocket.MessageBinary, []byte("a")); err != nil {
 			b.Fatal(err)

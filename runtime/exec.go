@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -88,11 +87,11 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if err != nil {
 		return notStarted(argv[0], err, begin)
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		return ExecResult{}, err
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
@@ -130,15 +129,13 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	defer stop()
 
 	stdout, stderr := capBuffer{limit: limit}, capBuffer{limit: limit}
-	var readers sync.WaitGroup
-	readers.Go(func() { stdout.readFrom(outR) })
-	readers.Go(func() { stderr.readFrom(errR) })
+	readers := goAll(func() { stdout.readFrom(outR) }, func() { stderr.readFrom(errR) })
 
 	waitErr := waitExited(cmd.Process.Pid)
 	g.finish()                 // kill what the command left behind, before the pid can be recycled
 	cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
 	_ = cmd.Wait()
-	drain(&readers, nil, outR, errR)
+	drain(readers, nil, outR, errR)
 	outR.Close()
 	errR.Close()
 	state := cmd.ProcessState
@@ -188,10 +185,14 @@ func (s *Sandbox) leaveExec(g *procGroup) {
 }
 
 // drain waits for the readers of files to reach EOF, for at most drainBound; then it
-// calls stop (if not nil) and makes their reads fail so they return.
-func drain(readers *sync.WaitGroup, stop func(), files ...*os.File) {
-	done := make(chan struct{})
-	go func() { readers.Wait(); close(done) }()
+// calls stop (if not nil) and makes their reads fail so they return. done is closed
+// when the readers are finished.
+func drain(done <-chan struct{}, stop func(), files ...*os.File) {
+	select {
+	case <-done: // the usual case: the tree is dead and the pipes are at EOF
+		return
+	default:
+	}
 	t := time.NewTimer(drainBound)
 	defer t.Stop()
 	select {
@@ -206,6 +207,27 @@ func drain(readers *sync.WaitGroup, stop func(), files ...*os.File) {
 		_ = f.SetReadDeadline(time.Now())
 	}
 	<-done
+}
+
+// goAll runs each of fns on a goroutine of its own and returns a channel that is closed
+// once all of them have returned.
+func goAll(fns ...func()) <-chan struct{} {
+	done := make(chan struct{})
+	if len(fns) == 0 {
+		close(done)
+		return done
+	}
+	var left atomic.Int32
+	left.Store(int32(len(fns)))
+	for _, f := range fns {
+		go func() {
+			f()
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+		}()
+	}
+	return done
 }
 
 // notStarted turns a failure to start argv0 into the result a shell would give.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -202,13 +201,14 @@ func pipes(n int) ([]*os.File, error) {
 // counted in s.wg.
 func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Duration) {
 	defer p.sb.wg.Done()
-	var readers sync.WaitGroup
 	files := make([]*os.File, len(outputs))
+	fns := make([]func(), len(outputs))
 	stop := newStopper()
 	for i, o := range outputs {
 		files[i] = o.f
-		readers.Go(func() { p.readOutput(o, stop) })
+		fns[i] = func() { p.readOutput(o, stop) }
 	}
+	readers := goAll(fns...)
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() { _ = p.g.signal(syscall.SIGKILL) })
 		defer t.Stop()
@@ -220,7 +220,7 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 	}
 	cmd.WaitDelay = drainBound
 	_ = cmd.Wait()
-	drain(&readers, stop.stop, files...)
+	drain(readers, stop.stop, files...)
 	stop.close()
 	closeAll(files...)
 	st := ExitStatus{Code: -1} // unknown: only if the wait itself failed

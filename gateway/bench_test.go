@@ -36,8 +36,22 @@ func BenchmarkExecTrue(b *testing.B) {
 	ts := newTestServer(b, nil)
 	ts.sandbox("bench")
 	body := `{"argv":["true"]}`
+	// Context: the floor of any net/http server on this machine, a bare handler that
+	// runs the same os/exec (output captured, as ours) behind the same kind of client.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		var stdout, stderr bytes.Buffer
+		c := exec.Command("true")
+		c.Stdout, c.Stderr = &stdout, &stderr
+		_ = c.Run()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"exit_code":0,"stdout":"","stderr":""}`)
+	}))
+	defer bare.Close()
+	bareClient := &http.Client{Transport: &http.Transport{}}
+	defer bareClient.CloseIdleConnections()
 	const rounds = 300
-	var raw, ours []time.Duration
+	var raw, ours, bares []time.Duration
 	for i := 0; i < rounds; i++ {
 		start := time.Now()
 		if err := exec.Command("true").Run(); err != nil {
@@ -47,10 +61,19 @@ func BenchmarkExecTrue(b *testing.B) {
 		start = time.Now()
 		ts.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
 		ours = append(ours, time.Since(start))
+		start = time.Now()
+		resp, err := bareClient.Post(bare.URL, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		bares = append(bares, time.Since(start))
 	}
 	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-p50-µs")
 	b.ReportMetric(float64(p50(ours).Microseconds()), "http-p50-µs")
 	b.ReportMetric(float64(p50(ours))/float64(p50(raw)), "p50-ratio")
+	b.ReportMetric(float64(p50(bares))/float64(p50(raw)), "bare-net/http-p50-ratio")
 
 	// Throughput: short phases of 8 concurrent clients, raw and ours alternating, so a
 	// change in the machine's load hits both alike.

@@ -193,7 +193,7 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 		return false, nil // built-in policy
 	}
 	defer g.unref()
-	if !br.allow(h.cfg.Now()) {
+	if !br.allow(h.cfg.Now) {
 		return false, h.fail(hs, hook, ErrBreakerOpen, nil)
 	}
 	ctx, cancel := context.WithTimeout(parent, h.cfg.CallTimeout)
@@ -208,18 +208,18 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 	}
 	if !has(in) {
 		g.release(in, false)
-		br.record(h.cfg.Now(), true)
+		br.record(true, h.cfg.Now)
 		return false, nil
 	}
 	err = call(ctx, in)
 	g.release(in, err != nil)
 	if err == nil {
-		br.record(h.cfg.Now(), true)
+		br.record(true, h.cfg.Now)
 		return true, nil
 	}
 	kind := kindOf(err)
 	if kind != ErrCanceled {
-		br.record(h.cfg.Now(), false)
+		br.record(false, h.cfg.Now)
 	}
 	return false, h.fail(hs, hook, kind, err)
 }

@@ -23,6 +23,8 @@
 //     pool (waiting at most until the call's deadline, Config.CallTimeout, 20 ms).
 //  2. It encodes the request straight into the instance's request buffer, makes one
 //     Wasm call under the deadline with close-on-context-done, and decodes the answer.
+//     The deadline is a timer each instance keeps and re-arms (callctx.go), not a
+//     context.WithTimeout per call.
 //  3. An instance that trapped, timed out or answered garbage is closed, never reused;
 //     one past RecycleAfterCalls or RecycleMemoryBytes is recycled. A goroutine of the
 //     module's own refills the pool off the request path.

@@ -196,9 +196,7 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 	if !br.allow(h.cfg.Now) {
 		return false, h.fail(hs, hook, ErrBreakerOpen, nil)
 	}
-	ctx, cancel := context.WithTimeout(parent, h.cfg.CallTimeout)
-	defer cancel()
-	in, err := g.acquire(ctx)
+	in, timeout, err := g.acquire(parent)
 	if err != nil {
 		// A full pool is overload, not a broken plugin: the breaker does not count it.
 		if parent.Err() != nil {
@@ -211,7 +209,11 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 		br.record(true, h.cfg.Now)
 		return false, nil
 	}
-	err = call(ctx, in)
+	in.ctx.start(parent, timeout)
+	err = call(in.ctx, in)
+	if !in.ctx.stop() && err == nil {
+		err = classify(in.ctx, errLate) // overran: the instance is closing
+	}
 	g.release(in, err != nil)
 	if err == nil {
 		br.record(true, h.cfg.Now)

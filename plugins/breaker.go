@@ -23,19 +23,22 @@ func (b *breaker) init(threshold int, cooldown time.Duration) {
 	b.threshold, b.cooldown = int64(threshold), int64(cooldown)
 }
 
-func (b *breaker) allow(now time.Time) bool {
+// allow reports whether a call may go through. It reads the clock only when the breaker
+// is open: time.Now costs ~70 ns on our VMs, a noticeable part of a decision.
+func (b *breaker) allow(now func() time.Time) bool {
 	until := b.openUntil.Load()
 	if until == 0 {
 		return true
 	}
-	n := now.UnixNano()
+	n := now().UnixNano()
 	if n < until {
 		return false
 	}
 	return b.openUntil.CompareAndSwap(until, n+b.cooldown)
 }
 
-func (b *breaker) record(now time.Time, ok bool) {
+// record counts the outcome of a call; it reads the clock only on failures.
+func (b *breaker) record(ok bool, now func() time.Time) {
 	if ok {
 		if b.fails.Load() != 0 {
 			b.fails.Store(0)
@@ -46,7 +49,7 @@ func (b *breaker) record(now time.Time, ok bool) {
 		return
 	}
 	if b.fails.Add(1) >= b.threshold {
-		b.openUntil.Store(now.UnixNano() + b.cooldown)
+		b.openUntil.Store(now().UnixNano() + b.cooldown)
 	}
 }
 

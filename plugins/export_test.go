@@ -10,7 +10,7 @@ func InstanceMemoryBytes(h *Host) (uint32, error) {
 		return 0, ErrClosed
 	}
 	defer g.unref()
-	in, err := g.acquire(context.Background())
+	in, _, err := g.acquire(context.Background())
 	if err != nil {
 		return 0, err
 	}

@@ -116,19 +116,24 @@ func (g *generation) unref() {
 	}
 }
 
-// acquire returns a free instance, waiting until ctx ends. It never instantiates:
-// replacements are made by the refill goroutine, off the request path.
-func (g *generation) acquire(ctx context.Context) (*instance, error) {
+// acquire returns a free instance and how long a call on it may take: CallTimeout,
+// less the time spent waiting for it. It waits at most CallTimeout, and never
+// instantiates: replacements are made by the refill goroutine, off the request path.
+func (g *generation) acquire(parent context.Context) (*instance, time.Duration, error) {
+	timeout := g.h.cfg.CallTimeout
 	select {
 	case in := <-g.free:
-		return in, nil
+		return in, timeout, nil
 	default:
 	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
 	select {
 	case in := <-g.free:
-		return in, nil
+		deadline, _ := ctx.Deadline()
+		return in, time.Until(deadline), nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+		return nil, 0, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
 	}
 }
 

@@ -193,12 +193,10 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 		return false, nil // built-in policy
 	}
 	defer g.unref()
-	if !br.allow(h.cfg.Now()) {
+	if !br.allow(h.cfg.Now) {
 		return false, h.fail(hs, hook, ErrBreakerOpen, nil)
 	}
-	ctx, cancel := context.WithTimeout(parent, h.cfg.CallTimeout)
-	defer cancel()
-	in, err := g.acquire(ctx)
+	in, timeout, err := g.acquire(parent)
 	if err != nil {
 		// A full pool is overload, not a broken plugin: the breaker does not count it.
 		if parent.Err() != nil {
@@ -208,18 +206,22 @@ func (h *Host) do(parent context.Context, br *breaker, hs *hookStats, hook strin
 	}
 	if !has(in) {
 		g.release(in, false)
-		br.record(h.cfg.Now(), true)
+		br.record(true, h.cfg.Now)
 		return false, nil
 	}
-	err = call(ctx, in)
+	in.ctx.start(parent, timeout)
+	err = call(in.ctx, in)
+	if !in.ctx.stop() && err == nil {
+		err = classify(in.ctx, errLate) // overran: the instance is closing
+	}
 	g.release(in, err != nil)
 	if err == nil {
-		br.record(h.cfg.Now(), true)
+		br.record(true, h.cfg.Now)
 		return true, nil
 	}
 	kind := kindOf(err)
 	if kind != ErrCanceled {
-		br.record(h.cfg.Now(), false)
+		br.record(false, h.cfg.Now)
 	}
 	return false, h.fail(hs, hook, kind, err)
 }

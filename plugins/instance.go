@@ -31,6 +31,7 @@ type instance struct {
 	budget, route api.Function // nil when not exported
 	inPtr, inCap  uint32       // request buffer from sandgate_alloc
 	calls         int
+	ctx           *callContext // what hook calls run under
 	stack         [2]uint64
 	stderr        tailBuffer
 
@@ -40,7 +41,7 @@ type instance struct {
 
 // newInstance instantiates compiled in rt, checks its ABI and runs its init.
 func newInstance(ctx context.Context, g *generation) (_ *instance, err error) {
-	in := &instance{}
+	in := &instance{ctx: newCallContext()}
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
 		WithSysWalltime().WithSysNanotime().WithStderr(&in.stderr).WithStdout(&in.stderr)
 	mod, err := g.rt.InstantiateModule(ctx, g.compiled, cfg)
@@ -203,6 +204,7 @@ func (in *instance) takeGuestErr() string {
 
 // close closes the module; the runtime stays open.
 func (in *instance) close(g *generation) {
+	in.ctx.timer.Stop()
 	g.byModule.Delete(in.mod)
 	_ = in.mod.Close(context.Background())
 }

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // AppendBudgetRequest appends the encoding of r to dst.
 func AppendBudgetRequest(dst []byte, r *BudgetRequest) []byte {
@@ -41,19 +44,48 @@ func AppendBudget(dst []byte, b *Budget) []byte {
 
 // AppendDecision appends the encoding of a plugin's route answer to dst.
 func AppendDecision(dst []byte, d *Decision) []byte {
-	dst = append(dst, TagDecision)
+	verdict := VerdictDeny
 	if d.Allow {
-		dst = append(dst, VerdictAllow)
+		verdict = VerdictAllow
+	}
+	st := max(d.Status, 0)
+	if st < 1<<14 && len(d.Reason) < 0x80 && d.Pool == nil {
+		return appendShortDecision(dst, verdict, st, d.Reason)
+	}
+	return appendDecision(dst, verdict, st, d.Reason, d.Pool)
+}
+
+// appendDecision is the general encoder behind AppendDecision.
+func appendDecision(dst []byte, verdict byte, status int, reason string, pool map[string]string) []byte {
+	dst = append(dst, TagDecision, verdict)
+	dst = binary.AppendUvarint(dst, uint64(status))
+	dst = appendString(dst, reason)
+	return appendLabels(dst, pool)
+}
+
+// appendShortDecision appends a decision without a pool whose status fits in two bytes
+// and reason length in one: every real answer. It makes one capacity test, because the
+// guest runs it under termination checks, where every taken branch is costly (see
+// viewfast.go).
+func appendShortDecision(dst []byte, verdict byte, status int, reason string) []byte {
+	n := len(dst)
+	w := 1 // bytes of the status
+	if status >= 0x80 {
+		w = 2
+	}
+	end := n + 4 + w + len(reason)
+	if cap(dst) >= end { // this order makes the usual case the fall-through
+		dst = dst[:end]
 	} else {
-		dst = append(dst, VerdictDeny)
+		dst = slices.Grow(dst, end-n)[:end]
 	}
-	st := d.Status
-	if st < 0 {
-		st = 0
-	}
-	dst = binary.AppendUvarint(dst, uint64(st))
-	dst = appendString(dst, d.Reason)
-	return appendLabels(dst, d.Pool)
+	dst[n], dst[n+1] = TagDecision, verdict
+	dst[n+2] = byte(status) | byte(w-1)<<7 // uvarint: low bits, continuation if two bytes
+	dst[n+3] = byte(status >> 7)           // high bits, overwritten next when w is 1
+	dst[n+2+w] = byte(len(reason))
+	copy(dst[n+3+w:], reason)
+	dst[end-1] = 0 // no pool
+	return dst
 }
 
 func appendBudgetFields(dst []byte, b *Budget) []byte {

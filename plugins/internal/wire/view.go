@@ -94,6 +94,14 @@ func (d *decoder) labelsView() Labels {
 
 // DecodeRouteView decodes a route request into a view aliasing b, reusing r.Command.
 func DecodeRouteView(b []byte, r *RouteView) error {
+	if routeViewFast(b, r) {
+		return nil
+	}
+	return decodeRouteView(b, r)
+}
+
+// decodeRouteView is the general decoder behind DecodeRouteView.
+func decodeRouteView(b []byte, r *RouteView) error {
 	d := decoder{b: b, borrow: true}
 	d.start(TagRouteRequest)
 	r.Tenant = d.string()

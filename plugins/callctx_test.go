@@ -1,0 +1,102 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waitDone fails t unless c ends within a generous bound.
+func waitDone(t *testing.T, c *callContext) {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("call context did not end")
+	}
+}
+
+type ctxKey struct{}
+
+func TestCallContext(t *testing.T) {
+	t.Parallel()
+	background := func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
+	tests := []struct {
+		name    string
+		parent  func() (context.Context, context.CancelFunc)
+		cancel  bool // the test cancels the parent during the call
+		timeout time.Duration
+		want    error // how the call ends; nil: it does not
+	}{
+		{name: "answers in time", parent: background, timeout: time.Hour},
+		{name: "overruns", parent: background, timeout: time.Millisecond, want: context.DeadlineExceeded},
+		{name: "caller cancels", timeout: time.Hour, cancel: true, want: context.Canceled,
+			parent: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+		{name: "caller canceled already", timeout: time.Hour, want: context.Canceled,
+			parent: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx, cancel
+			}},
+		{name: "caller's deadline first", timeout: time.Hour, want: context.DeadlineExceeded,
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Millisecond)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parent, cancel := tt.parent()
+			defer cancel()
+			parent = context.WithValue(parent, ctxKey{}, "v")
+			c := newCallContext()
+			for range 2 { // reusable while it has not ended
+				c.start(parent, tt.timeout)
+				if d, ok := c.Deadline(); !ok || d.After(time.Now().Add(tt.timeout)) {
+					t.Fatalf("deadline %v, %v; want at most %v from now", d, ok, tt.timeout)
+				}
+				if c.Value(ctxKey{}) != "v" {
+					t.Fatal("caller's value missing")
+				}
+				if tt.want == nil {
+					if !c.stop() || c.Err() != nil {
+						t.Fatalf("stopped in time but ended: %v", c.Err())
+					}
+					continue
+				}
+				if tt.cancel {
+					cancel()
+				}
+				waitDone(t, c)
+				if !errors.Is(c.Err(), tt.want) {
+					t.Fatalf("ended with %v, want %v", c.Err(), tt.want)
+				}
+				if c.stop() {
+					t.Fatal("stop reports an ended context usable")
+				}
+				return
+			}
+			if c.Value(ctxKey{}) != nil {
+				t.Fatal("caller's value kept after the call")
+			}
+		})
+	}
+}
+
+// TestCallContextHammer races the deadline against stop: stop may say usable only if
+// the context has not ended, and once it says unusable the context must end.
+func TestCallContextHammer(t *testing.T) {
+	t.Parallel()
+	for i := range 2000 {
+		c := newCallContext()
+		c.start(context.Background(), time.Duration(i%4)*time.Microsecond)
+		if c.stop() {
+			if c.Err() != nil {
+				t.Fatalf("round %d: stop said usable, but it ended", i)
+			}
+			continue
+		}
+		waitDone(t, c)
+	}
+}

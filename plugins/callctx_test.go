@@ -50,7 +50,9 @@ func TestCallContext(t *testing.T) {
 			parent, cancel := tt.parent()
 			defer cancel()
 			parent = context.WithValue(parent, ctxKey{}, "v")
-			c := newCallContext()
+			w := newWatchdog(tt.timeout)
+			defer w.close()
+			c := newCallContext(w)
 			for range 2 { // reusable while it has not ended
 				c.start(parent, tt.timeout)
 				if d, ok := c.Deadline(); !ok || d.After(time.Now().Add(tt.timeout)) {
@@ -88,8 +90,10 @@ func TestCallContext(t *testing.T) {
 // the context has not ended, and once it says unusable the context must end.
 func TestCallContextHammer(t *testing.T) {
 	t.Parallel()
+	w := newWatchdog(time.Millisecond)
+	defer w.close()
 	for i := range 2000 {
-		c := newCallContext()
+		c := newCallContext(w)
 		c.start(context.Background(), time.Duration(i%4)*time.Microsecond)
 		if c.stop() {
 			if c.Err() != nil {
@@ -98,5 +102,29 @@ func TestCallContextHammer(t *testing.T) {
 			continue
 		}
 		waitDone(t, c)
+	}
+}
+
+// TestWatchdogRestartsAfterIdle lets the watchdog stop for want of calls, then checks
+// that the next overrunning call starts it again and is ended.
+func TestWatchdogRestartsAfterIdle(t *testing.T) {
+	t.Parallel()
+	w := newWatchdog(time.Millisecond)
+	defer w.close()
+	c := newCallContext(w)
+	c.start(context.Background(), time.Hour)
+	if !c.stop() {
+		t.Fatal("a call in time ended")
+	}
+	for bound := time.Now().Add(10 * time.Second); w.running.Load(); {
+		if time.Now().After(bound) {
+			t.Fatal("the watchdog did not stop when idle")
+		}
+		time.Sleep(time.Millisecond) // polling a state change the watchdog does not signal
+	}
+	c.start(context.Background(), time.Millisecond)
+	waitDone(t, c)
+	if !errors.Is(c.Err(), context.DeadlineExceeded) || c.stop() {
+		t.Fatalf("ended with %v; want a deadline and an unusable context", c.Err())
 	}
 }

@@ -29,6 +29,7 @@ type Host struct {
 	logs  logLimiter
 
 	route, budget breaker
+	watchdog      *watchdog // ends overrunning calls
 
 	cur  atomic.Pointer[generation]
 	gens sync.WaitGroup // one per generation not yet shut down
@@ -51,7 +52,7 @@ func New(ctx context.Context, cfg *Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: c}
+	h := &Host{cfg: c, watchdog: newWatchdog(c.CallTimeout)}
 	h.route.init(c.BreakerFailures, c.BreakerCooldown)
 	h.budget.init(c.BreakerFailures, c.BreakerCooldown)
 	h.rates.init()
@@ -94,6 +95,7 @@ func (h *Host) Close() error {
 			g.unref()
 		}
 		h.gens.Wait()
+		h.watchdog.close()
 		if h.cache != nil {
 			_ = h.cache.Close(context.Background())
 		}

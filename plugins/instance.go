@@ -41,7 +41,7 @@ type instance struct {
 
 // newInstance instantiates compiled in rt, checks its ABI and runs its init.
 func newInstance(ctx context.Context, g *generation) (_ *instance, err error) {
-	in := &instance{ctx: newCallContext()}
+	in := &instance{ctx: newCallContext(g.h.watchdog)}
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
 		WithSysWalltime().WithSysNanotime().WithStderr(&in.stderr).WithStdout(&in.stderr)
 	mod, err := g.rt.InstantiateModule(ctx, g.compiled, cfg)
@@ -204,7 +204,7 @@ func (in *instance) takeGuestErr() string {
 
 // close closes the module; the runtime stays open.
 func (in *instance) close(g *generation) {
-	in.ctx.timer.Stop()
+	in.ctx.close()
 	g.byModule.Delete(in.mod)
 	_ = in.mod.Close(context.Background())
 }

@@ -34,6 +34,8 @@ type serverOptions struct {
 	policy       RoutePolicy
 	policyFile   string
 	policyConfig string
+	// wsWriteTimeout, when set, replaces the 10 s WebSocket write timeout.
+	wsWriteTimeout time.Duration
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -51,7 +53,9 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		Tokens:  map[string]string{testToken: "default", testAdminToken: "admin"},
 		NodeID:  "n1",
 		Limits:  opts.limits,
-		Policy:  opts.policy,
+		// Zero means the default.
+		WSWriteTimeout: opts.wsWriteTimeout,
+		Policy:         opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -57,6 +57,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long Shutdown waits for in-flight requests. Defaults to 10 s.
 	ShutdownGrace time.Duration
+	// WSWriteTimeout is how long one WebSocket frame may wait to reach a client that
+	// reads nothing before the client is closed with 1013 (it may resume by offset).
+	// Defaults to 10 s.
+	WSWriteTimeout time.Duration
 }
 
 // Server is one gateway node: the HTTP API over a local actor node. Its methods are
@@ -67,6 +71,7 @@ type Server struct {
 	node    *actor.Node
 	tokens  *tokenTable
 	metrics *metrics
+	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
 	plugins *plugins.Host  // nil without a policy plugin
 	reloads chan uint64    // plugin generations put in service, for refreshBudgets
 	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
@@ -121,6 +126,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		node:    node,
 		tokens:  newTokenTable(c.Tokens),
 		metrics: newMetrics(),
+		wsWatch: newWriteWatch(c.WSWriteTimeout),
 		started: time.Now(),
 	}
 	collectors := nodeGauges(node.Stats)
@@ -136,6 +142,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
+	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
 	if host != nil {
 		s.bg.Go(s.refreshBudgets)
 	}
@@ -161,6 +168,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if c.WSWriteTimeout <= 0 {
+		c.WSWriteTimeout = defaultWSWriteTimeout
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second

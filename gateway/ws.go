@@ -13,10 +13,11 @@ import (
 	"github.com/sandgate/sandgate/runtime"
 )
 
-// wsWriteTimeout is how long one frame may take to reach a client. A client that reads
-// nothing for this long is closed with 1013 (try again later) and can resume by offset;
-// a client that is merely slow falls behind inside the ring and is sent a gap.
-const wsWriteTimeout = 10 * time.Second
+// defaultWSWriteTimeout is how long one frame may take to reach a client
+// (Config.WSWriteTimeout). A client that reads nothing for this long is closed with 1013
+// (or dropped, if it keeps reading nothing; see writeWatch) and can resume by offset; a
+// client that is merely slow falls behind inside the ring and is sent a gap.
+const defaultWSWriteTimeout = 10 * time.Second
 
 // wsControl is a JSON control message in either direction.
 type wsControl struct {
@@ -107,6 +108,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	s.mu.Unlock()
 
 	s.metrics.wsClients.Inc()
+	ww := s.wsWatch.add(conn)
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	readerDone := make(chan struct{})
 	go func() {
@@ -120,68 +122,70 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		defer func() {
 			cancel()
 			<-readerDone
+			s.wsWatch.remove(ww)
 			end()
 			s.metrics.wsClients.Dec()
 		}()
-		s.pumpWS(ctx, conn, sub, start)
+		s.pumpWS(ctx, ww, sub, start)
 	}()
 	return nil
 }
 
 // pumpWS sends the ready message, then output, gaps and the exit, until the stream ends,
 // the client goes away or the server shuts down.
-func (s *Server) pumpWS(ctx context.Context, conn *websocket.Conn, sub *runtime.Subscription, start int64) {
-	if err := writeControl(ctx, conn, wsControl{Type: "ready", Offset: &start}); err != nil {
+func (s *Server) pumpWS(ctx context.Context, ww *wsWriter, sub *runtime.Subscription, start int64) {
+	if err := writeControl(ctx, ww, wsControl{Type: "ready", Offset: &start}); err != nil {
+		closeStalled(ww, err)
 		return
 	}
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {
 			if s.streamCtx.Err() != nil {
-				conn.Close(websocket.StatusServiceRestart, "server shutting down")
+				ww.conn.Close(websocket.StatusServiceRestart, "server shutting down")
 			}
 			return
 		}
-		if err := s.writeWSEvent(ctx, conn, ev); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				conn.Close(websocket.StatusTryAgainLater, "client too slow")
-			}
+		if err := s.writeWSEvent(ctx, ww, ev); err != nil {
+			closeStalled(ww, err)
 			return
 		}
 		if ev.Kind == runtime.EventExit {
-			conn.Close(websocket.StatusNormalClosure, "")
+			ww.conn.Close(websocket.StatusNormalClosure, "")
 			return
 		}
 	}
 }
 
-func (s *Server) writeWSEvent(ctx context.Context, conn *websocket.Conn, ev runtime.Event) error {
+// closeStalled closes with 1013 the connection of a client whose write failed because
+// it read nothing for the write timeout.
+func closeStalled(ww *wsWriter, err error) {
+	if errors.Is(err, errStalled) {
+		ww.conn.Close(websocket.StatusTryAgainLater, "client too slow")
+	}
+}
+
+func (s *Server) writeWSEvent(ctx context.Context, ww *wsWriter, ev runtime.Event) error {
 	switch ev.Kind {
 	case runtime.EventOutput:
-		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
-		defer cancel()
-		if err := conn.Write(wctx, websocket.MessageBinary, ev.Data); err != nil {
+		if err := ww.write(ctx, websocket.MessageBinary, ev.Data); err != nil {
 			return err
 		}
 		s.metrics.streamed.WithLabelValues("websocket").Add(float64(len(ev.Data)))
 		return nil
 	case runtime.EventGap:
-		return writeControl(ctx, conn, wsControl{Type: "gap", From: &ev.From, To: &ev.To})
+		return writeControl(ctx, ww, wsControl{Type: "gap", From: &ev.From, To: &ev.To})
 	case runtime.EventExit:
 		code, sig := exitFields(ev.Exit)
 		b, _ := json.Marshal(map[string]any{"type": "exit", "exit_code": code, "signal": sig})
-		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
-		defer cancel()
-		return conn.Write(wctx, websocket.MessageText, b)
+		return ww.write(ctx, websocket.MessageText, b)
 	}
 	return nil
 }
 
-func writeControl(ctx context.Context, conn *websocket.Conn, c wsControl) error {
+func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 	b, _ := json.Marshal(c)
-	wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
-	defer cancel()
-	return conn.Write(wctx, websocket.MessageText, b)
+	return ww.write(ctx, websocket.MessageText, b)
 }
 
 // readWS applies what the client sends until it disconnects: binary frames are input,

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestWebSocketStalledClients attaches three clients to a process that writes as fast
+// as it can. One reads throughout and must keep getting output. Two read nothing: the
+// server gives up on both after the write timeout; the one that then reads again gets
+// what was buffered and a close with 1013, the other is dropped. Resuming at its
+// offset, the closed client is told exactly where it stands.
+func TestWebSocketStalledClients(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{wsWriteTimeout: time.Second})
+	ts.sandbox("slow")
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/slow/processes",
+		map[string]any{"command": "yes sandgate-stalled-client"}).json(t, &p)
+	path := "/v1/sandboxes/slow/processes/" + p.ID + "/ws"
+	late, dead, active := ts.dialWS(path), ts.dialWS(path), ts.dialWS(path)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var activeBytes atomic.Int64
+	activeDone := make(chan error, 1)
+	go func() {
+		for {
+			typ, data, err := active.conn.Read(ctx)
+			if err != nil {
+				activeDone <- err
+				return
+			}
+			if typ == websocket.MessageBinary {
+				activeBytes.Add(int64(len(data)))
+			}
+		}
+	}()
+	watch := ts.srv.wsWatch
+	count := func() (writers, stalled int) {
+		watch.mu.Lock()
+		defer watch.mu.Unlock()
+		for ww := range watch.writers {
+			if ww.stalled.Load() {
+				stalled++
+			}
+		}
+		return len(watch.writers), stalled
+	}
+	eventually(t, 30*time.Second, "two clients given up on", func() bool { _, s := count(); return s == 2 })
+
+	// The late reader gets what its buffers held, then 1013.
+	offset, status := drain(ctx, t, late)
+	if status != websocket.StatusTryAgainLater {
+		t.Fatalf("late reader closed with %v, want 1013", status)
+	}
+	// The one that never reads is dropped; the active one was never held up.
+	eventually(t, 30*time.Second, "the dead client dropped", func() bool { w, _ := count(); return w == 1 })
+	if n := activeBytes.Load(); n < 1<<20 {
+		t.Fatalf("the active client got only %d bytes", n)
+	}
+	cancel()
+	<-activeDone
+	dead.conn.CloseNow()
+
+	again := ts.dialWS(path + "?offset=" + strconv.FormatInt(offset, 10))
+	again.readUntil(t, 30*time.Second, func(c *wsClient) bool {
+		return c.output.Len() > 0 || c.control("gap") != nil
+	})
+	if gap := again.control("gap"); gap != nil {
+		if int64(gap["from"].(float64)) != offset {
+			t.Fatalf("gap %v, want it from %d", gap, offset)
+		}
+	} else if ready := again.control("ready"); int64(ready["offset"].(float64)) != offset {
+		t.Fatalf("ready %v, want offset %d", ready, offset)
+	}
+	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/slow/processes/"+p.ID, nil)
+}
+
+// drain reads c to its end and returns the offset of the next byte it would have got
+// and the close status.
+func drain(ctx context.Context, t *testing.T, c *wsClient) (int64, websocket.StatusCode) {
+	t.Helper()
+	var offset int64
+	for {
+		typ, data, err := c.conn.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("not closed: %v", err)
+			}
+			return offset, websocket.CloseStatus(err)
+		}
+		if typ == websocket.MessageBinary {
+			offset += int64(len(data))
+			continue
+		}
+		var m wsControl
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("bad control %q", data)
+		}
+		switch m.Type {
+		case "ready":
+			offset = *m.Offset
+		case "gap":
+			offset = *m.To
+		}
+	}
+}

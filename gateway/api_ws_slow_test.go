@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,4 +113,28 @@ func drain(ctx context.Context, t *testing.T, c *wsClient) (int64, websocket.Sta
 			offset = *m.To
 		}
 	}
+}
+
+// TestWebSocketIdleClientHasNoSender checks that a client with nothing to receive has no
+// output goroutine, and that output still arrives: it starts one.
+func TestWebSocketIdleClientHasNoSender(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("idle")
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/idle/processes",
+		map[string]any{"command": "cat", "pty": map[string]int{"cols": 80, "rows": 24}}).json(t, &p)
+	c := ts.dialWS("/v1/sandboxes/idle/processes/" + p.ID + "/ws")
+	c.readUntil(t, 10*time.Second, func(c *wsClient) bool { return c.control("ready") != nil })
+	for i, word := range []string{"first", "second"} {
+		eventually(t, 10*time.Second, "no sender for an idle client", func() bool { return ts.srv.wsPumps.Load() == 0 })
+		c.send(t, websocket.MessageBinary, []byte(word+"\r"))
+		c.readUntil(t, 10*time.Second, func(c *wsClient) bool {
+			return strings.Count(c.output.String(), word) >= 2 // the echo and cat's copy
+		})
+		if i == 0 && ts.srv.wsPumps.Load() > 1 {
+			t.Fatalf("%d senders for one client", ts.srv.wsPumps.Load())
+		}
+	}
+	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/idle/processes/"+p.ID, nil)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
@@ -72,6 +73,7 @@ type Server struct {
 	tokens  *tokenTable
 	metrics *metrics
 	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
+	wsPumps atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
 	plugins *plugins.Host  // nil without a policy plugin
 	reloads chan uint64    // plugin generations put in service, for refreshBudgets
 	bg      sync.WaitGroup // background goroutines, stopped by Shutdown

@@ -68,19 +68,20 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 }
 
 // attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
-// binary frames, JSON control in text frames. The writer pulls from the process's ring
-// at its own pace, so a slow client never blocks the process or other clients.
+// binary frames, JSON control in text frames. Output is pulled from the process's ring
+// at the client's own pace, so a slow client never blocks the process or other clients.
 //
 // The handler returns once the connection is upgraded: net/http's goroutine for it,
-// whose stack grew deep during the upgrade, ends there. Two fresh goroutines carry the
-// connection (one reads the client, one follows the output); the server owns them and
-// Shutdown stops and waits for them.
+// whose stack grew deep during the upgrade, ends there. One fresh goroutine reads the
+// client for as long as it is connected; output is sent by a goroutine that runs only
+// while there is output to send (see wsAttachment), so an idle client costs one
+// goroutine. The server owns both and Shutdown stops and waits for them.
 func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool) error {
 	release, err := s.node.Attach(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	conn, err := websocket.Accept(smallBufferWriter{w}, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -91,70 +92,40 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	conn.SetReadLimit(1 << 20)
 	start := startOffset(p, from, given)
 	sub := p.Subscribe(start)
-	end := func() {
-		sub.Close()
-		conn.CloseNow()
-		release()
-	}
 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		conn.Close(websocket.StatusServiceRestart, "server shutting down")
-		end()
+		sub.Close()
+		release()
 		return nil
 	}
-	s.bg.Add(2)
+	s.bg.Add(1)
 	s.mu.Unlock()
 
 	s.metrics.wsClients.Inc()
-	ww := s.wsWatch.add(conn)
 	ctx, cancel := context.WithCancel(s.streamCtx)
-	readerDone := make(chan struct{})
+	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sub: sub, start: start}
+	a.idle.L = &a.mu
 	go func() {
 		defer s.bg.Done()
-		defer close(readerDone)
-		defer cancel()
 		s.readWS(ctx, conn, p)
+		cancel()
+		a.stop()
+		if s.streamCtx.Err() != nil {
+			conn.Close(websocket.StatusServiceRestart, "server shutting down")
+		}
+		s.wsWatch.remove(a.ww)
+		sub.Close()
+		conn.CloseNow()
+		release()
+		s.metrics.wsClients.Dec()
 	}()
-	go func() {
-		defer s.bg.Done()
-		defer func() {
-			cancel()
-			<-readerDone
-			s.wsWatch.remove(ww)
-			end()
-			s.metrics.wsClients.Dec()
-		}()
-		s.pumpWS(ctx, ww, sub, start)
-	}()
+	a.mu.Lock()
+	a.startPumpLocked()
+	a.mu.Unlock()
 	return nil
-}
-
-// pumpWS sends the ready message, then output, gaps and the exit, until the stream ends,
-// the client goes away or the server shuts down.
-func (s *Server) pumpWS(ctx context.Context, ww *wsWriter, sub *runtime.Subscription, start int64) {
-	if err := writeControl(ctx, ww, wsControl{Type: "ready", Offset: &start}); err != nil {
-		closeStalled(ww, err)
-		return
-	}
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			if s.streamCtx.Err() != nil {
-				ww.conn.Close(websocket.StatusServiceRestart, "server shutting down")
-			}
-			return
-		}
-		if err := s.writeWSEvent(ctx, ww, ev); err != nil {
-			closeStalled(ww, err)
-			return
-		}
-		if ev.Kind == runtime.EventExit {
-			ww.conn.Close(websocket.StatusNormalClosure, "")
-			return
-		}
-	}
 }
 
 // closeStalled closes with 1013 the connection of a client whose write failed because

@@ -38,8 +38,10 @@ func (w *wsWriter) write(ctx context.Context, typ websocket.MessageType, p []byt
 // full. Such a client is closed with 1013 (try again later) as soon as its frame goes
 // through; if it still reads nothing for dropAfter more, the connection is dropped, as
 // no close frame can get through a full buffer. Either way the client may resume by
-// offset and is told of any gap. A write only records when it began. A context with a timeout per frame would arm
-// a runtime timer for every frame, which wakes the poller's thread on the other CPU and
+// offset and is told of any gap.
+//
+// A write only records when it began. A context with a timeout per frame would arm a
+// runtime timer for every frame, which wakes the poller's thread on the other CPU and
 // cost about 15 µs of every keystroke echo.
 //
 // One goroutine, started by the server, sleeps while no client is attached and looks at

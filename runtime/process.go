@@ -308,6 +308,43 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	}
 }
 
+// Poll returns the next event if there is one, without waiting: ok is false when there
+// is none yet. Like Next, it returns io.EOF after the exit event and after Close. Use
+// Poll and Notify to follow a process without a goroutine parked per subscriber.
+func (s *Subscription) Poll() (ev Event, ok bool, err error) {
+	select {
+	case <-s.closed:
+		return Event{}, false, io.EOF
+	default:
+	}
+	if s.exitSent {
+		return Event{}, false, io.EOF
+	}
+	ev, next, _, ok := s.p.ring.read(s.pos)
+	if !ok {
+		return Event{}, false, nil
+	}
+	s.pos = next
+	if ev.Kind == EventExit {
+		s.exitSent = true
+	}
+	return ev, true, nil
+}
+
+// Notify arranges for fn to be called once, when Poll has an event again (new output
+// or the exit). If Poll has one already, it reports false and registers nothing. fn
+// runs on the goroutine that writes the output, with the output buffer locked: it must
+// be quick (start a goroutine, say) and must not use the subscription. Close cancels
+// the registration. Call Notify from the goroutine that calls Poll.
+func (s *Subscription) Notify(fn func()) bool {
+	select {
+	case <-s.closed:
+		return false
+	default:
+	}
+	return s.p.ring.notifyAt(s.pos, s, fn)
+}
+
 // Offset returns the offset of the next byte the subscription will deliver. Call it from
 // the goroutine that calls Next.
 func (s *Subscription) Offset() int64 { return s.pos }
@@ -316,6 +353,7 @@ func (s *Subscription) Offset() int64 { return s.pos }
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		close(s.closed)
+		s.p.ring.forget(s)
 		s.p.attached.Add(-1)
 	})
 }

@@ -36,7 +36,8 @@ type ring struct {
 	tags    []streamTag
 	tagHead int // tags[:tagHead] describe dropped bytes only
 	exit    *ExitStatus
-	wait    chan struct{} // non-nil while a reader waits
+	wait    chan struct{}  // non-nil while a reader waits
+	notify  map[any]func() // one-shot callbacks of readers that wait without a goroutine
 }
 
 func newRing(max int) *ring {
@@ -95,6 +96,37 @@ func (r *ring) wakeLocked() {
 		close(r.wait)
 		r.wait = nil
 	}
+	if len(r.notify) > 0 {
+		fns := r.notify
+		r.notify = nil
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// notifyAt registers fn, under key, to be called once by the next change, unless a
+// reader at pos has something to read now: then it reports false and registers nothing.
+// fn runs with the ring locked, on the writer's goroutine: it must be quick and must
+// not call back into the ring.
+func (r *ring) notifyAt(pos int64, key any, fn func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pos < r.end || r.exit != nil {
+		return false
+	}
+	if r.notify == nil {
+		r.notify = make(map[any]func())
+	}
+	r.notify[key] = fn
+	return true
+}
+
+// forget drops the callback registered under key, if any.
+func (r *ring) forget(key any) {
+	r.mu.Lock()
+	delete(r.notify, key)
+	r.mu.Unlock()
 }
 
 // growLocked makes the buffer hold want bytes, up to r.max, keeping retained bytes at

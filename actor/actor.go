@@ -15,7 +15,8 @@ import (
 const maxGroup = 64
 
 // sbActor is one sandbox's activation: one goroutine (run) draining an ordered mailbox.
-// Only that goroutine touches the fields below "Actor state".
+// Only the holder of turnMu touches the fields below "Actor state": that goroutine, or
+// a caller that found the actor idle with nothing queued and runs its turn itself.
 type sbActor struct {
 	n  *Node
 	id string
@@ -24,8 +25,14 @@ type sbActor struct {
 	mu     sync.Mutex // protects following
 	closed bool       // no more requests accepted; the registry entry is gone or going
 	sys    []*request // system requests, unbounded
+	queued int        // requests queued or being served by the loop (see runInline)
+	loaded bool       // load is done: turns may run
 
-	sysSig  chan struct{}
+	// turnMu is held by whoever runs turns: the actor goroutine for a group, or a
+	// caller running its request inline (runInline). Turns never overlap.
+	turnMu sync.Mutex
+
+	wake    chan struct{}               // signalled when a request is queued (cap 1)
 	stopped chan struct{}               // closed once the activation is gone from the registry
 	info    atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
 
@@ -54,7 +61,7 @@ type sbActor struct {
 }
 
 func newActor(n *Node, id string) *sbActor {
-	return &sbActor{n: n, id: id, mb: make(chan *request, n.cfg.MailboxSize), sysSig: make(chan struct{}, 1),
+	return &sbActor{n: n, id: id, mb: make(chan *request, n.cfg.MailboxSize), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{})}
 }
 
@@ -77,36 +84,90 @@ func (a *sbActor) run() {
 		return
 	}
 	a.lastTurn = a.now()
+	a.mu.Lock()
+	a.loaded = true
+	a.mu.Unlock()
 	reqs := make([]*request, 0, maxGroup)
-	for !a.exit {
+	for {
 		select {
-		case r := <-a.mb:
-			reqs = append(reqs, r)
-		case <-a.sysSig:
+		case <-a.wake: // a request was queued, or an inline turn ended the activation
 		case <-a.n.closing:
-			a.shutdown()
+			a.turnMu.Lock()
+			if !a.exit {
+				a.shutdown()
+			}
+			a.turnMu.Unlock()
 			return
 		}
-		reqs = a.takeSystem(reqs)
-	fill:
-		for len(reqs) < maxGroup {
-			select {
-			case r := <-a.mb:
-				reqs = append(reqs, r)
-			default:
-				break fill
+		// Requests are taken from the mailbox only once turnMu is held, so while an
+		// inline turn runs they wait in the mailbox, in order.
+		for {
+			a.turnMu.Lock()
+			if a.exit { // an inline turn passivated the sandbox
+				a.turnMu.Unlock()
+				return
+			}
+			reqs = a.takeSystem(reqs)
+		fill:
+			for len(reqs) < maxGroup {
+				select {
+				case r := <-a.mb:
+					reqs = append(reqs, r)
+				default:
+					break fill
+				}
+			}
+			if len(reqs) == 0 {
+				a.turnMu.Unlock()
+				break
+			}
+			a.group(reqs)
+			a.mu.Lock()
+			a.queued -= len(reqs)
+			a.mu.Unlock()
+			clear(reqs)
+			reqs = reqs[:0]
+			if a.deactivate && !a.exit {
+				a.finishDeactivate()
+			}
+			if !a.exit {
+				a.maybePassivate()
+			}
+			exit := a.exit
+			a.turnMu.Unlock()
+			if exit {
+				return
 			}
 		}
-		a.group(reqs)
-		clear(reqs)
-		reqs = reqs[:0]
-		if a.deactivate && !a.exit {
-			a.finishDeactivate()
-		}
-		if !a.exit {
-			a.maybePassivate()
-		}
 	}
+}
+
+// runInline runs user request r on the calling goroutine, as a group of its own, when
+// the actor is idle: loaded, open, nothing queued or being served. That is the same
+// order the mailbox would give, without waking the actor's goroutine and waiting for
+// it, which costs tens of µs on a machine whose other core is idle. It reports false,
+// having done nothing, when r must go through the mailbox.
+func (a *sbActor) runInline(r *request) bool {
+	if !a.turnMu.TryLock() {
+		return false
+	}
+	a.mu.Lock()
+	ok := a.loaded && !a.closed && a.queued == 0
+	a.mu.Unlock()
+	if !ok {
+		a.turnMu.Unlock()
+		return false
+	}
+	a.group([]*request{r})
+	if !a.exit {
+		a.maybePassivate()
+	}
+	exit := a.exit
+	a.turnMu.Unlock()
+	if exit { // passivated or dropped: let the actor's goroutine see it and return
+		a.signal()
+	}
+	return true
 }
 
 // group runs reqs as turns, commits their writes at once and then answers them.

@@ -13,8 +13,12 @@
 // # Actors
 //
 // Each sandbox is one actor: one goroutine draining a bounded mailbox (a full one is
-// [ErrMailboxFull]). Every request is a turn run to completion on that goroutine, so
-// get-or-create (sandboxes, sessions, terminals) and delete are serialized. The node's
+// [ErrMailboxFull]). Every request is a turn run to completion, one at a time, in
+// mailbox order, so get-or-create (sandboxes, sessions, terminals) and delete are
+// serialized. A request that finds the actor idle with nothing queued runs its turn on
+// the caller's goroutine instead, under the same lock and with the same commit and
+// output gate: waking the actor's goroutine and waiting for it cost tens of µs on a
+// machine with an idle core. The node's
 // registry starts at most one activation per sandbox id, however many first requests
 // race; activation loads the sandbox's durable record, sessions, terminals, counters and
 // queued messages. Config.Admission is checked before every turn.

@@ -40,6 +40,9 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 		if err != nil {
 			return zero, err
 		}
+		if a.runInline(req) {
+			break
+		}
 		ok, err := a.enqueue(req)
 		if err != nil {
 			return zero, err
@@ -119,6 +122,8 @@ func (a *sbActor) enqueue(r *request) (bool, error) {
 	}
 	select {
 	case a.mb <- r:
+		a.queued++
+		a.signal()
 		return true, nil
 	default:
 		return false, fmt.Errorf("%w: sandbox %q", ErrMailboxFull, a.id)
@@ -133,12 +138,18 @@ func (a *sbActor) postSystem(r *request) bool {
 		return false
 	}
 	a.sys = append(a.sys, r)
+	a.queued++
 	a.mu.Unlock()
+	a.signal()
+	return true
+}
+
+// signal wakes the actor's goroutine: a request was queued.
+func (a *sbActor) signal() {
 	select {
-	case a.sysSig <- struct{}{}:
+	case a.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // postSelf queues fn on this activation only; dropped if it has stopped.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -521,4 +522,47 @@ func TestManySandboxesGroupCommit(t *testing.T) {
 	if len(all) != N {
 		t.Fatalf("listed %d", len(all))
 	}
+}
+
+// TestInlineTurnsKeepMailboxOrder checks the caller-runs path: a call on an idle actor
+// runs on the caller's goroutine, but never ahead of anything already queued, user or
+// system, and never beside another turn.
+func TestInlineTurnsKeepMailboxOrder(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	mustCreate(t, n, "io")
+	a := n.active("io")
+	var order []string // touched only in turns, which never overlap
+	unblock := block(t, n, "io")
+	a.postSelf(func(a *sbActor) (any, error) { order = append(order, "system"); return nil, nil })
+	queued := make(chan error, 1)
+	go func() {
+		_, err := call(tctx(t), n.Node, "io", func(a *sbActor) (int, error) {
+			order = append(order, "user")
+			return 0, nil
+		})
+		queued <- err
+	}()
+	eventually(t, 10*time.Second, "user call queued", func() bool { return len(a.mb) == 1 })
+	unblock()
+	must(t, <-queued)
+	_, err := call(tctx(t), n.Node, "io", func(a *sbActor) (int, error) {
+		order = append(order, "inline")
+		return 0, nil
+	})
+	must(t, err)
+	if got := strings.Join(order, " "); got != "system user inline" {
+		t.Fatalf("turns ran as %q, want the mailbox's order", got)
+	}
+	// With anything counted as queued, a call must take the mailbox.
+	a.mu.Lock()
+	a.queued++
+	a.mu.Unlock()
+	r := &request{ctx: tctx(t), fn: func(*sbActor) (any, error) { return nil, nil }, done: make(chan result, 1)}
+	if a.runInline(r) {
+		t.Fatal("a call ran inline past a queued request")
+	}
+	a.mu.Lock()
+	a.queued--
+	a.mu.Unlock()
 }

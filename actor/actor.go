@@ -142,7 +142,7 @@ func (a *sbActor) run() {
 	}
 }
 
-// runInline runs user request r on the calling goroutine, as a group of its own, when
+// runInline runs request r on the calling goroutine, as a group of its own, when
 // the actor is idle: loaded, open, nothing queued or being served. That is the same
 // order the mailbox would give, without waking the actor's goroutine and waiting for
 // it, which costs tens of µs on a machine whose other core is idle. It reports false,

@@ -155,6 +155,17 @@ func (a *sbActor) signal() {
 // postSelf queues fn on this activation only; dropped if it has stopped.
 func (a *sbActor) postSelf(fn turnFunc) { a.postSystem(&request{fn: fn}) }
 
+// finishWork runs fn, the completion of work that ran off the actor, as a system turn
+// of this activation: on the calling goroutine when the actor is idle (see runInline),
+// else queued; dropped if the activation has stopped. The caller must hold nothing a
+// turn may need: it is called right after the work, from the request's goroutine.
+func (a *sbActor) finishWork(fn turnFunc) {
+	r := &request{fn: fn}
+	if !a.runInline(r) {
+		a.postSystem(r)
+	}
+}
+
 func (a *sbActor) takeSystem(dst []*request) []*request {
 	a.mu.Lock()
 	dst = append(dst, a.sys...)

@@ -40,7 +40,7 @@ func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runt
 		return runtime.ExecResult{}, err
 	}
 	res, err := w.rt.Exec(ctx, o)
-	w.a.postSelf(func(a *sbActor) (any, error) { a.inflight--; a.touch(); return nil, nil })
+	w.a.finishWork(func(a *sbActor) (any, error) { a.inflight--; a.touch(); return nil, nil })
 	if err != nil {
 		return res, fmt.Errorf("actor: failed to exec: %w", err)
 	}

@@ -159,13 +159,20 @@ func (a *sbActor) runInline(r *request) bool {
 		return false
 	}
 	a.group([]*request{r})
-	if !a.exit {
-		a.maybePassivate()
+	// Passivating writes and waits: leave it to the actor's goroutine rather than make
+	// this caller pay for it. After a user turn it cannot be due yet (the turn made the
+	// actor busy); after a completion it may be.
+	mayPassivate := r.ctx == nil && a.now().Sub(a.lastTurn) >= a.n.cfg.PassivateAfter
+	if !a.exit && !mayPassivate {
+		a.maybePassivate() // at most arms the check
 	}
 	exit := a.exit
 	a.turnMu.Unlock()
-	if exit { // passivated or dropped: let the actor's goroutine see it and return
+	switch {
+	case exit: // dropped: let the actor's goroutine see it and return
 		a.signal()
+	case mayPassivate:
+		a.postSystem(&request{fn: func(*sbActor) (any, error) { return nil, nil }})
 	}
 	return true
 }

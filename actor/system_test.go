@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandgate/sandgate/runtime"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -565,4 +568,38 @@ func TestInlineTurnsKeepMailboxOrder(t *testing.T) {
 	a.mu.Lock()
 	a.queued--
 	a.mu.Unlock()
+}
+
+// TestPassivatesAfterLongExec runs an exec that outlasts the passivation delay: its
+// completion, run on the caller's goroutine, must leave the passivation to the actor,
+// which then passivates the idle sandbox.
+func TestPassivatesAfterLongExec(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.PassivateAfter = time.Minute })
+	mustCreate(t, n, "long")
+	ctx := tctx(t)
+	done := make(chan error, 1)
+	go func() {
+		res, err := n.Exec(ctx, "long", runtime.ExecOptions{Command: "while [ ! -f go ]; do sleep 0.01; done; echo ran"})
+		if err == nil && string(res.Stdout) != "ran\n" {
+			err = fmt.Errorf("stdout %q", res.Stdout)
+		}
+		done <- err
+	}()
+	eventually(t, 10*time.Second, "exec running", func() bool {
+		in, err := call(ctx, n.Node, "long", func(a *sbActor) (int, error) { return a.inflight, nil })
+		return err == nil && in == 1
+	})
+	n.clock.Advance(2 * time.Minute) // the exec is work: no passivation while it runs
+	if n.ActiveActors() != 1 {
+		t.Fatal("passivated during an exec")
+	}
+	n.clock.Advance(2 * time.Minute) // the last user turn is now long ago
+	// Let the command end without another request to the sandbox.
+	must(t, os.WriteFile(filepath.Join(n.workspaceDir("long"), "go"), nil, 0o644))
+	must(t, <-done)
+	eventually(t, 30*time.Second, "passivation after the exec", func() bool {
+		n.clock.Advance(2 * time.Minute)
+		return n.ActiveActors() == 0
+	})
 }

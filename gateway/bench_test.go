@@ -50,25 +50,48 @@ func BenchmarkExecTrue(b *testing.B) {
 	defer bare.Close()
 	bareClient := &http.Client{Transport: &http.Transport{}}
 	defer bareClient.CloseIdleConnections()
+	// Each round times the three in a rotated order, so each one follows each of the
+	// others equally often: what ran just before (a fork, an HTTP exchange) changes how
+	// warm the other vCPU is.
 	const rounds = 300
 	var raw, ours, bares []time.Duration
+	steps := []func() time.Duration{
+		func() time.Duration {
+			start := time.Now()
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(start)
+		},
+		func() time.Duration {
+			start := time.Now()
+			ts.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+			return time.Since(start)
+		},
+		func() time.Duration {
+			start := time.Now()
+			resp, err := bareClient.Post(bare.URL, "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return time.Since(start)
+		},
+	}
 	for i := 0; i < rounds; i++ {
-		start := time.Now()
-		if err := exec.Command("true").Run(); err != nil {
-			b.Fatal(err)
+		for j := range steps {
+			k := (i + j) % len(steps)
+			d := steps[k]()
+			switch k {
+			case 0:
+				raw = append(raw, d)
+			case 1:
+				ours = append(ours, d)
+			default:
+				bares = append(bares, d)
+			}
 		}
-		raw = append(raw, time.Since(start))
-		start = time.Now()
-		ts.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
-		ours = append(ours, time.Since(start))
-		start = time.Now()
-		resp, err := bareClient.Post(bare.URL, "application/json", strings.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		bares = append(bares, time.Since(start))
 	}
 	b.ReportMetric(float64(p50(raw).Microseconds()), "raw-p50-µs")
 	b.ReportMetric(float64(p50(ours).Microseconds()), "http-p50-µs")
@@ -331,13 +354,19 @@ func BenchmarkExecWithGuardPlugin(b *testing.B) {
 	body := `{"argv":["true"]}`
 	const rounds = 300
 	var without, with []time.Duration
-	for i := 0; i < rounds; i++ {
+	timed := func(ts *testServer) time.Duration {
 		start := time.Now()
-		plain.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
-		without = append(without, time.Since(start))
-		start = time.Now()
-		guarded.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
-		with = append(with, time.Since(start))
+		ts.must(http.StatusOK, "POST", "/v1/sandboxes/bench/exec", body)
+		return time.Since(start)
+	}
+	for i := 0; i < rounds; i++ { // alternating which goes first
+		if i%2 == 0 {
+			without = append(without, timed(plain))
+			with = append(with, timed(guarded))
+		} else {
+			with = append(with, timed(guarded))
+			without = append(without, timed(plain))
+		}
 	}
 	b.ReportMetric(float64(p50(without).Microseconds()), "plain-p50-µs")
 	b.ReportMetric(float64(p50(with).Microseconds()), "guard-p50-µs")

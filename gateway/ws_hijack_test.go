@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -32,13 +33,17 @@ func TestSmallBufferHijackKeepsEarlyBytes(t *testing.T) {
 			got <- "buffered " + strings.Repeat("?", n)
 			return
 		}
-		b := make([]byte, len(early)+len(" and later ones"))
-		_, err = io.ReadFull(brw.Reader, b)
+		// What websocket.Accept does with the reader: keep what is buffered, then
+		// read the connection directly.
+		b, _ := brw.Reader.Peek(brw.Reader.Buffered())
+		brw.Reader.Reset(io.MultiReader(bytes.NewReader(b), conn))
+		buf := make([]byte, len(early)+len(" and later ones"))
+		_, err = io.ReadFull(brw.Reader, buf)
 		if err != nil {
 			got <- "read: " + err.Error()
 			return
 		}
-		got <- string(b)
+		got <- string(buf)
 		_, _ = brw.WriteString("bye")
 		_ = brw.Flush()
 	}))

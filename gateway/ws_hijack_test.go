@@ -28,7 +28,7 @@ func TestSmallBufferHijackKeepsEarlyBytes(t *testing.T) {
 		}
 		defer conn.Close()
 		n := brw.Reader.Buffered()
-		close(hijacked) // the client may send the rest now
+		close(hijacked)                // the client may send the rest now
 		if n != len(early) && n != 0 { // 0: they had not arrived yet, also fine
 			got <- "buffered " + strings.Repeat("?", n)
 			return

@@ -199,7 +199,7 @@ func TestCancelledCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := n.PostEvent(ctx, "cc", "agent.never", nil); errc <- err }()
-	time.Sleep(10 * time.Millisecond)
+	eventually(t, 5*time.Second, "call queued", func() bool { return len(n.active("cc").mb) == 1 })
 	cancel()
 	select {
 	case err := <-errc:

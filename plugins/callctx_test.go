@@ -116,11 +116,15 @@ func TestWatchdogRestartsAfterIdle(t *testing.T) {
 	if !c.stop() {
 		t.Fatal("a call in time ended")
 	}
-	for bound := time.Now().Add(10 * time.Second); w.running.Load(); {
-		if time.Now().After(bound) {
-			t.Fatal("the watchdog did not stop when idle")
-		}
-		time.Sleep(time.Millisecond) // polling a state change the watchdog does not signal
+	stopped := make(chan struct{})
+	go func() { w.wg.Wait(); close(stopped) }() // the goroutine returns once idle
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not stop when idle")
+	}
+	if w.running.Load() {
+		t.Fatal("the watchdog stopped but says it runs")
 	}
 	c.start(context.Background(), time.Millisecond)
 	waitDone(t, c)

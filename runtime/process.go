@@ -282,21 +282,9 @@ type Subscription struct {
 // subscription is closed.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	for {
-		select {
-		case <-s.closed:
-			return Event{}, io.EOF
-		default:
-		}
-		if s.exitSent {
-			return Event{}, io.EOF
-		}
-		ev, next, wait, ok := s.p.ring.read(s.pos)
-		if ok {
-			s.pos = next
-			if ev.Kind == EventExit {
-				s.exitSent = true
-			}
-			return ev, nil
+		ev, wait, err := s.take()
+		if err != nil || wait == nil {
+			return ev, err
 		}
 		select {
 		case <-wait:
@@ -312,23 +300,30 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // is none yet. Like Next, it returns io.EOF after the exit event and after Close. Use
 // Poll and Notify to follow a process without a goroutine parked per subscriber.
 func (s *Subscription) Poll() (ev Event, ok bool, err error) {
+	ev, wait, err := s.take()
+	return ev, err == nil && wait == nil, err
+}
+
+// take returns the next event and advances past it, or, when there is none yet, a
+// channel closed by the next change.
+func (s *Subscription) take() (Event, <-chan struct{}, error) {
 	select {
 	case <-s.closed:
-		return Event{}, false, io.EOF
+		return Event{}, nil, io.EOF
 	default:
 	}
 	if s.exitSent {
-		return Event{}, false, io.EOF
+		return Event{}, nil, io.EOF
 	}
-	ev, next, _, ok := s.p.ring.read(s.pos)
+	ev, next, wait, ok := s.p.ring.read(s.pos)
 	if !ok {
-		return Event{}, false, nil
+		return Event{}, wait, nil
 	}
 	s.pos = next
 	if ev.Kind == EventExit {
 		s.exitSent = true
 	}
-	return ev, true, nil
+	return ev, nil, nil
 }
 
 // Notify arranges for fn to be called once, when Poll has an event again (new output

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sync/atomic"
@@ -87,17 +86,11 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if err != nil {
 		return notStarted(argv[0], err, begin)
 	}
-	outR, outW, err := outputPipe()
+	out, err := newExecOutput(limit)
 	if err != nil {
 		return ExecResult{}, err
 	}
-	errR, errW, err := outputPipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return ExecResult{}, err
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = out.outW, out.errW
 	if o.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(o.Stdin)
 	}
@@ -105,16 +98,15 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 
 	g := &procGroup{}
 	if !s.enterExec(g) {
-		closeAll(outR, outW, errR, errW)
+		out.started()
+		out.close()
 		return ExecResult{}, ErrClosed
 	}
 	defer s.leaveExec(g)
 	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	out.started()
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		out.close()
 		return notStarted(argv[0], err, begin)
 	}
 	g.setPID(cmd.Process.Pid)
@@ -128,16 +120,11 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	stop := context.AfterFunc(ctx, func() { g.killFor(&canceled) })
 	defer stop()
 
-	stdout, stderr := capBuffer{limit: limit}, capBuffer{limit: limit}
-	readers := goAll(func() { stdout.readFrom(outR) }, func() { stderr.readFrom(errR) })
-
-	waitErr := waitExited(cmd.Process.Pid)
-	g.finish()                 // kill what the command left behind, before the pid can be recycled
-	cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
-	_ = cmd.Wait()
-	drain(readers, nil, outR, errR)
-	outR.Close()
-	errR.Close()
+	waitErr := out.collect(cmd.Process.Pid, func() {
+		g.finish()                 // kill what the command left behind, before the pid can be recycled
+		cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
+		_ = cmd.Wait()
+	})
 	state := cmd.ProcessState
 	if state == nil {
 		return ExecResult{}, fmt.Errorf("failed to wait: %w", waitErr)
@@ -145,10 +132,10 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 
 	res := ExecResult{
 		ExitCode:  exitCode(state),
-		Stdout:    stdout.buf,
-		Stderr:    stderr.buf,
+		Stdout:    out.stdout.buf,
+		Stderr:    out.stderr.buf,
 		Duration:  time.Since(begin),
-		Truncated: stdout.truncated || stderr.truncated,
+		Truncated: out.stdout.truncated || out.stderr.truncated,
 	}
 	if timedOut.Load() {
 		res.TimedOut, res.ExitCode = true, exitTimedOut
@@ -184,52 +171,6 @@ func (s *Sandbox) leaveExec(g *procGroup) {
 	s.wg.Done()
 }
 
-// drain waits for the readers of files to reach EOF, for at most drainBound; then it
-// calls stop (if not nil) and makes their reads fail so they return. done is closed
-// when the readers are finished.
-func drain(done <-chan struct{}, stop func(), files ...*os.File) {
-	select {
-	case <-done: // the usual case: the tree is dead and the pipes are at EOF
-		return
-	default:
-	}
-	t := time.NewTimer(drainBound)
-	defer t.Stop()
-	select {
-	case <-done:
-		return
-	case <-t.C:
-	}
-	if stop != nil {
-		stop()
-	}
-	for _, f := range files {
-		_ = f.SetReadDeadline(time.Now())
-	}
-	<-done
-}
-
-// goAll runs each of fns on a goroutine of its own and returns a channel that is closed
-// once all of them have returned.
-func goAll(fns ...func()) <-chan struct{} {
-	done := make(chan struct{})
-	if len(fns) == 0 {
-		close(done)
-		return done
-	}
-	var left atomic.Int32
-	left.Store(int32(len(fns)))
-	for _, f := range fns {
-		go func() {
-			f()
-			if left.Add(-1) == 0 {
-				close(done)
-			}
-		}()
-	}
-	return done
-}
-
 // notStarted turns a failure to start argv0 into the result a shell would give.
 func notStarted(argv0 string, err error, begin time.Time) (ExecResult, error) {
 	code, reason := 126, err.Error()
@@ -261,43 +202,34 @@ func exitCode(state *os.ProcessState) int {
 	return state.ExitCode()
 }
 
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
-	}
-}
-
 // capBuffer collects up to limit bytes of a stream and discards the rest.
 type capBuffer struct {
 	limit     int
 	buf       []byte
 	truncated bool
+	discard   []byte
 }
 
-// readFrom reads r to EOF (or error), reading straight into the buffer.
-func (c *capBuffer) readFrom(r io.Reader) {
-	var discard []byte
-	for {
-		if len(c.buf) >= c.limit {
-			if discard == nil {
-				discard = make([]byte, 32<<10)
-			}
-			n, err := r.Read(discard)
-			if n > 0 {
-				c.truncated = true
-			}
-			if err != nil {
-				return
-			}
-			continue
+// space returns where the next read goes: the free room under the limit, or a scratch
+// buffer once the limit is reached (what lands there is dropped).
+func (c *capBuffer) space() []byte {
+	if len(c.buf) >= c.limit {
+		if c.discard == nil {
+			c.discard = make([]byte, 32<<10)
 		}
-		if len(c.buf) == cap(c.buf) {
-			c.buf = append(c.buf, make([]byte, min(max(2*cap(c.buf), 512), c.limit)-len(c.buf))...)[:len(c.buf)]
-		}
-		n, err := r.Read(c.buf[len(c.buf):min(cap(c.buf), c.limit)])
-		c.buf = c.buf[:len(c.buf)+n]
-		if err != nil {
-			return
-		}
+		return c.discard
 	}
+	if len(c.buf) == cap(c.buf) {
+		c.buf = append(c.buf, make([]byte, min(max(2*cap(c.buf), 512), c.limit)-len(c.buf))...)[:len(c.buf)]
+	}
+	return c.buf[len(c.buf):min(cap(c.buf), c.limit)]
+}
+
+// wrote records that n bytes were read into the last space.
+func (c *capBuffer) wrote(n int) {
+	if len(c.buf) >= c.limit {
+		c.truncated = c.truncated || n > 0
+		return
+	}
+	c.buf = c.buf[:len(c.buf)+n]
 }

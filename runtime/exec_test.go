@@ -59,6 +59,7 @@ func TestExec(t *testing.T) {
 		{name: "missing binary command", o: ExecOptions{Command: "no-such-binary-xyz"}, code: 127, stderrHas: "not found"},
 		{name: "output cap", o: ExecOptions{Command: "head -c 5000 /dev/zero | tr '\\0' a; printf e >&2"}, stdout: strings.Repeat("a", 1000), stderr: "e", truncated: true},
 		{name: "call output limit", o: ExecOptions{Command: "printf abcdef", OutputLimit: 3}, stdout: "abc", truncated: true},
+		{name: "both streams past the pipe buffer", o: ExecOptions{Command: "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2; printf c", OutputLimit: 1 << 20}, stdout: strings.Repeat("a", 200000) + "c", stderr: strings.Repeat("b", 100000)},
 		{name: "output exactly at cap", o: ExecOptions{Command: "head -c 1000 /dev/zero"}, stdout: strings.Repeat("\x00", 1000)},
 	}
 	for _, tt := range tests {

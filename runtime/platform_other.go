@@ -20,7 +20,6 @@ var errUnsupported = errors.New("runtime: processes are only supported on linux"
 var platformErr = errUnsupported
 
 func waitExited(int) error                      { return errUnsupported }
-func outputPipe() (*os.File, *os.File, error)   { return os.Pipe() }
 func killSession(int, syscall.Signal)           {}
 func markCloexec()                              {}
 func foregroundGroup(*os.File) int              { return 0 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -253,4 +254,56 @@ func (p *Process) publishExit(st ExitStatus, keep time.Duration) {
 	}
 	s.mu.Unlock()
 	close(p.done)
+}
+
+// drain waits for the readers of files to reach EOF, for at most drainBound; then it
+// calls stop (if not nil) and makes their reads fail so they return. done is closed
+// when the readers are finished.
+func drain(done <-chan struct{}, stop func(), files ...*os.File) {
+	select {
+	case <-done: // the usual case: the tree is dead and the pipes are at EOF
+		return
+	default:
+	}
+	t := time.NewTimer(drainBound)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	if stop != nil {
+		stop()
+	}
+	for _, f := range files {
+		_ = f.SetReadDeadline(time.Now())
+	}
+	<-done
+}
+
+// goAll runs each of fns on a goroutine of its own and returns a channel that is closed
+// once all of them have returned.
+func goAll(fns ...func()) <-chan struct{} {
+	done := make(chan struct{})
+	if len(fns) == 0 {
+		close(done)
+		return done
+	}
+	var left atomic.Int32
+	left.Store(int32(len(fns)))
+	for _, f := range fns {
+		go func() {
+			f()
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+		}()
+	}
+	return done
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
 }

@@ -54,20 +54,3 @@ func killSession(sid int, sig syscall.Signal) {
 		}
 	}
 }
-
-// outputPipe returns a pipe for one output stream of a child. The read end is
-// non-blocking and served by the runtime poller; the write end, which only the child
-// uses, stays blocking and never touches the poller (os.Pipe would register it, and
-// exec.Cmd would then make it blocking again, for nothing: four syscalls per pipe).
-func outputPipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
-	}
-	if err := unix.SetNonblock(p[0], true); err != nil {
-		_ = unix.Close(p[0])
-		_ = unix.Close(p[1])
-		return nil, nil, os.NewSyscallError("fcntl", err)
-	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
-}

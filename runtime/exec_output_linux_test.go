@@ -1,0 +1,55 @@
+package runtime
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestExitNotifiers: both ways of learning that a child exited signal only once it has,
+// and leave it unreaped, so its pid stays reserved until the caller waits.
+func TestExitNotifiers(t *testing.T) {
+	t.Parallel()
+	for name, notifier := range map[string]func(int) (int, error){"pidfd": exitNotifier, "waiter": waiterExitNotifier} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("cat")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := notifier(cmd.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(fds, 50); err != nil || n != 0 {
+				t.Fatalf("ready while the child runs: n=%d err=%v", n, err)
+			}
+			stdin.Close() // cat reads EOF and exits
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				n, err := unix.Poll(fds, 100)
+				if err == nil && n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("not ready 10s after the child was told to exit: n=%d err=%v", n, err)
+				}
+			}
+			var info unix.Siginfo
+			if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil); err != nil {
+				t.Fatalf("child already reaped: %v", err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("wait: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package runtime
+
+import "os"
+
+// execOutput is where an exec's output goes; exec never runs on this platform (New
+// fails), so it only has to compile.
+type execOutput struct {
+	stdout, stderr capBuffer
+	outW, errW     *os.File
+}
+
+func newExecOutput(int) (*execOutput, error)  { return nil, errUnsupported }
+func (*execOutput) started()                  {}
+func (*execOutput) close()                    {}
+func (*execOutput) collect(int, func()) error { return errUnsupported }

@@ -81,7 +81,8 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	if err != nil {
 		return err
 	}
-	conn, err := websocket.Accept(smallBufferWriter{w}, r, &websocket.AcceptOptions{
+	hj := &smallBufferWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -108,10 +109,15 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sub: sub, start: start}
 	a.idle.L = &a.mu
+	// Ending ctx ends the reader's wait for input (waitReadable) but not the connection:
+	// a shutting-down server can still say why it closes.
+	cc := hj.hijacked // not hj: it holds net/http's response
+	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
 	go func() {
 		defer s.bg.Done()
-		s.readWS(ctx, conn, p)
+		s.readWS(ctx, cc, conn, p)
 		cancel()
+		stopDeadline()
 		a.stop()
 		if s.streamCtx.Err() != nil {
 			conn.Close(websocket.StatusServiceRestart, "server shutting down")
@@ -162,8 +168,11 @@ func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 // readWS applies what the client sends until it disconnects: binary frames are input,
 // text frames are resize and signal controls. Bad controls are ignored, not fatal: a
 // terminal must survive a client bug.
-func (s *Server) readWS(ctx context.Context, conn *websocket.Conn, p *runtime.Process) {
+func (s *Server) readWS(ctx context.Context, cc *clientConn, conn *websocket.Conn, p *runtime.Process) {
 	for {
+		if cc.waitReadable() != nil {
+			return
+		}
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
 			return

@@ -3,9 +3,11 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 )
 
 // wsBufferBytes is the size of a WebSocket connection's read and write buffers. Frames
@@ -15,14 +17,24 @@ import (
 const wsBufferBytes = 1 << 10
 
 // smallBufferWriter hands websocket.Accept a hijacked connection with small buffers.
+// Hijack records the connection in hijacked, which outlives the writer: the writer
+// holds net/http's response (the request and 8 KiB of buffers), the connection does not.
 type smallBufferWriter struct {
 	http.ResponseWriter
+	hijacked *clientConn
+}
+
+// clientConn is a hijacked client connection and the buffered reader websocket reads
+// it through.
+type clientConn struct {
+	conn net.Conn
+	br   *bufio.Reader
 }
 
 // Hijack implements http.Hijacker: it takes the connection from net/http and wraps it
 // in wsBufferBytes buffers, keeping what the client sent after its request (already in
 // net/http's buffer) at the front of the new one.
-func (w smallBufferWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *smallBufferWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
@@ -35,8 +47,35 @@ func (w smallBufferWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	early = bytes.Clone(early)
 	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(early), conn), max(wsBufferBytes, len(early)))
 	_, _ = r.Peek(len(early)) // into the buffer: websocket.Accept takes Buffered() bytes first
+	w.hijacked = &clientConn{conn: conn, br: r}
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsBufferBytes)), nil
 }
 
 // Unwrap returns the wrapped ResponseWriter, for http.ResponseController.
-func (w smallBufferWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *smallBufferWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// waitReadable returns once the client has sent something not yet read (or closed the
+// connection), or the connection passed its read deadline. An idle client's reader
+// waits here rather than deep inside websocket's Read, so the stack it keeps is a few
+// frames deep and the garbage collector shrinks it to the minimum.
+//
+// It peeks at the socket before each wait: bytes may have arrived after the last read
+// and their readiness edge been consumed, and waiting for another edge would then hang.
+func (c *clientConn) waitReadable() error {
+	if c.br.Buffered() > 0 {
+		return nil
+	}
+	sc, ok := c.conn.(syscall.Conn)
+	if !ok {
+		return nil // let websocket's Read do the waiting
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var one [1]byte
+	return raw.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR)
+	})
+}

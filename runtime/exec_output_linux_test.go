@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"os/exec"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestExitNotifiers(t *testing.T) {
 			}
 			defer unix.Close(fd)
 			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if n, err := unix.Poll(fds, 50); err != nil || n != 0 {
+			if n, err := pollRetry(fds, 50); err != nil || n != 0 {
 				t.Fatalf("ready while the child runs: n=%d err=%v", n, err)
 			}
 			stdin.Close() // cat reads EOF and exits
@@ -51,5 +52,15 @@ func TestExitNotifiers(t *testing.T) {
 				t.Fatalf("wait: %v", err)
 			}
 		})
+	}
+}
+
+// pollRetry is poll(2) that retries when a signal (Go's preemption) interrupts it.
+func pollRetry(fds []unix.PollFd, timeoutMS int) (int, error) {
+	for {
+		n, err := unix.Poll(fds, timeoutMS)
+		if !errors.Is(err, unix.EINTR) {
+			return n, err
+		}
 	}
 }

@@ -20,6 +20,7 @@ var errUnsupported = errors.New("runtime: processes are only supported on linux"
 var platformErr = errUnsupported
 
 func waitExited(int) error                      { return errUnsupported }
+func awaitExited(int) error                     { return errUnsupported }
 func killSession(int, syscall.Signal)           {}
 func markCloexec()                              {}
 func foregroundGroup(*os.File) int              { return 0 }

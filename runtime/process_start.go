@@ -214,7 +214,7 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 		t := time.AfterFunc(timeout, func() { _ = p.g.signal(syscall.SIGKILL) })
 		defer t.Stop()
 	}
-	_ = waitExited(p.pid) // on error (never expected) cmd.Wait below still reaps
+	_ = awaitExited(p.pid) // on error (never expected) cmd.Wait below still reaps
 	p.g.finish()
 	if p.master == nil {
 		_ = p.stdin.Close() // nobody can read it any more

@@ -22,6 +22,39 @@ func waitExited(pid int) error {
 	}
 }
 
+// awaitExited waits, like waitExited, until the child pid has exited without reaping
+// it, but on the child's pidfd through Go's netpoller: a process that runs for hours
+// costs no thread meanwhile (a thread blocked in waitid(2) costs tens of KiB of
+// memory). On a kernel without pidfds it is waitExited.
+func awaitExited(pid int) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return waitExited(pid)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return waitExited(pid)
+	}
+	// Look before each wait: the pidfd may have become readable before the poller
+	// watched it.
+	return sc.Read(func(uintptr) bool { return exited(pid) })
+}
+
+// exited reports whether the child pid has exited, without reaping it. An error (the
+// child is gone, never expected) counts as exited, so no caller waits forever.
+func exited(pid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err != nil || info.Signo != 0
+	}
+}
+
 // killSession sends sig to every process of session sid that is not in process group
 // sid (those are reached by kill(-sid)): jobs an interactive shell put in groups of
 // their own.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,32 +27,49 @@ func (p *Process) readOutput(o output, stop *stopper) {
 	if err != nil {
 		return
 	}
-	buf := make([]byte, readBufBytes)
 	for {
-		// Cold: wait on the netpoller.
+		// Cold: wait on the netpoller, holding no buffer (an idle terminal would keep
+		// it for as long as it is idle).
+		var buf *[]byte
 		var n int
 		var rerr error
 		err := sc.Read(func(fd uintptr) bool {
-			n, rerr = readRetry(int(fd), buf)
-			return !errors.Is(rerr, unix.EAGAIN)
+			if buf == nil {
+				buf = readBufs.Get().(*[]byte)
+			}
+			n, rerr = readRetry(int(fd), *buf)
+			if errors.Is(rerr, unix.EAGAIN) {
+				readBufs.Put(buf)
+				buf = nil
+				return false
+			}
+			return true
 		})
 		if n > 0 {
-			p.ring.write(o.stream, buf[:n])
+			p.ring.write(o.stream, (*buf)[:n])
 		}
 		if err != nil || n <= 0 {
+			if buf != nil {
+				readBufs.Put(buf)
+			}
 			return // io.EOF (n == 0), EIO, or the drain deadline
 		}
 		if n < smallOutput {
+			readBufs.Put(buf)
 			continue // interactive output: the netpoller wakes us fastest
 		}
 		// Hot: wait in poll(2) while output keeps coming.
 		var hotErr error
-		cerr := sc.Control(func(fd uintptr) { hotErr = p.readHot(int(fd), stop, o.stream, buf) })
+		cerr := sc.Control(func(fd uintptr) { hotErr = p.readHot(int(fd), stop, o.stream, *buf) })
+		readBufs.Put(buf)
 		if cerr != nil || !errors.Is(hotErr, errIdle) {
 			return
 		}
 	}
 }
+
+// readBufs holds the output readers' buffers between reads.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufBytes); return &b }}
 
 // errIdle ends readHot when the output went quiet.
 var errIdle = errors.New("idle")

@@ -59,8 +59,10 @@ func (w *smallBufferWriter) Unwrap() http.ResponseWriter { return w.ResponseWrit
 // waits here rather than deep inside websocket's Read, so the stack it keeps is a few
 // frames deep and the garbage collector shrinks it to the minimum.
 //
-// It peeks at the socket before each wait: bytes may have arrived after the last read
+// It peeks at the socket before it waits: bytes may have arrived after the last read
 // and their readiness edge been consumed, and waiting for another edge would then hang.
+// Once the poller wakes it, it returns without a second look (a syscall less per
+// keystroke); after a rare spurious wake-up the reader just waits in websocket's Read.
 func (c *clientConn) waitReadable() error {
 	if c.br.Buffered() > 0 {
 		return nil
@@ -73,8 +75,13 @@ func (c *clientConn) waitReadable() error {
 	if err != nil {
 		return err
 	}
-	var one [1]byte
+	looked := false
 	return raw.Read(func(fd uintptr) bool {
+		if looked {
+			return true // woken by the poller: the read that follows finds the bytes
+		}
+		looked = true
+		var one [1]byte
 		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR)
 	})

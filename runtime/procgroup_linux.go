@@ -39,19 +39,31 @@ func awaitExited(pid int) error {
 	}
 	// Look before each wait: the pidfd may have become readable before the poller
 	// watched it.
-	return sc.Read(func(uintptr) bool { return exited(pid) })
+	var werr error
+	err = sc.Read(func(uintptr) bool {
+		var done bool
+		done, werr = exited(pid)
+		return done
+	})
+	if err != nil {
+		return err
+	}
+	return werr
 }
 
 // exited reports whether the child pid has exited, without reaping it. An error (the
-// child is gone, never expected) counts as exited, so no caller waits forever.
-func exited(pid int) bool {
+// child is gone, never expected) ends the wait too, so no caller waits forever.
+func exited(pid int) (bool, error) {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-		if errors.Is(err, unix.EINTR) {
+		switch {
+		case errors.Is(err, unix.EINTR):
 			continue
+		case err != nil:
+			return true, err
 		}
-		return err != nil || info.Signo != 0
+		return info.Signo != 0, nil
 	}
 }
 

@@ -9,16 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sessWaitNoReap blocks until the process exits, leaving it a zombie so its pid (and
+// sessWaitNoReap waits (see awaitExited) until the process exits, leaving it a zombie so its pid (and
 // process group id) cannot be reused until it is reaped. It reports whether it did.
 func sessWaitNoReap(pid int) bool {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return err == nil
-		}
-	}
+	return awaitExited(pid) == nil
 }
 
 // sessKillTree kills the process group of leader and every descendant of leader,

@@ -138,3 +138,39 @@ func TestWebSocketIdleClientHasNoSender(t *testing.T) {
 	}
 	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/idle/processes/"+p.ID, nil)
 }
+
+// TestWebSocketShutdown: a server shutting down tells an attached idle client why
+// (close 1012, service restart), and a client that reads nothing while output is
+// pending does not hold the shutdown up.
+func TestWebSocketShutdown(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("bye")
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/bye/terminals/t1", map[string]any{})
+	idle := ts.dialWS("/v1/sandboxes/bye/terminals/t1/ws")
+	idle.readUntil(t, 10*time.Second, func(c *wsClient) bool { return c.control("ready") != nil })
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/bye/processes",
+		map[string]any{"command": "yes sandgate-shutdown"}).json(t, &p)
+	ts.dialWS("/v1/sandboxes/bye/processes/" + p.ID + "/ws") // reads nothing
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		done <- ts.srv.Shutdown(ctx)
+	}()
+	if st := idle.readUntil(t, 30*time.Second, func(*wsClient) bool { return false }); st != websocket.StatusServiceRestart {
+		t.Fatalf("idle client closed with %v, want %v", st, websocket.StatusServiceRestart)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	t.Logf("shutdown took %v", time.Since(start))
+}

@@ -109,13 +109,14 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sub: sub, start: start}
 	a.idle.L = &a.mu
-	// Ending ctx ends the reader's wait for input (waitReadable) but not the connection:
-	// a shutting-down server can still say why it closes.
+	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
+	// through a read deadline; an idle client's connection stays open, so a
+	// shutting-down server can still say why it closes.
 	cc := hj.hijacked // not hj: it holds net/http's response
 	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
 	go func() {
 		defer s.bg.Done()
-		s.readWS(ctx, cc, conn, p)
+		s.readWS(cc, conn, p)
 		cancel()
 		stopDeadline()
 		a.stop()
@@ -168,12 +169,14 @@ func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 // readWS applies what the client sends until it disconnects: binary frames are input,
 // text frames are resize and signal controls. Bad controls are ignored, not fatal: a
 // terminal must survive a client bug.
-func (s *Server) readWS(ctx context.Context, cc *clientConn, conn *websocket.Conn, p *runtime.Process) {
+func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) {
 	for {
 		if cc.waitReadable() != nil {
 			return
 		}
-		typ, data, err := conn.Read(ctx)
+		// No context: a cancellable one would cost every frame a registration with
+		// it, and the read deadline set when the attachment ends stops this read.
+		typ, data, err := conn.Read(context.Background())
 		if err != nil {
 			return
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,12 +66,7 @@ func BenchmarkExecTrue(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return err
+		return drainOK(resp)
 	}
 	ours := newKeepAliveClient(b, addr, "POST", path, testToken, body)
 	bareKA := newKeepAliveClient(b, strings.TrimPrefix(bare.URL, "http://"), "POST", "/", "", body)

@@ -45,7 +45,12 @@ func (c *keepAliveClient) do() error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	return drainOK(resp)
+}
+
+// drainOK reads and closes resp's body and fails unless the status was 200.
+func drainOK(resp *http.Response) error {
+	_, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("status %d", resp.StatusCode)

@@ -10,7 +10,13 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Client subcommands stop on SIGINT/SIGTERM through ctx. serve counts the signals
+	// itself (the first shuts down cleanly, a second forces), so it gets none here: a
+	// signal that both ended ctx and reached serve would count twice.
+	ctx, stop := context.Background(), func() {}
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -94,8 +94,8 @@ func TestBudgetAndExpiry(t *testing.T) {
 		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/b1/processes", map[string]any{"command": "sleep 30"})
 	}
 	r := ts.do("POST", "/v1/sandboxes/b1/processes", map[string]any{"command": "sleep 30"})
-	if r.status != http.StatusTooManyRequests || r.errorCode(t) != codeBudgetExceeded {
-		t.Fatalf("third process: %d %s", r.status, r.body)
+	if r.status != http.StatusTooManyRequests || r.errorCode(t) != codeBudgetExceeded || r.header.Get("Retry-After") == "" {
+		t.Fatalf("third process: %d %s (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
 	}
 	eventually(t, 20*time.Second, "sandbox to expire", func() bool {
 		var sb sandboxJSON

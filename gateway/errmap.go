@@ -42,12 +42,13 @@ func toAPIError(err error) *apiError {
 		for _, target := range rule.errs {
 			if errors.Is(err, target) {
 				e := &apiError{Status: rule.status, Code: rule.code, Message: humanMessage(err)}
+				// Both may pass: a mailbox drains, a running process exits. A rate
+				// budget knows when; anything else is worth a retry in a second.
 				switch rule.status {
-				case http.StatusServiceUnavailable:
+				case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 					e.RetryAfter = time.Second
-				case http.StatusTooManyRequests:
 					var be *actor.BudgetError
-					if errors.As(err, &be) {
+					if errors.As(err, &be) && be.RetryAfter > 0 {
 						e.RetryAfter = be.RetryAfter
 					}
 				}

@@ -156,3 +156,46 @@ func TestProcessWebSocket(t *testing.T) {
 		t.Fatalf("unknown process ws: %d", r.status)
 	}
 }
+
+// TestProcessPTYField: pty is a size object, or true for 80x24; false and null mean
+// pipes; anything else is 400.
+func TestProcessPTYField(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("ptyf")
+	tests := []struct {
+		name string
+		pty  any
+		want bool // a PTY; only for status 201
+		code string
+	}{
+		{name: "size", pty: map[string]int{"cols": 100, "rows": 30}, want: true},
+		{name: "empty object", pty: map[string]int{}, want: true},
+		{name: "true", pty: true, want: true},
+		{name: "false", pty: false},
+		{name: "null", pty: nil},
+		{name: "string", pty: "yes", code: codeInvalidArgument},
+		{name: "unknown field", pty: map[string]int{"width": 80}, code: codeInvalidArgument},
+		{name: "size too big", pty: map[string]int{"cols": 70000}, code: codeInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := ts.do("POST", "/v1/sandboxes/ptyf/processes", map[string]any{"command": "true", "pty": tt.pty})
+			if tt.code != "" {
+				if r.status != http.StatusBadRequest || r.errorCode(t) != tt.code {
+					t.Fatalf("got %d %s, want 400 %s", r.status, r.body, tt.code)
+				}
+				return
+			}
+			if r.status != http.StatusCreated {
+				t.Fatalf("got %d %s", r.status, r.body)
+			}
+			var p processJSON
+			r.json(t, &p)
+			if p.PTY != tt.want {
+				t.Fatalf("pty %v, want %v", p.PTY, tt.want)
+			}
+		})
+	}
+}

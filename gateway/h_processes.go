@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"time"
 
@@ -15,18 +18,41 @@ import (
 // maxWait bounds wait_ms on long-polling routes.
 const maxWait = 5 * time.Minute
 
+// ptyRequest is the pty field of a process create: a size ({"cols", "rows"}, zero
+// meaning 80x24), or true for 80x24; false and null mean pipes.
 type ptyRequest struct {
-	Cols uint16 `json:"cols"`
-	Rows uint16 `json:"rows"`
+	Cols, Rows uint16
+	On         bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *ptyRequest) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		*p = ptyRequest{On: true}
+		return nil
+	case "false", "null":
+		*p = ptyRequest{}
+		return nil
+	}
+	var size struct {
+		Cols uint16 `json:"cols"`
+		Rows uint16 `json:"rows"`
+	}
+	if err := decodeJSONBytes(b, &size); err != nil {
+		return errors.New(strings.TrimPrefix(err.Message, "invalid JSON body: ") + " (pty)")
+	}
+	*p = ptyRequest{Cols: size.Cols, Rows: size.Rows, On: true}
+	return nil
 }
 
 type createProcessRequest struct {
 	commandFields
-	PTY     *ptyRequest `json:"pty"`
-	Tag     string      `json:"tag"`
-	Label   string      `json:"label"`
-	Session string      `json:"session"`
-	KeepMs  *int64      `json:"keep_ms"`
+	PTY     ptyRequest `json:"pty"`
+	Tag     string     `json:"tag"`
+	Label   string     `json:"label"`
+	Session string     `json:"session"`
+	KeepMs  *int64     `json:"keep_ms"`
 }
 
 func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +78,7 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 		Command: req.shell(), Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Tag: req.Tag, Label: req.Label,
 		Session: req.Session, Timeout: timeout, Keep: keep,
 	}
-	if req.PTY != nil {
+	if req.PTY.On {
 		size, err := winSize(req.PTY.Cols, req.PTY.Rows, true)
 		if err != nil {
 			return err

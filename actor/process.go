@@ -94,9 +94,23 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 	})
 }
 
+// processEventData is a process.created event's data: the process object's fields,
+// null where the object has null.
 func processEventData(in runtime.ProcessInfo) map[string]any {
-	return map[string]any{"id": in.ID, "pid": in.PID, "command": in.Command, "argv": in.Argv,
-		"pty": in.PTY, "tag": in.Tag, "session": in.Session}
+	var argv any
+	if in.Argv != nil {
+		argv = in.Argv
+	}
+	return map[string]any{"id": in.ID, "pid": in.PID, "command": nullIfEmpty(in.Command), "argv": argv,
+		"pty": in.PTY, "tag": nullIfEmpty(in.Tag), "session": nullIfEmpty(in.Session)}
+}
+
+// nullIfEmpty is s, or nil (JSON null) for "".
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // ListProcesses lists the sandbox's processes, oldest first (running ones and exited

@@ -168,11 +168,12 @@ func (a *sbActor) watch(p *runtime.Process) {
 func (a *sbActor) recordExit(p *runtime.Process) {
 	in := p.Info()
 	data := map[string]any{"id": in.ID, "exit_code": nil, "signal": nil}
-	if in.Exit != nil {
+	switch {
+	case in.Exit == nil:
+	case in.Exit.Signal != "": // as the process object: a signal, and no exit code
+		data["signal"] = in.Exit.Signal
+	default:
 		data["exit_code"] = in.Exit.Code
-		if in.Exit.Signal != "" {
-			data["signal"] = in.Exit.Signal
-		}
 	}
 	a.emit("process.exited", data)
 }

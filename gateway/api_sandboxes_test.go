@@ -67,6 +67,10 @@ func TestStrictJSON(t *testing.T) {
 		{"wrong type", `{"id":5}`, http.StatusBadRequest},
 		{"trailing data", `{"id":"x"}{}`, http.StatusBadRequest},
 		{"malformed", `{"id":`, http.StatusBadRequest},
+		{"empty id", `{"id":""}`, http.StatusBadRequest},
+		{"upper-case id", `{"id":"Dev1"}`, http.StatusBadRequest},
+		{"id of 64", `{"id":"` + strings.Repeat("a", 64) + `"}`, http.StatusBadRequest},
+		{"id starting with a dash", `{"id":"-a"}`, http.StatusBadRequest},
 		{"too large", `{"labels":{"a":"` + strings.Repeat("x", 2<<20) + `"}}`, http.StatusRequestEntityTooLarge},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,11 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("created %+v", s)
 	}
 	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main", "env": map[string]string{"G": "g"}})
+	for _, id := range []string{"", "Main", "-x"} {
+		if r := ts.do("POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": id}); r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
+			t.Fatalf("session id %q: %d %s", id, r.status, r.body)
+		}
+	}
 	if r := ts.do("POST", "/v1/sandboxes/s1/sessions", map[string]any{"id": "main", "env": map[string]string{"G": "other"}}); r.status != http.StatusConflict {
 		t.Fatalf("alive with different settings: %d %s", r.status, r.body)
 	}

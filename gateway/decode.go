@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // maxJSONBody is the default limit for JSON request bodies (API.md: 1 MiB).
@@ -57,4 +59,16 @@ func describeJSONError(err error) string {
 		return "unexpected end of input"
 	}
 	return err.Error()
+}
+
+// optionalID checks a caller-chosen id: absent is "" (the server makes one), and a
+// given one, even "", must be valid.
+func optionalID(kind string, id *string) (string, error) {
+	if id == nil {
+		return "", nil
+	}
+	if !runtime.ValidID(*id) {
+		return "", badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", kind, *id)
+	}
+	return *id, nil
 }

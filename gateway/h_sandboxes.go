@@ -5,11 +5,10 @@ import (
 	"strings"
 
 	"github.com/sandgate/sandgate/actor"
-	"github.com/sandgate/sandgate/runtime"
 )
 
 type createSandboxRequest struct {
-	ID     string            `json:"id"`
+	ID     *string           `json:"id"`
 	Labels map[string]string `json:"labels"`
 	Env    map[string]string `json:"env"`
 	Cwd    string            `json:"cwd"`
@@ -20,8 +19,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ID != "" && !runtime.ValidID(req.ID) {
-		return badRequest("invalid sandbox id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
+	id, err := optionalID("sandbox", req.ID)
+	if err != nil {
+		return err
 	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
@@ -31,7 +31,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info, created, err := s.node.CreateSandbox(r.Context(), actor.SandboxSpec{
-		ID: req.ID, Labels: req.Labels, Env: req.Env, Cwd: req.Cwd,
+		ID: id, Labels: req.Labels, Env: req.Env, Cwd: req.Cwd,
 		Tenant: tenantOf(r.Context()), Pool: pool,
 	})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 type createSessionRequest struct {
-	ID        string            `json:"id"`
+	ID        *string           `json:"id"`
 	Cwd       string            `json:"cwd"`
 	Env       map[string]string `json:"env"`
 	Shell     string            `json:"shell"`
@@ -20,8 +20,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ID != "" && !runtime.ValidID(req.ID) {
-		return badRequest("invalid session id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
+	id, err := optionalID("session", req.ID)
+	if err != nil {
+		return err
 	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
@@ -31,7 +32,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info, created, err := s.node.CreateSession(r.Context(), r.PathValue("sb"), actor.SessionSpec{
-		ID: req.ID, Cwd: req.Cwd, Env: req.Env, Shell: req.Shell, Timeout: timeout,
+		ID: id, Cwd: req.Cwd, Env: req.Env, Shell: req.Shell, Timeout: timeout,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Sentinel errors of package actor. Match them with errors.Is; the gateway maps each to
@@ -47,6 +49,23 @@ func (e *NotFoundError) Error() string { return fmt.Sprintf("%s %q not found", e
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 func notFound(what, id string) error { return &NotFoundError{What: what, ID: id} }
+
+// DeadSessionError is a command for a session that has died. It matches ErrConflict
+// and runtime.ErrSessionDead with errors.Is.
+type DeadSessionError struct {
+	ID     string
+	Reason string // why it died, e.g. "command timed out"
+}
+
+// Error returns e.g. `session "s" is dead: command timed out`.
+func (e *DeadSessionError) Error() string {
+	return fmt.Sprintf("session %q is dead: %s", e.ID, e.Reason)
+}
+
+// Is reports whether target is ErrConflict or runtime.ErrSessionDead.
+func (e *DeadSessionError) Is(target error) bool {
+	return target == ErrConflict || target == runtime.ErrSessionDead
+}
 
 // BudgetError says which budget was exceeded and, when it applies, when to retry. It
 // matches ErrBudgetExceeded with errors.Is.

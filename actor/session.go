@@ -209,7 +209,7 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 			return out{}, notFound("session", id)
 		}
 		if st.rec.Dead {
-			return out{}, fmt.Errorf("%w: session %q is dead: %s: %w", ErrConflict, id, st.rec.DeadReason, runtime.ErrSessionDead)
+			return out{}, &DeadSessionError{ID: id, Reason: st.rec.DeadReason}
 		}
 		live, err := a.liveSession(st)
 		if err != nil {

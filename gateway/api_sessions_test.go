@@ -66,7 +66,8 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("exit: %+v", res)
 	}
 	r := ts.do("POST", "/v1/sandboxes/s1/sessions/main/exec", map[string]any{"command": "true"})
-	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict || !strings.Contains(string(r.body), "3") {
+	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict || !strings.Contains(string(r.body), "3") ||
+		!strings.Contains(string(r.body), `"message":"session \"main\" is dead: `) || strings.Contains(string(r.body), "conflict:") {
 		t.Fatalf("exec on dead session: %d %s", r.status, r.body)
 	}
 	ts.must(http.StatusOK, "GET", "/v1/sandboxes/s1/sessions/main", nil).json(t, &s)

@@ -114,12 +114,15 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	// shutting-down server can still say why it closes.
 	cc := hj.hijacked // not hj: it holds net/http's response
 	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
+	sb, began := r.PathValue("sb"), time.Now()
 	go func() {
 		defer s.bg.Done()
-		s.readWS(cc, conn, p)
+		readErr := s.readWS(cc, conn, p)
 		cancel()
 		stopDeadline()
-		a.stop()
+		a.stop() // the pump is done: its subscription's offset is the client's
+		s.log.Info("websocket detached", "sandbox", sb, "process", p.ID(), "offset", sub.Offset(),
+			"for", time.Since(began).Round(time.Millisecond), "why", readErr)
 		if s.streamCtx.Err() != nil {
 			conn.Close(websocket.StatusServiceRestart, "server shutting down")
 		}
@@ -166,19 +169,19 @@ func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 	return ww.write(ctx, websocket.MessageText, b)
 }
 
-// readWS applies what the client sends until it disconnects: binary frames are input,
-// text frames are resize and signal controls. Bad controls are ignored, not fatal: a
-// terminal must survive a client bug.
-func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) {
+// readWS applies what the client sends until it disconnects, and returns why it
+// stopped: binary frames are input, text frames are resize and signal controls. Bad
+// controls are ignored, not fatal: a terminal must survive a client bug.
+func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) error {
 	for {
-		if cc.waitReadable() != nil {
-			return
+		if err := cc.waitReadable(); err != nil {
+			return err
 		}
 		// No context: a cancellable one would cost every frame a registration with
 		// it, and the read deadline set when the attachment ends stops this read.
 		typ, data, err := conn.Read(context.Background())
 		if err != nil {
-			return
+			return err
 		}
 		if typ == websocket.MessageBinary {
 			_, _ = p.Write(data)

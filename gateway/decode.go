@@ -33,13 +33,22 @@ func decodeJSONBytes(body []byte, v any) *apiError {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if err := decodeStrict(body, v); err != nil {
+		return badRequest("invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown fields and trailing
+// data; its error says what is wrong in a client's terms.
+func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid JSON body: %s", describeJSONError(err))
+		return errors.New(describeJSONError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("invalid JSON body: trailing data after the JSON value")
+		return errors.New("trailing data after the JSON value")
 	}
 	return nil
 }

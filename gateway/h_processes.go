@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-
 	"time"
 
 	"github.com/sandgate/sandgate/runtime"
@@ -39,8 +37,8 @@ func (p *ptyRequest) UnmarshalJSON(b []byte) error {
 		Cols uint16 `json:"cols"`
 		Rows uint16 `json:"rows"`
 	}
-	if err := decodeJSONBytes(b, &size); err != nil {
-		return errors.New(strings.TrimPrefix(err.Message, "invalid JSON body: ") + " (pty)")
+	if err := decodeStrict(b, &size); err != nil {
+		return fmt.Errorf("pty: %w", err)
 	}
 	*p = ptyRequest{Cols: size.Cols, Rows: size.Rows, On: true}
 	return nil

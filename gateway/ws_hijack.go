@@ -10,11 +10,16 @@ import (
 	"syscall"
 )
 
-// wsBufferBytes is the size of a WebSocket connection's read and write buffers. Frames
-// to clients are written straight from the output ring (large payloads skip the
-// buffer) and frames from clients are keystrokes and controls, so 1 KiB each serves as
-// well as net/http's 4 KiB, which an idle client would otherwise hold on to.
-const wsBufferBytes = 1 << 10
+// The sizes of a WebSocket connection's read and write buffers, which an idle client
+// holds on to (net/http's are 4 KiB each). Frames from clients are keystrokes and
+// controls, a few bytes each; a larger frame is read straight into its message. A
+// frame to a client is its header and payload: one write while they fit in the
+// buffer (an echo, a prompt, a line of output), and a write of the header with the
+// payload's start, then one of the rest, for the large chunks of bulk output.
+const (
+	wsReadBufferBytes  = 256
+	wsWriteBufferBytes = 512
+)
 
 // smallBufferWriter hands websocket.Accept a hijacked connection with small buffers.
 // Hijack records the connection in hijacked, which outlives the writer: the writer
@@ -32,7 +37,7 @@ type clientConn struct {
 }
 
 // Hijack implements http.Hijacker: it takes the connection from net/http and wraps it
-// in wsBufferBytes buffers, keeping what the client sent after its request (already in
+// in small buffers (wsReadBufferBytes, wsWriteBufferBytes), keeping what the client sent after its request (already in
 // net/http's buffer) at the front of the new one.
 func (w *smallBufferWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
@@ -45,10 +50,10 @@ func (w *smallBufferWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	early, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	early = bytes.Clone(early)
-	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(early), conn), max(wsBufferBytes, len(early)))
+	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(early), conn), max(wsReadBufferBytes, len(early)))
 	_, _ = r.Peek(len(early)) // into the buffer: websocket.Accept takes Buffered() bytes first
 	w.hijacked = &clientConn{conn: conn, br: r}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsBufferBytes)), nil
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsWriteBufferBytes)), nil
 }
 
 // Unwrap returns the wrapped ResponseWriter, for http.ResponseController.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/plugins"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Config configures a gateway node. The zero value of each field means its default.
@@ -273,6 +274,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Abort ends every process tree the server started at once, with SIGKILL, for a forced
+// exit that cannot wait for Shutdown. Nothing is closed or flushed: the caller exits
+// next (the actors' storage survives a crash).
+func (s *Server) Abort() {
+	runtime.KillAll()
 }
 
 // openPolicy starts the Wasm policy host when c names a plugin file, and points the

@@ -29,6 +29,9 @@ func setWinsize(*os.File, uint16, uint16) error { return errUnsupported }
 
 func startPTY(*exec.Cmd, WinSize) (*os.File, error) { return nil, errUnsupported }
 
+// KillAll does nothing here: the runtime starts no processes on this platform.
+func KillAll() {}
+
 type stopper struct{}
 
 func newStopper() *stopper { return &stopper{} }

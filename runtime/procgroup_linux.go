@@ -71,13 +71,52 @@ func exited(pid int) (bool, error) {
 // sid (those are reached by kill(-sid)): jobs an interactive shell put in groups of
 // their own.
 func killSession(sid int, sig syscall.Signal) {
+	for _, p := range listProcs() {
+		if p.session == sid && p.pid != sid {
+			_ = unix.Kill(p.pid, sig)
+		}
+	}
+}
+
+// KillAll sends SIGKILL to every process tree this process started and has not reaped
+// (each child leads a process group, and a PTY's child a session): for a forced exit,
+// which has no time to end them gracefully but must not leave them running.
+func KillAll() {
+	self := os.Getpid()
+	procs := listProcs()
+	for _, c := range procs {
+		if c.ppid != self {
+			continue
+		}
+		if c.pgrp == c.pid {
+			_ = unix.Kill(-c.pid, unix.SIGKILL)
+		}
+		_ = unix.Kill(c.pid, unix.SIGKILL)
+		if c.session != c.pid {
+			continue
+		}
+		for _, p := range procs {
+			if p.session == c.pid {
+				_ = unix.Kill(p.pid, unix.SIGKILL)
+			}
+		}
+	}
+}
+
+// procInfo is what /proc/<pid>/stat says of a process's place in the process tree.
+type procInfo struct{ pid, ppid, pgrp, session int }
+
+// listProcs reads every process's parent, group and session from /proc. Processes
+// that exit while it reads are left out.
+func listProcs() []procInfo {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return nil
 	}
+	var out []procInfo
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == sid {
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -94,8 +133,11 @@ func killSession(sid int, sig syscall.Signal) {
 		if len(f) < 4 {
 			continue
 		}
-		if sess, _ := strconv.Atoi(f[3]); sess == sid {
-			_ = unix.Kill(pid, sig)
-		}
+		p := procInfo{pid: pid}
+		p.ppid, _ = strconv.Atoi(f[1])
+		p.pgrp, _ = strconv.Atoi(f[2])
+		p.session, _ = strconv.Atoi(f[3])
+		out = append(out, p)
 	}
+	return out
 }

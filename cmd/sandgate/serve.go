@@ -27,8 +27,13 @@ making a token (kept in the data directory) and printing it.
 flags:
 `
 
+// repeatWindow is how soon after the first stop signal a second one counts as the same
+// request sent twice (timeout(1) signals its child, then the child's process group)
+// rather than a request to force the exit. No one presses Ctrl-C twice this fast.
+const repeatWindow = 200 * time.Millisecond
+
 // cmdServe parses serve's flags and runs a node until SIGINT or SIGTERM; a second
-// signal forces an immediate exit.
+// signal forces an immediate exit, which kills every process tree first.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -171,23 +176,30 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 	case sig := <-sigs:
 		cfg.Logger.Info("shutting down", "signal", sig.String())
 	}
+	stopping := time.Now()
 	done := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		done <- srv.Shutdown(sctx)
 	}()
-	select {
-	case err := <-done:
-		<-served
-		if err != nil {
-			fmt.Fprintln(stderr, "serve: shutdown:", err)
-			return 1
+	for {
+		select {
+		case err := <-done:
+			<-served
+			if err != nil {
+				fmt.Fprintln(stderr, "serve: shutdown:", err)
+				return 1
+			}
+			return 0
+		case sig := <-sigs:
+			if time.Since(stopping) < repeatWindow {
+				continue
+			}
+			fmt.Fprintf(stderr, "serve: %s again: killing every process and exiting now\n", sig)
+			srv.Abort()
+			return 130
 		}
-		return 0
-	case sig := <-sigs:
-		fmt.Fprintf(stderr, "serve: %s again: exiting now\n", sig)
-		return 130
 	}
 }
 

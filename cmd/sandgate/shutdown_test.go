@@ -21,9 +21,7 @@ func TestShutdownEndsProcesses(t *testing.T) {
 			n := startNode(t, tok)
 			n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
 			tree := waitTree(t, pidOf(t, n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & sleep 300"}`)), 3)
-			if err := n.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
+			n.signal(t, sig)
 			if code := waitExit(t, n); code != 0 {
 				t.Fatalf("serve exited with %d: %s", code, n.log.String())
 			}
@@ -47,13 +45,9 @@ func TestRepeatedSignalShutsDownCleanly(t *testing.T) {
 	tree := waitTree(t, pidOf(t, n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"trap '' TERM; sleep 300"}`)), 2)
 	// Two signals sent together may reach serve as one; the second is sent once the
 	// first was taken, well within repeatWindow of it.
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	n.signal(t, syscall.SIGTERM)
 	waitLog(t, n, "shutting down")
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	n.signal(t, syscall.SIGTERM)
 	if code := waitExit(t, n); code != 0 {
 		t.Fatalf("serve exited with %d, want 0: %s", code, n.log.String())
 	}
@@ -77,16 +71,12 @@ func TestForcedExitKillsProcesses(t *testing.T) {
 		`{"command":"set -m; trap '' TERM; sleep 300 & sleep 300","pty":true}`))
 	tree := append(waitTree(t, plain, 3), waitTree(t, pty, 3)...)
 
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	n.signal(t, syscall.SIGTERM)
 	sent := time.Now()
 	waitLog(t, n, "shutting down")
 	// The second signal must come later than a repeat of the first would.
 	time.Sleep(time.Until(sent.Add(repeatWindow + 50*time.Millisecond)))
-	if err := n.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	n.signal(t, syscall.SIGINT)
 	if code := waitExit(t, n); code != 130 {
 		t.Fatalf("serve exited with %d, want 130 (forced): %s", code, n.log.String())
 	}
@@ -102,6 +92,14 @@ func pidOf(t *testing.T, proc string) int {
 		t.Fatalf("pid in %s: %v", proc, err)
 	}
 	return pid
+}
+
+// signal sends sig to serve.
+func (n *node) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitExit waits for serve to exit and returns its exit code.

@@ -119,7 +119,10 @@ describe('terminal page', () => {
       }
       // On a mismatch, say how the page got there: how often it reconnected, through how
       // many proxied connections, and what the server logged last.
-      const why = bad === -1 ? '' : `; reconnects ${reconnects}, ${proxy.wsConnections} WebSocket connections, cut at ${atCut}; server log:\n${server.log().split('\n').slice(-30).join('\n')}`;
+      // Gap notices tell a resume that skipped (a gap from the cut's offset) from a page
+      // that fell more than the ring behind the shell while it streamed (an earlier one).
+      const gaps = lines.filter((l) => l.includes('bytes of output lost'));
+      const why = bad === -1 ? '' : `; reconnects ${reconnects}, ${proxy.wsConnections} WebSocket connections, cut at ${atCut}, gap notices ${JSON.stringify(gaps)}; server log:\n${server.log().split('\n').slice(-30).join('\n')}`;
       assert.equal(bad, -1, `at index ${bad}: got ${nums.slice(Math.max(0, bad - 2), bad + 3)} (of ${nums.length} numbers)${why}`);
       assert.equal(nums.length, 200000);
       assert.ok(!lines.some((l) => l.includes('bytes of output lost')), 'no gap marker');

@@ -58,6 +58,13 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 	if r.status != http.StatusMethodNotAllowed || r.errorCode(t) != codeInvalidArgument || r.header.Get("Allow") != "GET, POST" {
 		t.Fatalf("wrong method: %d %s allow %q", r.status, r.body, r.header.Get("Allow"))
 	}
+	// Under /v1 the token comes first: without it, a wrong method or an unknown path is
+	// 401 like every other API request.
+	for _, req := range [][2]string{{"PUT", "/v1/sandboxes"}, {"GET", "/v1/nothing"}, {"GET", "/v1"}} {
+		if r := ts.doToken("", req[0], req[1], nil); r.status != http.StatusUnauthorized || r.errorCode(t) != codeUnauthorized {
+			t.Fatalf("%s %s without a token: %d %s", req[0], req[1], r.status, r.body)
+		}
+	}
 	ts.sandbox("m1")
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
 	r = ts.do("GET", "/metrics", nil)

@@ -138,11 +138,10 @@ func (s *Server) wrap(rt route) http.Handler {
 
 func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) error {
 	if !rt.public {
-		tenant, ok := s.tokens.tenant(requestToken(r, rt.queryToken))
-		if !ok {
-			return errorf(http.StatusUnauthorized, codeUnauthorized, "missing or wrong token")
+		var err error
+		if r, err = s.authenticate(r, rt.queryToken); err != nil {
+			return err
 		}
-		r = r.WithContext(withTenant(r.Context(), tenant))
 	}
 	for _, name := range pathIDs {
 		if v := r.PathValue(name); v != "" && !runtime.ValidID(v) {
@@ -155,6 +154,16 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 		}
 	}
 	return rt.handle(w, r)
+}
+
+// authenticate returns r with its token's tenant, or the 401 for a missing or wrong
+// token.
+func (s *Server) authenticate(r *http.Request, queryAllowed bool) (*http.Request, error) {
+	tenant, ok := s.tokens.tenant(requestToken(r, queryAllowed))
+	if !ok {
+		return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "missing or wrong token")
+	}
+	return r.WithContext(withTenant(r.Context(), tenant)), nil
 }
 
 func idNoun(pathVar string) string {
@@ -179,8 +188,14 @@ func newRequestID() string {
 
 // unknownRoute answers a request no route matched: 405 with Allow when the path is
 // served under other methods (the contract has no code for it, so invalid_argument),
-// else 404.
+// else 404. Under /v1 the token is checked first, as on every API route: a client
+// without one learns nothing of the routes.
 func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		if _, err := s.authenticate(r, true); err != nil {
+			return err
+		}
+	}
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := r.Clone(r.Context())

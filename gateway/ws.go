@@ -77,6 +77,9 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 // while there is output to send (see wsAttachment), so an idle client costs one
 // goroutine. The server owns both and Shutdown stops and waits for them.
 func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool) error {
+	if err := checkHandshake(w, r, s.cfg.AllowedOrigins); err != nil {
+		return err
+	}
 	release, err := s.node.Attach(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
@@ -88,11 +91,11 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	})
 	if err != nil {
 		release()
-		return nil // Accept has answered the client (bad handshake or origin)
+		return nil // Accept has answered the client (what checkHandshake lets through)
 	}
 	conn.SetReadLimit(1 << 20)
-	start := startOffset(p, from, given)
-	sub := p.Subscribe(start)
+	sub := p.Subscribe(startOffset(p, from, given))
+	start := sub.Offset() // an offset past the end starts at the end: ready says so
 
 	s.mu.Lock()
 	if s.closed {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/sandgate/sandgate/runtime"
 )
@@ -45,7 +47,7 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errors.New(describeJSONError(err))
+		return errors.New(describeJSONError(err, reflect.TypeOf(v)))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON value")
@@ -53,21 +55,75 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-func describeJSONError(err error) string {
+func describeJSONError(err error, target reflect.Type) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
 		if typeErr.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+			return fmt.Sprintf("field %q must be %s, not %s", jsonPath(target, typeErr.Field), kindName(typeErr.Type), typeErr.Value)
 		}
-		return fmt.Sprintf("expected %s, not %s", typeErr.Type, typeErr.Value)
+		return fmt.Sprintf("expected %s, not %s", kindName(typeErr.Type), typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("syntax error at byte %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of input"
 	}
 	return err.Error()
+}
+
+// jsonPath turns the field path of a decoding error into the client's terms: it drops
+// the Go names of embedded structs, which encoding/json puts in the path though their
+// fields are the object's own.
+func jsonPath(t reflect.Type, field string) string {
+	var out []string
+	for _, seg := range strings.Split(field, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			out, t = append(out, seg), nil
+			continue
+		}
+		if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+			t = f.Type
+			continue
+		}
+		out, t = append(out, seg), jsonFieldType(t, seg)
+	}
+	return strings.Join(out, ".")
+}
+
+// jsonFieldType is the type of struct t's field (its own or promoted) that decodes the
+// JSON key name, or nil.
+func jsonFieldType(t reflect.Type, name string) reflect.Type {
+	for _, f := range reflect.VisibleFields(t) {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// kindName says what JSON a Go type decodes from.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
 }
 
 // optionalID checks a caller-chosen id: absent is "" (the server makes one), and a

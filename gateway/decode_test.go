@@ -66,3 +66,21 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeErrorNamesJSONFields: a type error names the field as the client wrote it,
+// not through the Go structs that decode it (exec's fields live in an embedded struct).
+func TestDecodeErrorNamesJSONFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ body, want string }{
+		{`{"command":"pwd","timeout_ms":1.5}`, `field "timeout_ms" must be an integer, not number`},
+		{`{"command":["ls"]}`, `field "command" must be a string, not array`},
+		{`{"command":"ls","env":{"A":1}}`, `field "env" must be a string, not number`},
+	}
+	for _, tt := range tests {
+		var v execRequest
+		err := decodeJSONBytes([]byte(tt.body), &v)
+		if err == nil || !strings.Contains(err.Message, tt.want) {
+			t.Errorf("%s: %v, want it to say %s", tt.body, err, tt.want)
+		}
+	}
+}

@@ -41,7 +41,13 @@ func toAPIError(err error) *apiError {
 	for _, rule := range errorRules {
 		for _, target := range rule.errs {
 			if errors.Is(err, target) {
-				e := &apiError{Status: rule.status, Code: rule.code, Message: humanMessage(err)}
+				// The code says already what the sentinel's text would: "conflict: sandbox
+				// x exists…" reads "sandbox x exists…".
+				msg := humanMessage(err)
+				if rest, ok := strings.CutPrefix(msg, humanMessage(target)+": "); ok && rest != "" {
+					msg = rest
+				}
+				e := &apiError{Status: rule.status, Code: rule.code, Message: msg}
 				// Both may pass: a mailbox drains, a running process exits. A rate
 				// budget knows when; anything else is worth a retry in a second.
 				switch rule.status {

@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// TestErrorMessages: a mapped error's message reads as a sentence for the client: no
+// package prefixes, and not the code again in words.
+func TestErrorMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err    error
+		status int
+		code   string
+		msg    string
+	}{
+		{fmt.Errorf("%w: sandbox %q exists with different settings", actor.ErrConflict, "a1"),
+			http.StatusConflict, codeConflict, `sandbox "a1" exists with different settings`},
+		{fmt.Errorf("%w: terminal size %dx%d", actor.ErrInvalid, 0, 5),
+			http.StatusBadRequest, codeInvalidArgument, "terminal size 0x5"},
+		{actor.ErrConflict, http.StatusConflict, codeConflict, "conflict"},
+		{fmt.Errorf("failed to start: %w", runtime.ErrTooManyProcesses),
+			http.StatusTooManyRequests, codeBudgetExceeded, "failed to start: too many processes"},
+	}
+	for _, tt := range tests {
+		e := toAPIError(tt.err)
+		if e.Status != tt.status || e.Code != tt.code || e.Message != tt.msg {
+			t.Errorf("%v: %d %s %q, want %d %s %q", tt.err, e.Status, e.Code, e.Message, tt.status, tt.code, tt.msg)
+		}
+	}
+}

@@ -177,13 +177,9 @@ type sessResult struct {
 	err error
 }
 
-// newSession starts a session's shell and waits until it is ready.
-func newSession(ctx context.Context, cfg sessionConfig) (_ *Session, err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("runtime: failed to start session: %w", err)
-		}
-	}()
+// newSession starts a session's shell and waits until it is ready. Its errors are not
+// wrapped: Sandbox.NewSession says "failed to start session" once.
+func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	o := cfg.Options
 	id := o.ID
 	if id == "" {
@@ -207,10 +203,12 @@ func newSession(ctx context.Context, cfg sessionConfig) (_ *Session, err error) 
 		env = maps.Clone(o.Snapshot.Env)
 		delete(env, "SHLVL") // bash adds one on start; keep rehydration stable
 	}
-	if fi, err := os.Stat(cwd); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFileNotFound, err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s", ErrNotDir, cwd)
+	spelt := o.Cwd
+	if spelt == "" {
+		spelt = cwd
+	}
+	if err := sessCheckDir(cwd, spelt); err != nil {
+		return nil, err
 	}
 	env["PWD"] = cwd
 	envList, err := sessEnvList(env)

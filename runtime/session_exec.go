@@ -79,7 +79,16 @@ func (s *Session) checkCommand(c SessionCommand) (string, error) {
 	if c.Cwd == "" {
 		return "", nil
 	}
-	return sessResolveCwd(s.dir, c.Cwd)
+	cwd, err := sessResolveCwd(s.dir, c.Cwd)
+	if err != nil {
+		return "", err
+	}
+	// Checked here, not left to the shell's cd, so the call is rejected before it is
+	// queued and the session is untouched.
+	if err := sessCheckDir(cwd, c.Cwd); err != nil {
+		return "", err
+	}
+	return cwd, nil
 }
 
 // queued reports how many calls wait for their turn (for tests).

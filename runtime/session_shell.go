@@ -42,7 +42,12 @@ __sg_pre() {
     builtin export "$1=$2" || return 1
     shift 2
   done
-  if [[ -n $__sg_cd ]]; then builtin cd -- "$__sg_cd" || return 1; fi
+  if [[ -n $__sg_cd ]]; then
+    builtin cd -- "$__sg_cd" 2>/dev/null || {
+      builtin printf 'sandgate: cannot change to cwd %s\n' "$__sg_cd" >&2
+      return 1
+    }
+  fi
 }
 __sg_post() {
   local __sg_i
@@ -79,7 +84,8 @@ func sessInitLines(dir, nonce string) []byte {
 // The redirections sit on the `.` builtin itself, not on a { } group, so no alias can
 // touch the line's first word; every command word is backslash-quoted for the same
 // reason. With perCall, the per-call file (see sessPerCallScript) is sourced first,
-// under the same redirections (so a failing cd reaches the command's stderr), and
+// under the same redirections (so a failing cd, which Session.Exec checks for first,
+// reaches the command's stderr), and
 // __sg_f undoes what it changed before reporting.
 func sessCommandLine(nonce string, perCall bool) []byte {
 	const redir = ` </dev/null >"$__sg_d/o" 2>"$__sg_d/e" 3>&-`

@@ -154,6 +154,34 @@ func TestSessionRehydrate(t *testing.T) {
 	}
 }
 
+// TestSessionPerCallCwdGone: a per-call cwd removed after Exec checked it fails in the
+// shell with a plain message, not bash's error from inside the session's helpers.
+func TestSessionPerCallCwdGone(t *testing.T) {
+	t.Parallel()
+	cfg := sessTestConfig(t)
+	s := sessNewTest(t, cfg)
+	// Queued as Exec would, with the cwd already resolved, so the check is skipped.
+	req := &sessReq{cmd: SessionCommand{Command: "echo never"}, cwd: filepath.Join(cfg.Dir, "gone"), done: make(chan sessResult, 1)}
+	s.mu.Lock()
+	s.queue = append(s.queue, req)
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default: // a kick is pending already
+	}
+	r := <-req.done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := "sandgate: cannot change to cwd " + filepath.Join(cfg.Dir, "gone") + "\n"
+	if r.res.ExitCode != 1 || len(r.res.Stdout) != 0 || string(r.res.Stderr) != want {
+		t.Errorf("result %d %q %q, want 1, no output and %q", r.res.ExitCode, r.res.Stdout, r.res.Stderr, want)
+	}
+	if r := sessRun(t, s, "pwd"); string(r.Stdout) != cfg.Dir+"\n" {
+		t.Errorf("after: %q", r.Stdout)
+	}
+}
+
 func TestSessionPerCall(t *testing.T) {
 	t.Parallel()
 	cfg := sessTestConfig(t)
@@ -185,9 +213,22 @@ func TestSessionPerCall(t *testing.T) {
 	if got := s.Snapshot(); got.Cwd != cfg.Dir || got.Env["EXP"] != "old" {
 		t.Errorf("snapshot = %v %v", got.Cwd, got.Env["EXP"])
 	}
-	r := sessMustExec(t, s, SessionCommand{Command: "echo never", Cwd: "missing"})
-	if r.ExitCode == 0 || len(r.Stdout) != 0 || !strings.Contains(string(r.Stderr), "missing") {
-		t.Errorf("missing cwd: %+v %q", r, r.Stderr)
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A cwd that is not a directory is rejected before the shell sees the command: no
+	// wrapper error leaks, nothing runs, and the session goes on.
+	for _, c := range []struct{ cwd, want string }{
+		{"missing", `cwd "missing" does not exist`},
+		{"file", `cwd "file" is not a directory`},
+	} {
+		_, err := s.Exec(sessTestCtx(t), SessionCommand{Command: "touch ran", Cwd: c.cwd})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("cwd %q: %v, want ErrInvalid saying %s", c.cwd, err, c.want)
+		}
+	}
+	if r := sessRun(t, s, "pwd; ls ran 2>/dev/null"); string(r.Stdout) != cfg.Dir+"\n" {
+		t.Errorf("after rejected cwds: %q", r.Stdout)
 	}
 	bad := []SessionCommand{
 		{Command: "true", Cwd: "../out"},
@@ -288,7 +329,8 @@ func TestNewSessionErrors(t *testing.T) {
 		want error
 	}{
 		{name: "escaping cwd", opts: SessionOptions{Cwd: "../x"}, want: ErrEscapes},
-		{name: "missing cwd", opts: SessionOptions{Cwd: "nope"}, want: ErrFileNotFound},
+		{name: "missing cwd", opts: SessionOptions{Cwd: "nope"}, want: ErrInvalid},
+		{name: "cwd is a file", opts: SessionOptions{Cwd: "file"}, want: ErrInvalid},
 		{name: "not bash", opts: SessionOptions{Shell: "zsh"}, want: ErrInvalid},
 		{name: "bad env", opts: SessionOptions{Env: map[string]string{"A=B": "x"}}, want: ErrInvalid},
 	}
@@ -297,6 +339,9 @@ func TestNewSessionErrors(t *testing.T) {
 			t.Parallel()
 			cfg := sessTestConfig(t)
 			cfg.Options = tt.opts
+			if err := os.WriteFile(filepath.Join(cfg.Dir, "file"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			s, err := newSession(sessTestCtx(t), cfg)
 			if err == nil {
 				_ = s.Close(context.Background())

@@ -3,7 +3,9 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +52,22 @@ func sessResolveCwd(dir, p string) (string, error) {
 		return "", fmt.Errorf("cwd: %w", err)
 	}
 	return filepath.Join(dir, rel), nil
+}
+
+// sessCheckDir returns ErrInvalid, naming the cwd as the caller spelt it, unless the
+// resolved path p is an existing directory. A bad cwd is the caller's mistake, like
+// a cwd outside the workspace, so it is not reported as a missing file.
+func sessCheckDir(p, spelt string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: cwd %q does not exist", ErrInvalid, spelt)
+	case err != nil:
+		return fmt.Errorf("%w: cwd %q: %v", ErrInvalid, spelt, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cwd %q is not a directory", ErrInvalid, spelt)
+	}
+	return nil
 }
 
 // sessEnvList turns env into KEY=VALUE pairs, sorted, rejecting unusable keys.

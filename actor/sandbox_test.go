@@ -389,7 +389,7 @@ func TestHibernateWake(t *testing.T) {
 	}
 	terms, err := n.ListTerminals(ctx, "hw")
 	must(t, err)
-	if len(terms) != 1 || terms[0].Status != "stopped" {
+	if len(terms) != 1 || terms[0].Status != "exited" || terms[0].Process != "" {
 		t.Fatalf("terminals %+v", terms)
 	}
 	res, err := n.SessionExec(ctx, "hw", "s", runtime.SessionCommand{Command: `echo "$K $PWD"`})

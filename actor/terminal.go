@@ -19,9 +19,11 @@ type TerminalSpec struct {
 	Shell      string
 }
 
-// TerminalInfo is a terminal as the API shows it. Status is "running", "exited" (the
-// shell ended; the next PUT or GET starts a new one) or "stopped" (remembered across
-// hibernation or a node restart; the next PUT or GET restarts it).
+// TerminalInfo is a terminal as the API shows it. Status is "running" or "exited": a
+// terminal whose shell ended (exit in it, or ended by hibernation or a node restart) is
+// "exited", and the next PUT or GET starts a new shell with its saved settings. Process
+// is the shell's process id, or "" when no shell was started in this activation (after
+// hibernation or a restart). Cols and Rows are the latest size, which is saved.
 type TerminalInfo struct {
 	ID, Process, Status string
 	Cols, Rows          uint16
@@ -42,19 +44,47 @@ type terminalRec struct {
 
 type terminalState struct {
 	rec  terminalRec
-	proc *runtime.Process // nil: not running in this activation
+	proc *runtime.Process // nil: not started in this activation
+	// seen is proc's size as last copied into rec. A WebSocket client resizes proc
+	// directly, without a turn, so syncTerminalSize compares against it to tell that
+	// change from a resize recorded since (POST resize of an exited shell).
+	seen runtime.WinSize
 }
 
-func (st *terminalState) info() TerminalInfo {
-	in := TerminalInfo{ID: st.rec.ID, Status: "stopped", Cols: st.rec.Cols, Rows: st.rec.Rows, CreatedAt: st.rec.CreatedAt}
+// terminalInfo returns st as the API shows it, saving a size changed outside a turn.
+func (a *sbActor) terminalInfo(st *terminalState) TerminalInfo {
+	a.syncTerminalSize(st)
+	in := TerminalInfo{ID: st.rec.ID, Status: string(runtime.StatusExited), Cols: st.rec.Cols, Rows: st.rec.Rows,
+		CreatedAt: st.rec.CreatedAt}
 	if st.proc != nil {
 		pi := st.proc.Info()
 		in.Process, in.Status, in.OutputOffset, in.Attached = pi.ID, string(pi.Status), pi.OutputOffset, st.proc.Attached()
-		if pi.Cols != 0 {
-			in.Cols, in.Rows = pi.Cols, pi.Rows
-		}
 	}
 	return in
+}
+
+// syncTerminalSize copies the shell's PTY size into st's record, and storage, when it
+// changed since it was last seen: clients resize the PTY over WebSocket without a turn,
+// and the size must survive hibernation and restarts. It is called in every turn that
+// shows or resizes the terminal, when its shell exits, and before work is ended.
+func (a *sbActor) syncTerminalSize(st *terminalState) {
+	if st.proc == nil {
+		return
+	}
+	pi := st.proc.Info()
+	now := runtime.WinSize{Cols: pi.Cols, Rows: pi.Rows}
+	if now.Cols == 0 || now.Rows == 0 || now == st.seen {
+		return
+	}
+	st.seen = now
+	if st.rec.Cols != now.Cols || st.rec.Rows != now.Rows {
+		st.rec.Cols, st.rec.Rows = now.Cols, now.Rows
+		a.saveTerminal(st)
+	}
+}
+
+func (a *sbActor) saveTerminal(st *terminalState) {
+	a.write().Put(idKey(pfxTerminal, st.rec.ID), mustJSON(st.rec))
 }
 
 func (st *terminalState) running() bool {
@@ -81,9 +111,10 @@ func (a *sbActor) startTerminal(st *terminalState) error {
 	p, err := rt.StartTerminal(a.ctx(), runtime.TerminalOptions{ID: st.rec.ID, Cols: st.rec.Cols, Rows: st.rec.Rows,
 		Cwd: a.defaultCwd(st.rec.Cwd), Env: maps.Clone(st.rec.Env), Shell: st.rec.Shell})
 	if err != nil {
-		return fmt.Errorf("actor: failed to start terminal: %w", a.startErr(err))
+		// runtime's error already says "failed to start terminal".
+		return fmt.Errorf("actor: sandbox %q: %w", a.id, a.startErr(err))
 	}
-	st.proc = p
+	st.proc, st.seen = p, runtime.WinSize{Cols: st.rec.Cols, Rows: st.rec.Rows}
 	a.watch(p)
 	a.emit("process.created", processEventData(p.Info()))
 	a.dirty = true
@@ -117,7 +148,7 @@ func (n *Node) PutTerminal(ctx context.Context, sb, id string, s TerminalSpec) (
 					return out{}, err
 				}
 			}
-			return out{info: st.info()}, nil
+			return out{info: a.terminalInfo(st)}, nil
 		}
 		st := &terminalState{rec: terminalRec{ID: id, Cols: s.Cols, Rows: s.Rows, Cwd: s.Cwd, Env: maps.Clone(s.Env),
 			Shell: s.Shell, CreatedAt: a.now().UTC()}}
@@ -125,11 +156,11 @@ func (n *Node) PutTerminal(ctx context.Context, sb, id string, s TerminalSpec) (
 			return out{}, err
 		}
 		a.sb.terminalMap()[id] = st
-		a.write().Put(idKey(pfxTerminal, id), mustJSON(st.rec))
+		a.saveTerminal(st)
 		a.rec.Terminals = len(a.sb.terminals)
 		a.saveRec()
 		a.emit("terminal.created", map[string]any{"id": id, "process": st.proc.ID()})
-		return out{info: st.info(), created: true}, nil
+		return out{info: a.terminalInfo(st), created: true}, nil
 	})
 	return o.info, o.created, err
 }
@@ -145,7 +176,7 @@ func (n *Node) ListTerminals(ctx context.Context, sb string) ([]TerminalInfo, er
 		}
 		out := make([]TerminalInfo, 0, len(a.sb.terminals))
 		for _, st := range a.sb.terminals {
-			out = append(out, st.info())
+			out = append(out, a.terminalInfo(st))
 		}
 		slices.SortFunc(out, func(x, y TerminalInfo) int { return x.CreatedAt.Compare(y.CreatedAt) })
 		return out, nil
@@ -179,7 +210,7 @@ func (n *Node) GetTerminal(ctx context.Context, sb, id string) (TerminalInfo, *r
 			}
 		}
 		a.touch()
-		return out{st.info(), st.proc}, nil
+		return out{a.terminalInfo(st), st.proc}, nil
 	})
 	return o.info, o.p, err
 }
@@ -200,13 +231,15 @@ func (n *Node) ResizeTerminal(ctx context.Context, sb, id string, cols, rows uin
 		if st == nil {
 			return struct{}{}, notFound("terminal", id)
 		}
+		a.syncTerminalSize(st) // a size set over WebSocket before this one is older
 		if st.running() {
 			if err := st.proc.Resize(cols, rows); err != nil {
-				return struct{}{}, fmt.Errorf("actor: failed to resize terminal: %w", err)
+				return struct{}{}, fmt.Errorf("actor: terminal %q: %w", id, err) // runtime says "failed to resize"
 			}
+			st.seen = runtime.WinSize{Cols: cols, Rows: rows}
 		}
 		st.rec.Cols, st.rec.Rows = cols, rows
-		a.write().Put(idKey(pfxTerminal, id), mustJSON(st.rec))
+		a.saveTerminal(st)
 		a.touch()
 		return struct{}{}, nil
 	})

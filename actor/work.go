@@ -126,6 +126,7 @@ func (a *sbActor) endWork(record bool) {
 		}
 	}
 	for _, st := range w.terminals {
+		a.syncTerminalSize(st) // the size survives; the shell does not
 		st.proc = nil
 	}
 	if w.rt == nil {
@@ -156,6 +157,11 @@ func (a *sbActor) watch(p *runtime.Process) {
 		<-p.Done()
 		a.postSelf(func(a *sbActor) (any, error) {
 			if a.sb.procs[p.ID()] == p {
+				for _, st := range a.sb.terminals {
+					if st.proc == p {
+						a.syncTerminalSize(st)
+					}
+				}
 				a.recordExit(p)
 				delete(a.sb.procs, p.ID())
 				a.dirty = true

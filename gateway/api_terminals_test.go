@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -41,7 +42,7 @@ func TestTerminals(t *testing.T) {
 	}
 	var term terminalJSON
 	ts.must(http.StatusOK, "GET", "/v1/sandboxes/t1/terminals/main", nil).json(t, &term)
-	if term.Cols != 100 || term.Rows != 30 || term.Status != "running" || !strings.HasPrefix(term.Process, "proc_") {
+	if term.Cols != 100 || term.Rows != 30 || term.Status != "running" || term.Process == nil || !strings.HasPrefix(*term.Process, "proc_") {
 		t.Fatalf("terminal %+v", term)
 	}
 	var procs struct{ Processes []processJSON }
@@ -69,5 +70,46 @@ func TestTerminals(t *testing.T) {
 	ts.must(http.StatusOK, "GET", "/v1/sandboxes/t1/terminals", nil).json(t, &list)
 	if len(list.Terminals) != 0 {
 		t.Fatalf("terminals after delete: %+v", list)
+	}
+}
+
+// TestTerminalWithoutShell: once its shell is ended (here by deactivation, which ends
+// work as hibernation and a restart do), a terminal is listed with "process": null and
+// a documented status, at the size a WebSocket client last set; a GET starts a new
+// shell at that size.
+func TestTerminalWithoutShell(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("t2")
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/t2/terminals/main", map[string]any{"cols": 100, "rows": 30})
+	c := ts.dialWS("/v1/sandboxes/t2/terminals/main/ws")
+	c.readUntil(t, 10*time.Second, func(c *wsClient) bool { return c.control("ready") != nil })
+	c.send(t, websocket.MessageText, []byte(`{"type":"resize","cols":120,"rows":40}`))
+	c.send(t, websocket.MessageBinary, []byte("stty size\r"))
+	c.readUntil(t, 10*time.Second, func(c *wsClient) bool { return strings.Contains(c.output.String(), "40 120") })
+	c.conn.Close(websocket.StatusNormalClosure, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ts.srv.node.Deactivate(ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+
+	var list struct{ Terminals []map[string]any }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/t2/terminals", nil).json(t, &list)
+	if len(list.Terminals) != 1 {
+		t.Fatalf("terminals %+v", list)
+	}
+	got := list.Terminals[0]
+	if p, ok := got["process"]; !ok || p != nil || got["status"] != "exited" || got["cols"] != 120.0 || got["rows"] != 40.0 {
+		t.Fatalf("listed terminal %v, want process null, status exited, 120x40", got)
+	}
+	var term terminalJSON
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/t2/terminals/main", nil).json(t, &term)
+	if term.Process == nil || !strings.HasPrefix(*term.Process, "proc_") || term.Status != "running" || term.Cols != 120 || term.Rows != 40 {
+		t.Fatalf("terminal after GET %+v", term)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/t2/terminals", nil).json(t, &list)
+	if got := list.Terminals[0]; got["process"] != *term.Process || got["status"] != "running" {
+		t.Fatalf("listed after GET %v", got)
 	}
 }

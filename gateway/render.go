@@ -177,9 +177,11 @@ func renderSession(i runtime.SessionInfo) sessionJSON {
 	return s
 }
 
+// terminalJSON is the terminal object. Process is null while no shell runs in this
+// activation (after hibernation or a restart); status is then "exited".
 type terminalJSON struct {
 	ID           string    `json:"id"`
-	Process      string    `json:"process"`
+	Process      *string   `json:"process"`
 	Status       string    `json:"status"`
 	Cols         uint16    `json:"cols"`
 	Rows         uint16    `json:"rows"`
@@ -190,7 +192,7 @@ type terminalJSON struct {
 
 func renderTerminal(i actor.TerminalInfo) terminalJSON {
 	return terminalJSON{
-		ID: i.ID, Process: i.Process, Status: i.Status, Cols: i.Cols, Rows: i.Rows,
+		ID: i.ID, Process: optString(i.Process), Status: i.Status, Cols: i.Cols, Rows: i.Rows,
 		CreatedAt: i.CreatedAt.UTC(), Attached: i.Attached, OutputOffset: i.OutputOffset,
 	}
 }

@@ -1,7 +1,12 @@
 package gateway
 
 import (
+	"errors"
+	"io/fs"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,5 +64,171 @@ func TestFiles(t *testing.T) {
 	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/f1/files?path=a&recursive=true", nil)
 	if r := ts.do("GET", "/v1/sandboxes/f1/files?path=a", nil); r.status != http.StatusNotFound {
 		t.Fatalf("after recursive delete: %d", r.status)
+	}
+}
+
+// filesLinkSetup makes sandbox sb with a/b/c.txt, links into and out of its workspace,
+// and an outside file the links may aim at. It returns the workspace's absolute path
+// and the outside file.
+func filesLinkSetup(t *testing.T, ts *testServer, sb string) (ws, secret string) {
+	t.Helper()
+	secret = filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts.sandbox(sb)
+	files := "/v1/sandboxes/" + sb + "/files"
+	ts.must(http.StatusNoContent, "PUT", files+"?path=a/b/c.txt", "old")
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "pwd"}).json(t, &res)
+	ws = strings.TrimSpace(res.Stdout)
+	rel, err := filepath.Rel(ws, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := "ln -s a/b/c.txt inlnk && ln -s inlnk chain && ln -s a/b/new.txt dang && ln -s a/b dirlnk && " +
+		"ln -s " + secret + " outabs && ln -s " + rel + " outrel && ln -s / root"
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": links}).json(t, &res)
+	if res.ExitCode != 0 {
+		t.Fatalf("ln: %+v", res)
+	}
+	return ws, secret
+}
+
+func TestFilesWriteThroughLinks(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ws, secret := filesLinkSetup(t, ts, "fl")
+	const files = "/v1/sandboxes/fl/files"
+	tests := []struct {
+		name, path, target string // target: where the body lands, "" for a refusal
+	}{
+		{"link inside", "inlnk", "a/b/c.txt"},
+		{"chain of links", "chain", "a/b/c.txt"},
+		{"dangling link inside", "dang", "a/b/new.txt"},
+		{"file under dir link", "dirlnk/d.txt", "a/b/d.txt"},
+		{"absolute link out", "outabs", ""},
+		{"relative link out", "outrel", ""},
+		{"dir link to root", "root", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			link, lerr := os.Readlink(filepath.Join(ws, tt.path))
+			r := ts.do("PUT", files+"?path="+tt.path, tt.name)
+			if tt.target == "" {
+				if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
+					t.Fatalf("status %d %s, want 400 invalid_argument", r.status, r.body)
+				}
+			} else {
+				if r.status != http.StatusNoContent {
+					t.Fatalf("status %d %s, want 204", r.status, r.body)
+				}
+				if r := ts.do("GET", files+"?path="+tt.target, nil); r.status != http.StatusOK || string(r.body) != tt.name {
+					t.Fatalf("%s: status %d %q", tt.target, r.status, r.body)
+				}
+			}
+			if got, err := os.Readlink(filepath.Join(ws, tt.path)); got != link || (err == nil) != (lerr == nil) {
+				t.Fatalf("link now %q %v, was %q %v", got, err, link, lerr)
+			}
+		})
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "s3cret" {
+		t.Fatalf("outside file: %q %v", b, err)
+	}
+}
+
+func TestFilesWriteKeepsMode(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("fm")
+	const files = "/v1/sandboxes/fm/files"
+	ts.must(http.StatusNoContent, "PUT", files+"?path=run.sh&mode=0755", "#!/bin/sh\necho one\n")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=run.sh", "#!/bin/sh\necho two\n")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=fresh", "x")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=set&mode=0755", "x")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=set&mode=0600", "y")
+	var dir struct{ Entries []dirEntryJSON }
+	ts.must(http.StatusOK, "GET", files, nil).json(t, &dir)
+	modes := map[string]string{}
+	for _, e := range dir.Entries {
+		modes[e.Name] = e.Mode
+	}
+	if want := map[string]string{"run.sh": "0755", "fresh": "0644", "set": "0600"}; !maps.Equal(modes, want) {
+		t.Fatalf("modes %v, want %v", modes, want)
+	}
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/fm/exec", map[string]any{"command": "./run.sh"}).json(t, &res)
+	if res.ExitCode != 0 || res.Stdout != "two\n" {
+		t.Fatalf("run.sh after overwrite: %+v", res)
+	}
+}
+
+func TestFilesWriteTrailingSlash(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("fs")
+	const files = "/v1/sandboxes/fs/files"
+	ts.must(http.StatusNoContent, "POST", files+"/mkdir", map[string]any{"path": "sub"})
+	for _, p := range []string{"sub2/", "sub/", "x/y/", "sub2/."} {
+		r := ts.do("PUT", files+"?path="+p, "x")
+		if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "names a directory") {
+			t.Errorf("PUT %q: status %d %s, want 400 invalid_argument naming a directory", p, r.status, r.body)
+		}
+	}
+	for _, p := range []string{"sub2", "x"} {
+		if r := ts.do("GET", files+"?path="+p, nil); r.status != http.StatusNotFound {
+			t.Errorf("GET %q after refused PUT: status %d %s", p, r.status, r.body)
+		}
+	}
+}
+
+func TestFilesThroughLinks(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ws, secret := filesLinkSetup(t, ts, "fg")
+	const files = "/v1/sandboxes/fg/files"
+	// GET follows links inside, as cat and ls do.
+	if r := ts.must(http.StatusOK, "GET", files+"?path=chain", nil); string(r.body) != "old" {
+		t.Fatalf("GET chain = %q", r.body)
+	}
+	var dir struct{ Entries []dirEntryJSON }
+	ts.must(http.StatusOK, "GET", files+"?path=dirlnk", nil).json(t, &dir)
+	if len(dir.Entries) != 1 || dir.Entries[0].Name != "c.txt" {
+		t.Fatalf("GET dirlnk = %+v", dir)
+	}
+	// mkdir -p of a link to a directory is fine; under it, the directory is made in the target.
+	ts.must(http.StatusNoContent, "POST", files+"/mkdir", map[string]any{"path": "dirlnk", "parents": true})
+	ts.must(http.StatusNoContent, "POST", files+"/mkdir", map[string]any{"path": "dirlnk/e/f", "parents": true})
+	if fi, err := os.Lstat(filepath.Join(ws, "a/b/e/f")); err != nil || !fi.IsDir() {
+		t.Fatalf("a/b/e/f: %v", err)
+	}
+	// Whatever resolves outside is 400, whichever operation meets it.
+	for _, tt := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", files + "?path=outabs", nil},
+		{"GET", files + "?path=outrel", nil},
+		{"GET", files + "?path=root/etc", nil},
+		{"DELETE", files + "?path=root/tmp", nil},
+		{"POST", files + "/mkdir", map[string]any{"path": "root", "parents": true}},
+		{"POST", files + "/mkdir", map[string]any{"path": "root/sandgate-escape", "parents": true}},
+		{"POST", files + "/mkdir", map[string]any{"path": "outrel/x", "parents": true}},
+	} {
+		if r := ts.do(tt.method, tt.path, tt.body); r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
+			t.Errorf("%s %s %v: status %d %s, want 400 invalid_argument", tt.method, tt.path, tt.body, r.status, r.body)
+		}
+	}
+	// DELETE of a link removes the link, as rm does, and leaves its target.
+	ts.must(http.StatusNoContent, "DELETE", files+"?path=inlnk", nil)
+	ts.must(http.StatusNoContent, "DELETE", files+"?path=outabs", nil)
+	if _, err := os.Lstat(filepath.Join(ws, "inlnk")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("inlnk after DELETE: %v", err)
+	}
+	if r := ts.must(http.StatusOK, "GET", files+"?path=a/b/c.txt", nil); string(r.body) != "old" {
+		t.Fatalf("target after DELETE of its link = %q", r.body)
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "s3cret" {
+		t.Fatalf("outside file: %q %v", b, err)
 	}
 }

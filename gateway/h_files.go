@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // maxFileBody is the default limit for file uploads (API.md: 16 MiB).
@@ -40,26 +43,11 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer ws.Close()
-	st, err := ws.Stat(path)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		entries, err := ws.ReadDir(path)
-		if err != nil {
-			return err
-		}
-		out := make([]dirEntryJSON, 0, len(entries))
-		for _, e := range entries {
-			out = append(out, dirEntryJSON{
-				Name: e.Name, Type: e.Type, Size: e.Size,
-				Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
-			})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"entries": out})
-		return nil
-	}
+	// Open follows links as a shell's cat does, so a link to a directory lists it.
 	f, info, err := ws.Open(path)
+	if errors.Is(err, runtime.ErrIsDir) {
+		return listDir(w, ws, path)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,12 +61,29 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listDir answers the JSON listing of the directory at path.
+func listDir(w http.ResponseWriter, ws *runtime.Workspace, path string) error {
+	entries, err := ws.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	out := make([]dirEntryJSON, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, dirEntryJSON{
+			Name: e.Name, Type: e.Type, Size: e.Size,
+			Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": out})
+	return nil
+}
+
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	path, err := filePath(r, true)
 	if err != nil {
 		return err
 	}
-	mode := fs.FileMode(0o644)
+	var mode fs.FileMode // 0: the runtime keeps an existing file's mode, else 0644
 	if raw := r.URL.Query().Get("mode"); raw != "" {
 		m, err := strconv.ParseUint(raw, 8, 32)
 		if err != nil || m > 0o7777 {

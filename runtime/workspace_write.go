@@ -12,9 +12,16 @@ import (
 
 // WriteFile replaces the file at path with the bytes of r, atomically: it writes a
 // temporary file beside it and renames it over the old one, so readers see the old or
-// the new content, never a mix. Missing parent directories are made (0755). mode's
-// permission bits are applied exactly (not masked by the umask); 0 means 0644. A symlink
-// at path is replaced, not written through.
+// the new content, never a mix. Missing parent directories are made (0755).
+//
+// mode's permission bits are applied exactly (not masked by the umask). 0 keeps the
+// permissions of the file being replaced, or means 0644 for a new one.
+//
+// A symlink is written through, as a shell's redirection does: its target gets the
+// content and the link stays. A dangling link creates its target; a target outside the
+// workspace (an absolute one counts as outside, as for os.Root) is ErrEscapes and
+// nothing is written. A path spelt as a directory (ending
+// in "/", "/." or "/..") is ErrInvalid.
 func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err error) {
 	defer wsWrap("write", path, &err)
 	rel, err := wsResolve(w.prefixes, path)
@@ -24,18 +31,31 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	if rel == "." {
 		return ErrIsDir
 	}
-	if mode == 0 {
-		mode = 0o644
+	if suffix, ok := wsNamesDir(path); ok {
+		return fmt.Errorf("%w: a path ending in %q names a directory, not a file", ErrInvalid, suffix)
 	}
-	mode &= fs.ModePerm
+	if rel, err = wsFollow(w.root, rel); err != nil {
+		return err
+	}
+	if rel == "." {
+		return ErrIsDir
+	}
 	dir := filepath.Dir(rel)
 	if dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return wsParentErr(err)
 		}
 	}
-	if fi, err := w.root.Lstat(rel); err == nil && fi.IsDir() {
+	perm := mode & fs.ModePerm
+	fi, serr := w.root.Lstat(rel)
+	switch {
+	case serr == nil && fi.IsDir():
 		return ErrIsDir
+	case mode != 0:
+	case serr == nil && fi.Mode().IsRegular():
+		perm = fi.Mode().Perm() // an edit must not cost a script its exec bit
+	default:
+		perm = 0o644
 	}
 	tmp := filepath.Join(dir, "."+filepath.Base(rel)+".sandgate-"+sessRandHex(6)+".tmp")
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -44,7 +64,7 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	}
 	_, err = io.Copy(f, r)
 	if err == nil {
-		err = f.Chmod(mode)
+		err = f.Chmod(perm)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -93,8 +113,17 @@ func (w *Workspace) Mkdir(path string, parents bool) (err error) {
 		return err
 	}
 	if parents {
-		if fi, err := w.root.Lstat(rel); err == nil && !fi.IsDir() {
+		// Stat follows a link, as mkdir -p does: a link to a directory is fine, and one
+		// pointing out is ErrEscapes like any other path that resolves outside.
+		fi, err := w.root.Stat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			fi, err = w.root.Lstat(rel) // a dangling link is in the way
+		}
+		switch {
+		case err == nil && !fi.IsDir():
 			return ErrExist
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
 		}
 		return wsParentErr(w.root.MkdirAll(rel, 0o755))
 	}
@@ -133,6 +162,8 @@ func wsMapErr(err error) error {
 		}
 	}
 	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%w: too many levels of symbolic links", ErrInvalid)
 	case errors.Is(err, syscall.EISDIR):
 		return ErrIsDir
 	case errors.Is(err, syscall.ENOTDIR):

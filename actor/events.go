@@ -16,10 +16,15 @@ type Event struct {
 	Data json.RawMessage
 }
 
+// noData is the data of an event with nothing to say: every event's data is a JSON
+// object.
+var noData = json.RawMessage("{}")
+
 // emit appends an event in the current turn; it becomes visible to readers and live
 // followers once the group commits. The log keeps the newest EventLogLimit events.
+// data nil is {}.
 func (a *sbActor) emit(typ string, data any) uint64 {
-	var raw json.RawMessage
+	raw := noData
 	switch d := data.(type) {
 	case nil:
 	case json.RawMessage:
@@ -73,8 +78,8 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 				return false
 			}
 			data := e.Data
-			if data == nil {
-				data = json.RawMessage("null")
+			if data == nil || string(data) == "null" { // as recorded by older versions
+				data = noData
 			}
 			evs = append(evs, Event{Seq: keySeq(k), Type: e.Type, At: e.At, Data: data})
 			return len(evs) < limit
@@ -88,7 +93,7 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 }
 
 // PostEvent appends an "agent.*" event (any other type is ErrInvalid) and returns its
-// seq once it is durable. data must be JSON (nil → null).
+// seq once it is durable. data must be a JSON value (nil → {}).
 func (n *Node) PostEvent(ctx context.Context, sb, typ string, data json.RawMessage) (uint64, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return 0, err

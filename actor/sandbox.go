@@ -112,7 +112,11 @@ func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 	}
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.saveRec()
-	a.emit("sandbox.created", map[string]any{"labels": spec.Labels})
+	labels := spec.Labels
+	if labels == nil {
+		labels = map[string]string{} // as the sandbox object shows it
+	}
+	a.emit("sandbox.created", map[string]any{"labels": labels})
 	a.rearm()
 	a.dirty = true
 	return a.infoNow(), true, nil
@@ -189,7 +193,7 @@ func (a *sbActor) delete() error {
 	b := a.write()
 	b.Ops = nil // everything written earlier in this group is for the deleted sandbox
 	b.DeleteSandbox = true
-	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: json.RawMessage("null")}
+	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: noData}
 	a.rec, a.msgs, a.msgSeqs = nil, nil, nil
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.n.alarms.clear(a.id)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/actor"
 )
 
 func TestEventsAndMessages(t *testing.T) {
@@ -83,5 +85,69 @@ func TestEventsAndMessages(t *testing.T) {
 	ts.must(http.StatusOK, "GET", "/v1/sandboxes/ev1/messages", nil).json(t, &empty)
 	if len(empty.Messages) != 0 {
 		t.Fatalf("message taken twice: %+v", empty)
+	}
+}
+
+// TestEventDataIsObject: built-in events carry an object as data over both the list and
+// the stream: sandbox.created's labels are {} for a sandbox made without labels, and the
+// final sandbox.deleted has {}.
+func TestEventDataIsObject(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("ed1")
+	var list struct{ Events []map[string]json.RawMessage }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/ed1/events", nil).json(t, &list)
+	if len(list.Events) != 1 || string(list.Events[0]["data"]) != `{"labels":{}}` {
+		t.Fatalf("events %s", ts.do("GET", "/v1/sandboxes/ed1/events", nil).body)
+	}
+	deleted := make(chan response, 1)
+	evs := ts.readSSE("/v1/sandboxes/ed1/events/stream", "", 20*time.Second, func(evs []sseEvent) bool {
+		if len(evs) == 1 {
+			go func() {
+				r, _ := ts.send(testToken, "DELETE", "/v1/sandboxes/ed1", nil)
+				deleted <- r
+			}()
+		}
+		return len(evs) == 2
+	})
+	if r := <-deleted; r.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	var last struct {
+		Type string
+		Data json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(evs[1].data), &last); err != nil {
+		t.Fatal(err)
+	}
+	if last.Type != "sandbox.deleted" || string(last.Data) != "{}" {
+		t.Fatalf("last event %s", evs[1].data)
+	}
+}
+
+func TestRenderEventData(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data, want string
+	}{
+		{name: "absent", data: "", want: "{}"},
+		{name: "null", data: "null", want: "{}"},
+		{name: "object", data: `{"a":1}`, want: `{"a":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var raw json.RawMessage
+			if tt.data != "" {
+				raw = json.RawMessage(tt.data)
+			}
+			b, err := json.Marshal(renderEvent(actor.Event{Seq: 1, Type: "x", Data: raw}).Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Fatalf("data %s, want %s", b, tt.want)
+			}
+		})
 	}
 }

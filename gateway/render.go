@@ -204,9 +204,10 @@ type eventJSON struct {
 	Data any       `json:"data"`
 }
 
+// renderEvent gives every event an object as data: {} when there is nothing to say.
 func renderEvent(e actor.Event) eventJSON {
 	var data any = e.Data
-	if len(e.Data) == 0 {
+	if len(e.Data) == 0 || string(e.Data) == "null" {
 		data = map[string]any{}
 	}
 	return eventJSON{Seq: e.Seq, Type: e.Type, At: e.At.UTC(), Data: data}

@@ -84,7 +84,8 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 		}
 		p, err := rt.Start(a.ctx(), o)
 		if err != nil {
-			return runtime.ProcessInfo{}, fmt.Errorf("actor: failed to start process: %w", a.startErr(err))
+			// runtime's error already says "failed to start process".
+			return runtime.ProcessInfo{}, fmt.Errorf("actor: sandbox %q: %w", a.id, a.startErr(err))
 		}
 		a.watch(p)
 		in := p.Info()

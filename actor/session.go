@@ -96,7 +96,8 @@ func (a *sbActor) liveSession(st *sessionState) (*runtime.Session, error) {
 	}
 	s, err := rt.NewSession(a.ctx(), o)
 	if err != nil {
-		return nil, fmt.Errorf("actor: failed to start session %q: %w", st.rec.ID, err)
+		// runtime's error already says "failed to start session".
+		return nil, fmt.Errorf("actor: sandbox %q: %w", a.id, err)
 	}
 	st.live = s
 	return s, nil
@@ -237,11 +238,17 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 	}
 	res, execErr := w.live.Exec(ctx, c)
 	w.gate.finish(w.ticket)
+	// A rejected command (a bad per-call cwd or env) never reached the shell: nothing
+	// to record.
+	rejected := errors.Is(execErr, runtime.ErrInvalid)
 	// Save the snapshot (and a death) before answering; a cancelled caller still gets
 	// its completion recorded, as the system turn does not depend on ctx.
 	_, err = ask(context.WithoutCancel(ctx), w.a, func(a *sbActor) (struct{}, error) {
 		a.inflight--
 		a.touch()
+		if rejected {
+			return struct{}{}, nil
+		}
 		st := a.sb.sessions[id]
 		if st == nil || st.live != w.live {
 			return struct{}{}, nil // deleted or replaced meanwhile
@@ -267,7 +274,8 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		if errors.Is(execErr, runtime.ErrSessionDead) {
 			return res, fmt.Errorf("%w: session %q: %w", ErrConflict, id, execErr)
 		}
-		return res, fmt.Errorf("actor: failed to exec in session: %w", execErr)
+		// runtime's error already says "failed to exec in session".
+		return res, fmt.Errorf("actor: sandbox %q: %w", sb, execErr)
 	}
 	if err != nil {
 		return runtime.ExecResult{}, err

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -117,5 +118,51 @@ func TestSessionProcessFromSnapshot(t *testing.T) {
 	}
 	if r := ts.do("POST", "/v1/sandboxes/s2/processes", map[string]any{"command": "true", "session": "nope"}); r.status != http.StatusNotFound {
 		t.Fatalf("unknown session: %d", r.status)
+	}
+}
+
+// TestBadCwd: a cwd that does not exist, or is a file, is 400 invalid_argument with a
+// message that names it, on session create and on a session's exec alike (and on the
+// routes that start processes); no message repeats a "failed to …" phrase, and the
+// session stays usable after a rejected per-call cwd.
+func TestBadCwd(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("bc")
+	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/bc/files?path=file", "x")
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/bc/sessions", map[string]any{"id": "s"})
+	repeated := regexp.MustCompile(`(failed to [a-z]+[^:]*): (.*: )?failed to [a-z]+`)
+	tests := []struct {
+		name, method, path string
+		body               map[string]any
+		want               string
+	}{
+		{"session missing", "POST", "/v1/sandboxes/bc/sessions", map[string]any{"cwd": "nonexist"}, `cwd \"nonexist\" does not exist`},
+		{"session file", "POST", "/v1/sandboxes/bc/sessions", map[string]any{"cwd": "file"}, `cwd \"file\" is not a directory`},
+		{"session exec missing", "POST", "/v1/sandboxes/bc/sessions/s/exec", map[string]any{"command": "pwd", "cwd": "nonexist"}, `cwd \"nonexist\" does not exist`},
+		{"session exec file", "POST", "/v1/sandboxes/bc/sessions/s/exec", map[string]any{"command": "pwd", "cwd": "file"}, `cwd \"file\" is not a directory`},
+		{"exec", "POST", "/v1/sandboxes/bc/exec", map[string]any{"command": "pwd", "cwd": "nonexist"}, `cwd \"nonexist\"`},
+		{"process", "POST", "/v1/sandboxes/bc/processes", map[string]any{"command": "pwd", "cwd": "nonexist"}, `cwd \"nonexist\"`},
+		{"terminal", "PUT", "/v1/sandboxes/bc/terminals/t", map[string]any{"cwd": "nonexist"}, `cwd \"nonexist\"`},
+	}
+	for _, tt := range tests {
+		r := ts.do(tt.method, tt.path, tt.body)
+		if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
+			t.Errorf("%s: %d %s, want 400 invalid_argument", tt.name, r.status, r.body)
+			continue
+		}
+		if msg := string(r.body); !strings.Contains(msg, tt.want) || repeated.MatchString(msg) {
+			t.Errorf("%s: %s, want a message with %s and no repeated phrase", tt.name, msg, tt.want)
+		}
+	}
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/bc/sessions/s/exec", map[string]any{"command": "pwd"}).json(t, &res)
+	if res.ExitCode != 0 || !strings.HasSuffix(res.Stdout, "/bc\n") || res.Stderr != "" {
+		t.Fatalf("exec after rejected cwds: %+v", res)
+	}
+	var s sessionJSON
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/bc/sessions/s", nil).json(t, &s)
+	if s.Status != "ready" || s.Commands != 1 {
+		t.Fatalf("session after rejected cwds %+v, want ready with 1 command", s)
 	}
 }

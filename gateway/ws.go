@@ -110,12 +110,12 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 
 	s.metrics.wsClients.Inc()
 	ctx, cancel := context.WithCancel(s.streamCtx)
-	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sub: sub, start: start}
+	cc := hj.hijacked // not hj: it holds net/http's response
+	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub, start: start}
 	a.idle.L = &a.mu
 	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
 	// through a read deadline; an idle client's connection stays open, so a
 	// shutting-down server can still say why it closes.
-	cc := hj.hijacked // not hj: it holds net/http's response
 	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
 	sb, began := r.PathValue("sb"), time.Now()
 	go func() {

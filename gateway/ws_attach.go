@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -11,43 +13,118 @@ import (
 
 // wsAttachment sends a process's output to one WebSocket client. Its pump goroutine
 // runs only while there is something to send: once caught up it asks the subscription
-// to be notified and returns, and the notification starts a new one (on the output's
-// own P, so it runs as soon as the output goroutine parks). A goroutine parked per idle
-// client would cost it a stack (~4 KiB of RSS).
+// to be notified and returns. A goroutine parked per idle client would cost it a stack
+// (~4 KiB of RSS).
+//
+// The notification runs on the process's output goroutine, with the output buffered.
+// When the output is small and the client's socket has room for it, it is sent right
+// there (sendInline): a write that cannot wait, and a keystroke's echo reaches the
+// client without waiting for a goroutine to be scheduled. Otherwise it starts a pump.
 //
 // The pump sends the ready message, then output, gaps and the exit, until the stream
-// ends, the client goes away or the server shuts down. At most one pump runs at a time.
+// ends, the client goes away or the server shuts down. One sender (a pump or an inline
+// send) runs at a time: the one that set pumping.
 type wsAttachment struct {
 	s     *Server
 	ctx   context.Context // ends when the client goes away or the server shuts down
 	ww    *wsWriter
+	sock  net.Conn // the client's connection, under ww's WebSocket
 	sub   *runtime.Subscription
 	start int64
 
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when pumping turns false
 	pumping bool
-	stopped bool // no pump may start any more
-	ready   bool // the ready message was sent; only pumps touch it, one at a time
+	stopped bool           // no pump may start any more
+	ready   bool           // the ready message was sent; only senders touch it, one at a time
+	held    *runtime.Event // taken by an inline send, for the next pump to send
 }
 
-// startPumpLocked starts a pump unless one runs or the attachment stopped.
+const (
+	// inlineMaxBytes is the most output an inline send takes; more is left to a pump.
+	inlineMaxBytes = 1 << 10
+	// wsFrameHeaderMax is the longest header of a frame from the server (unmasked).
+	wsFrameHeaderMax = 10
+)
+
+// startPumpLocked starts a pump unless a sender runs or the attachment stopped.
 func (a *wsAttachment) startPumpLocked() {
 	if a.pumping || a.stopped {
 		return
 	}
 	a.pumping = true
+	a.spawnPump()
+}
+
+// spawnPump starts a pump goroutine for the caller, which set pumping.
+func (a *wsAttachment) spawnPump() {
 	a.s.bg.Add(1) // the reader goroutine holds the count above zero
 	a.s.wsPumps.Add(1)
 	go a.pump()
 }
 
 // wake is the subscription's notification: output or the exit arrived. It runs on the
-// process's output goroutine, so it only starts a pump.
+// process's output goroutine: it sends a small output inline, or starts a pump.
 func (a *wsAttachment) wake() {
 	a.mu.Lock()
-	a.startPumpLocked()
+	if a.pumping || a.stopped {
+		a.mu.Unlock()
+		return
+	}
+	a.pumping = true
 	a.mu.Unlock()
+	if !a.sendInline() {
+		a.spawnPump()
+	}
+}
+
+// sendInline sends, on the caller's goroutine, the new output if it is at most
+// inlineMaxBytes and the client's socket has room for it, so the write cannot wait.
+// It reports whether it is done: the client caught up (and the next output notifies
+// again), or the attachment ended. Otherwise the caller, still the sender, starts a
+// pump; bulk output always goes that way, so the output goroutine goes back to reading
+// while the pump writes.
+func (a *wsAttachment) sendInline() bool {
+	if !a.ready || a.sub.Pending() > inlineMaxBytes || !sendRoom(a.sock, inlineMaxBytes+wsFrameHeaderMax) {
+		return false
+	}
+	ev, ok, err := a.sub.PollMax(inlineMaxBytes)
+	switch {
+	case err != nil: // the subscription closed
+		a.park()
+		return true
+	case !ok:
+		return a.caughtUp()
+	case ev.Kind == runtime.EventExit:
+		a.held = &ev // the pump sends it and closes: a close handshake waits
+		return false
+	}
+	if err := a.s.writeWSEvent(a.ctx, a.ww, ev); err != nil {
+		if errors.Is(err, errStalled) {
+			a.s.bg.Add(1)
+			go func() { defer a.s.bg.Done(); closeStalled(a.ww, err) }()
+		}
+		a.park()
+		return true
+	}
+	return a.caughtUp()
+}
+
+// caughtUp ends a send with nothing left to send: the sender parks and asks to be
+// notified. It reports false when output came meanwhile and the caller is the sender
+// again, true when there is nothing more to do.
+func (a *wsAttachment) caughtUp() bool {
+	a.park() // first: the notification may start the next sender at once
+	if a.sub.Notify(a.wake) {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pumping || a.stopped {
+		return true
+	}
+	a.pumping = true
+	return false
 }
 
 // stop waits for a running pump to return and keeps new ones from starting. The
@@ -81,25 +158,15 @@ func (a *wsAttachment) pump() {
 		a.ready = true
 	}
 	for {
-		ev, ok, err := a.sub.Poll()
+		ev, ok, err := a.next()
 		if err != nil { // after the exit, or the subscription closed
 			a.park()
 			return
 		}
 		if !ok {
-			a.park() // first: the notification may start the next pump at once
-			// Notify calls back under the ring's lock and wake takes a.mu: never
-			// call Notify holding a.mu.
-			if a.sub.Notify(a.wake) {
+			if a.caughtUp() {
 				return
 			}
-			a.mu.Lock() // output came meanwhile: carry on, unless stopped
-			if a.pumping || a.stopped {
-				a.mu.Unlock()
-				return
-			}
-			a.pumping = true
-			a.mu.Unlock()
 			continue
 		}
 		if err := a.s.writeWSEvent(a.ctx, a.ww, ev); err != nil {
@@ -113,4 +180,13 @@ func (a *wsAttachment) pump() {
 			return
 		}
 	}
+}
+
+// next is the event to send next: one an inline send left, or the subscription's.
+func (a *wsAttachment) next() (runtime.Event, bool, error) {
+	if ev := a.held; ev != nil {
+		a.held = nil
+		return *ev, true, nil
+	}
+	return a.sub.Poll()
 }

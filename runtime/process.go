@@ -282,7 +282,7 @@ type Subscription struct {
 // subscription is closed.
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	for {
-		ev, wait, err := s.take()
+		ev, wait, err := s.take(maxEventBytes)
 		if err != nil || wait == nil {
 			return ev, err
 		}
@@ -300,13 +300,19 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // is none yet. Like Next, it returns io.EOF after the exit event and after Close. Use
 // Poll and Notify to follow a process without a goroutine parked per subscriber.
 func (s *Subscription) Poll() (ev Event, ok bool, err error) {
-	ev, wait, err := s.take()
+	return s.PollMax(maxEventBytes)
+}
+
+// PollMax is Poll with at most max (> 0) bytes in an output event; the rest of the
+// output comes with the next call.
+func (s *Subscription) PollMax(max int) (ev Event, ok bool, err error) {
+	ev, wait, err := s.take(int64(max))
 	return ev, err == nil && wait == nil, err
 }
 
-// take returns the next event and advances past it, or, when there is none yet, a
-// channel closed by the next change.
-func (s *Subscription) take() (Event, <-chan struct{}, error) {
+// take returns the next event, with at most max bytes of output, and advances past it,
+// or, when there is none yet, a channel closed by the next change.
+func (s *Subscription) take(max int64) (Event, <-chan struct{}, error) {
 	select {
 	case <-s.closed:
 		return Event{}, nil, io.EOF
@@ -315,7 +321,7 @@ func (s *Subscription) take() (Event, <-chan struct{}, error) {
 	if s.exitSent {
 		return Event{}, nil, io.EOF
 	}
-	ev, next, wait, ok := s.p.ring.read(s.pos)
+	ev, next, wait, ok := s.p.ring.read(s.pos, max)
 	if !ok {
 		return Event{}, wait, nil
 	}
@@ -328,9 +334,10 @@ func (s *Subscription) take() (Event, <-chan struct{}, error) {
 
 // Notify arranges for fn to be called once, when Poll has an event again (new output
 // or the exit). If Poll has one already, it reports false and registers nothing. fn
-// runs on the goroutine that writes the output, with the output buffer locked: it must
-// be quick (start a goroutine, say) and must not use the subscription. Close cancels
-// the registration. Call Notify from the goroutine that calls Poll.
+// runs on the goroutine that writes the output, once the output is buffered: it may
+// use the subscription (Poll, Notify), but the process's output waits for it, so it
+// must not block. Close cancels the registration. Call Notify from the goroutine that
+// calls Poll.
 func (s *Subscription) Notify(fn func()) bool {
 	select {
 	case <-s.closed:
@@ -339,6 +346,11 @@ func (s *Subscription) Notify(fn func()) bool {
 	}
 	return s.p.ring.notifyAt(s.pos, s, fn)
 }
+
+// Pending returns how many bytes of output the subscription is behind the newest
+// (those already dropped from the buffer included). Call it from the goroutine that
+// calls Poll.
+func (s *Subscription) Pending() int64 { return s.p.ring.pending(s.pos) }
 
 // Offset returns the offset of the next byte the subscription will deliver. Call it from
 // the goroutine that calls Next.

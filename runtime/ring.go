@@ -60,7 +60,6 @@ func (r *ring) append(stream Stream, p []byte, wake bool) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if n := len(r.tags); n == r.tagHead || r.tags[n-1].stream != stream {
 		r.tags = append(r.tags, streamTag{off: r.end, stream: stream})
 	}
@@ -79,36 +78,37 @@ func (r *ring) append(stream Stream, p []byte, wake bool) {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
-	if wake {
-		r.wakeLocked()
+	if !wake {
+		r.mu.Unlock()
+		return
 	}
+	r.wakeUnlock()
 }
 
 // wake wakes waiting readers.
 func (r *ring) wake() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.wakeLocked()
+	r.wakeUnlock()
 }
 
-func (r *ring) wakeLocked() {
+// wakeUnlock wakes the readers waiting on the channel, unlocks the ring, then calls
+// the notifications: unlocked, so that one may read the ring at once.
+func (r *ring) wakeUnlock() {
 	if r.wait != nil {
 		close(r.wait)
 		r.wait = nil
 	}
-	if len(r.notify) > 0 {
-		fns := r.notify
-		r.notify = nil
-		for _, fn := range fns {
-			fn()
-		}
+	fns := r.notify
+	r.notify = nil
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn()
 	}
 }
 
 // notifyAt registers fn, under key, to be called once by the next change, unless a
 // reader at pos has something to read now: then it reports false and registers nothing.
-// fn runs with the ring locked, on the writer's goroutine: it must be quick and must
-// not call back into the ring.
+// fn runs on the writer's goroutine once the ring is unlocked; the writer waits for it.
 func (r *ring) notifyAt(pos int64, key any, fn func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -168,12 +168,19 @@ func (r *ring) pruneTagsLocked() {
 // close records the exit status; readers get it after the last output byte.
 func (r *ring) close(st ExitStatus) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.exit != nil {
+		r.mu.Unlock()
 		return
 	}
 	r.exit = &st
-	r.wakeLocked()
+	r.wakeUnlock()
+}
+
+// pending returns how far a reader at pos is behind the newest byte.
+func (r *ring) pending(pos int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.end-pos, 0)
 }
 
 // offsets returns the retained range [start, end).
@@ -183,10 +190,11 @@ func (r *ring) offsets() (start, end int64) {
 	return r.start, r.end
 }
 
-// read returns the next event for a reader at *pos and advances *pos. When there is
-// nothing to read yet it returns ok == false and a channel closed by the next change. It
-// returns the exit event (ok, Kind EventExit) once all output up to the end was read.
-func (r *ring) read(pos int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
+// read returns the next event for a reader at pos, with at most max bytes of output,
+// and the position after it. When there is nothing to read yet it returns ok == false
+// and a channel closed by the next change. It returns the exit event (ok, Kind
+// EventExit) once all output up to the end was read.
+func (r *ring) read(pos, max int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if pos < r.start {
@@ -196,7 +204,7 @@ func (r *ring) read(pos int64) (ev Event, next int64, wait <-chan struct{}, ok b
 		i := r.tagHead + sort.Search(len(r.tags)-r.tagHead, func(i int) bool {
 			return r.tags[r.tagHead+i].off > pos
 		}) - 1
-		stop := min(r.end, pos+maxEventBytes)
+		stop := min(r.end, pos+max)
 		if i+1 < len(r.tags) {
 			stop = min(stop, r.tags[i+1].off)
 		}

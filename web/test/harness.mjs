@@ -243,6 +243,49 @@ export async function startProxy(targetPort) {
   };
 }
 
+// checkSequence walks a terminal's lines that should hold the numbers 1, 2, 3, … one per
+// line. A page that falls more than the ring behind the shell while it streams (a slow
+// browser on a loaded machine can) is sent a gap, which it marks with a "bytes of output
+// lost" line: the contract's explicit loss. Across such a marker the numbers may jump,
+// and the lines beside it may hold a cut number's head or tail. Anything else out of
+// order is bad. It returns how many numbers followed in order, the markers' ranges, the
+// first bad number (or null) and the last number.
+export function checkSequence(lines) {
+  const gapOf = (l) => /bytes of output lost: offset (\d+) to (\d+)/.exec(l || '');
+  const gaps = [];
+  let expect = 1; // null right after a marker: the next number sets it
+  let skip = false; // the line after a marker may be the tail of a cut number
+  let count = 0;
+  let bad = null;
+  let last = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const g = gapOf(lines[i]);
+    if (g) {
+      gaps.push({ from: Number(g[1]), to: Number(g[2]) });
+      expect = null;
+      skip = true;
+      continue;
+    }
+    const t = lines[i].trim();
+    if (!/^\d+$/.test(t)) continue;
+    if (skip) {
+      skip = false;
+      continue;
+    }
+    const n = Number(t);
+    const cutHead = gapOf(lines[i + 1]) && String(expect).startsWith(t);
+    if (cutHead) continue;
+    if (expect !== null && n !== expect) {
+      bad = { at: count, got: n, want: expect };
+      break;
+    }
+    expect = n + 1;
+    last = n;
+    count++;
+  }
+  return { count, gaps, bad, last };
+}
+
 // termLines returns the terminal's logical lines (wrapped rows joined), read through
 // xterm's buffer API.
 export function termLines(page) {

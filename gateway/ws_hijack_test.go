@@ -87,21 +87,7 @@ func TestSmallBufferHijackKeepsEarlyBytes(t *testing.T) {
 // peer's close, and for a read deadline, and it never returns while nothing came.
 func TestWaitReadable(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	conn, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, peer := tcpPair(t)
 	cc := &clientConn{conn: conn, br: bufio.NewReaderSize(conn, 16)}
 	wait := func() <-chan error {
 		done := make(chan error, 1)
@@ -180,4 +166,25 @@ func waitArrived(t *testing.T, conn net.Conn) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("the byte never arrived")
+}
+
+// tcpPair returns the two ends of a loopback TCP connection, closed when the test ends.
+func tcpPair(t *testing.T) (conn, peer net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	conn, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, peer
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -16,21 +15,7 @@ import (
 // has let the socket fill, it reports none.
 func TestSendRoom(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	conn, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, _ := tcpPair(t) // the peer reads nothing
 	raw, err := conn.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func decodeStrict(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON value")
 	}
-	return nil
+	return checkKeys(body, reflect.TypeOf(v))
 }
 
 func describeJSONError(err error, target reflect.Type) string {

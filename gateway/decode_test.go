@@ -31,6 +31,11 @@ var decodeTests = []struct {
 	{"not an object", `[1,2]`, http.StatusBadRequest},
 	{"syntax error", `{command:"ls"}`, http.StatusBadRequest},
 	{"too large", `{"command":"` + strings.Repeat("a", 2048) + `"}`, http.StatusRequestEntityTooLarge},
+	{"field name in another case", `{"Command":"ls"}`, http.StatusBadRequest},
+	{"field given twice", `{"command":"ls","command":"rm"}`, http.StatusBadRequest},
+	{"map keys in any case", `{"env":{"a":"1","A":"2"}}`, 0},
+	{"map key given twice", `{"env":{"a":"1","a":"2"}}`, http.StatusBadRequest},
+	{"unicode-folded field name", `{"\u0043ommand":"ls"}`, http.StatusBadRequest},
 }
 
 func TestDecodeJSON(t *testing.T) {
@@ -75,6 +80,7 @@ func TestDecodeErrorNamesJSONFields(t *testing.T) {
 		{`{"command":"pwd","timeout_ms":1.5}`, `field "timeout_ms" must be an integer, not number`},
 		{`{"command":["ls"]}`, `field "command" must be a string, not array`},
 		{`{"command":"ls","env":{"A":1}}`, `field "env" must be a string, not number`},
+		{`{"command":"ls","Timeout_Ms":100}`, `unknown field "Timeout_Ms"`},
 	}
 	for _, tt := range tests {
 		var v execRequest
@@ -82,5 +88,11 @@ func TestDecodeErrorNamesJSONFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Message, tt.want) {
 			t.Errorf("%s: %v, want it to say %s", tt.body, err, tt.want)
 		}
+	}
+	// A field whose type decodes itself (pty: true, false or a size) checks its own keys.
+	var p createProcessRequest
+	const body = `{"command":"ls","pty":{"Cols":80,"rows":24}}`
+	if err := decodeJSONBytes([]byte(body), &p); err == nil || !strings.Contains(err.Message, `unknown field "Cols"`) {
+		t.Errorf("%s: %v, want it to name Cols", body, err)
 	}
 }

@@ -65,6 +65,16 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 			t.Fatalf("%s %s without a token: %d %s", req[0], req[1], r.status, r.body)
 		}
 	}
+	// A path not in canonical form (an empty id makes "//") is an unknown route in the
+	// error shape, not net/http's redirect.
+	if r := ts.doToken("", "GET", "/v1//sandboxes", nil); r.status != http.StatusUnauthorized || r.errorCode(t) != codeUnauthorized {
+		t.Fatalf("// without a token: %d %s", r.status, r.body)
+	}
+	for _, p := range []string{"/v1//sandboxes", "/v1/sandboxes/m1/processes//output", "/v1/sandboxes/./m1", "/v1/sandboxes/m1/../m2"} {
+		if r := ts.do("GET", p, nil); r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
+			t.Fatalf("GET %s: %d %s", p, r.status, r.body)
+		}
+	}
 	ts.sandbox("m1")
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
 	r = ts.do("GET", "/metrics", nil)
@@ -92,6 +102,9 @@ func TestInvalidIDs(t *testing.T) {
 		{"process id", "GET", "/v1/sandboxes/sb1/processes/Proc.1", nil},
 		{"session id in body", "POST", "/v1/sandboxes/sb1/sessions", map[string]any{"id": "a b"}},
 		{"terminal id", "PUT", "/v1/sandboxes/sb1/terminals/T1", map[string]any{}},
+		{"session id in a filter", "GET", "/v1/sandboxes/sb1/processes?session=BAD!", nil},
+		{"empty label key", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"": "v"}}},
+		{"label key with =", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a=b": "v"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +151,41 @@ func TestRenderEventData(t *testing.T) {
 				t.Fatalf("data %s, want %s", b, tt.want)
 			}
 		})
+	}
+}
+
+// TestBadResumePoint: a bad Last-Event-ID is 400 naming the header, and a bad since or
+// offset names the query parameter.
+func TestBadResumePoint(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("rp")
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/rp/processes", map[string]any{"command": "true"}).json(t, &p)
+	for _, path := range []string{"/v1/sandboxes/rp/events", "/v1/sandboxes/rp/events/stream", "/v1/sandboxes/rp/processes/" + p.ID + "/output"} {
+		for _, name := range []string{"Last-Event-ID", "query"} {
+			req, _ := http.NewRequest("GET", ts.url+path, nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			want := "Last-Event-ID"
+			if name == "Last-Event-ID" {
+				req.Header.Set("Last-Event-ID", "abc")
+			} else {
+				want = "since"
+				if strings.HasSuffix(path, "/output") {
+					want = "offset"
+				}
+				req.URL.RawQuery = want + "=abc"
+			}
+			resp, err := ts.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := response{status: resp.StatusCode, header: resp.Header, body: body}
+			if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(body), want) {
+				t.Errorf("%s with a bad %s: %d %s, want 400 naming %s", path, name, r.status, body, want)
+			}
+		}
 	}
 }

@@ -41,10 +41,11 @@ func toAPIError(err error) *apiError {
 	for _, rule := range errorRules {
 		for _, target := range rule.errs {
 			if errors.Is(err, target) {
-				// The code says already what the sentinel's text would: "conflict: sandbox
-				// x exists…" reads "sandbox x exists…".
+				// Where the sentinel's text is the code in words, the code says it
+				// already: "conflict: sandbox x exists…" reads "sandbox x exists…".
 				msg := humanMessage(err)
-				if rest, ok := strings.CutPrefix(msg, humanMessage(target)+": "); ok && rest != "" {
+				word := strings.ReplaceAll(rule.code, "_", " ")
+				if rest, ok := strings.CutPrefix(msg, word+": "); ok && rest != "" && humanMessage(target) == word {
 					msg = rest
 				}
 				e := &apiError{Status: rule.status, Code: rule.code, Message: msg}

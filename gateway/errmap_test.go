@@ -24,6 +24,7 @@ func TestErrorMessages(t *testing.T) {
 		{fmt.Errorf("%w: terminal size %dx%d", actor.ErrInvalid, 0, 5),
 			http.StatusBadRequest, codeInvalidArgument, "terminal size 0x5"},
 		{actor.ErrConflict, http.StatusConflict, codeConflict, "conflict"},
+		{fmt.Errorf("%w: sandbox %q", actor.ErrExpired, "sh2"), http.StatusGone, codeExpired, `sandbox expired: sandbox "sh2"`},
 		{fmt.Errorf("failed to start: %w", runtime.ErrTooManyProcesses),
 			http.StatusTooManyRequests, codeBudgetExceeded, "failed to start: too many processes"},
 	}

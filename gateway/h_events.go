@@ -31,16 +31,13 @@ func queryInt(r *http.Request, name string, def, max int) (int, error) {
 }
 
 func querySeq(r *http.Request) (uint64, error) {
-	raw := r.Header.Get("Last-Event-ID")
-	if raw == "" {
-		raw = r.URL.Query().Get("since")
-	}
+	raw, name := resumeRaw(r, "since")
 	if raw == "" {
 		return 0, nil
 	}
 	v, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil {
-		return 0, badRequest("since must be a non-negative integer, not %q", raw)
+		return 0, badRequest("%s must be a non-negative integer, not %q", name, raw)
 	}
 	return v, nil
 }

@@ -113,11 +113,14 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) error {
 	if status != "" && status != string(runtime.StatusRunning) && status != string(runtime.StatusExited) {
 		return badRequest("status must be running or exited, not %q", status)
 	}
+	tag, session := q.Get("tag"), q.Get("session")
+	if session != "" && !runtime.ValidID(session) {
+		return badRequest("invalid session id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", session)
+	}
 	list, err := s.node.ListProcesses(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
-	tag, session := q.Get("tag"), q.Get("session")
 	kept := list[:0]
 	for _, p := range list {
 		if (status == "" || string(p.Status) == status) && (tag == "" || p.Tag == tag) && (session == "" || p.Session == session) {

@@ -26,6 +26,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
+	if err := validateLabels(req.Labels); err != nil {
+		return err
+	}
 	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), nil)
 	if err != nil {
 		return err
@@ -84,6 +87,16 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 }
 
 // validateEnv rejects variable names a process environment cannot hold.
+// validateLabels refuses label keys that the ?label=k=v filter could never match.
+func validateLabels(labels map[string]string) error {
+	for k := range labels {
+		if k == "" || strings.Contains(k, "=") {
+			return badRequest("invalid label key %q: it must be non-empty, without \"=\"", k)
+		}
+	}
+	return nil
+}
+
 func validateEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -100,7 +101,27 @@ func (s *Server) buildRoutes() {
 		s.mux.Handle("GET /t/{sb}/{t}", s.cfg.UI)
 		s.mux.Handle("GET /assets/", s.cfg.UI)
 	}
-	s.mux.Handle("/", s.wrap(route{pattern: "", handle: s.unknownRoute, public: true}))
+	unknown := s.wrap(route{pattern: "", handle: s.unknownRoute, public: true})
+	s.mux.Handle("/", unknown)
+	// ServeMux answers a path that is not in canonical form ("//", "/./", "/../", as
+	// an empty id in a client makes) with a redirect in HTML; here it is the unknown
+	// route it names: 401 without a token, else 404, in the error shape.
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != "" && canonicalPath(p) != p {
+			unknown.ServeHTTP(w, r)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath is p cleaned as ServeMux cleans it: a trailing slash stays.
+func canonicalPath(p string) string {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // pathIDs are the path variables that hold ids, validated before any handler runs.
@@ -195,6 +216,9 @@ func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) error {
 		if _, err := s.authenticate(r, true); err != nil {
 			return err
 		}
+	}
+	if canonicalPath(r.URL.Path) != r.URL.Path {
+		return notFound("no route for %s %s: the path has an empty, \".\" or \"..\" element", r.Method, r.URL.Path)
 	}
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {

@@ -79,6 +79,7 @@ type Server struct {
 	reloads chan uint64    // plugin generations put in service, for refreshBudgets
 	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
 	mux     *http.ServeMux
+	handler http.Handler // mux, behind the check for paths not in canonical form
 	routes  []route
 	started time.Time
 
@@ -207,13 +208,13 @@ func IsLoopback(addr string) bool {
 }
 
 // Handler returns the HTTP handler of the whole API.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve answers requests on ln until Shutdown. It returns http.ErrServerClosed after a
 // clean shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

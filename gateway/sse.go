@@ -76,18 +76,24 @@ func (s *sseWriter) Flush() error {
 // resumePoint returns where a stream resumes: Last-Event-ID (sent by a reconnecting
 // EventSource) wins over the query parameter, which the original URL still carries.
 func resumePoint(r *http.Request, param string) (value int64, given bool, err error) {
-	raw := r.Header.Get("Last-Event-ID")
-	if raw == "" {
-		raw = r.URL.Query().Get(param)
-	}
+	raw, name := resumeRaw(r, param)
 	if raw == "" {
 		return 0, false, nil
 	}
 	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || v < 0 {
-		return 0, false, badRequest("%s must be a non-negative integer, not %q", param, raw)
+		return 0, false, badRequest("%s must be a non-negative integer, not %q", name, raw)
 	}
 	return v, true, nil
+}
+
+// resumeRaw returns the Last-Event-ID header, or else the query parameter param, and
+// the name of the one it returns, for messages.
+func resumeRaw(r *http.Request, param string) (raw, name string) {
+	if raw := r.Header.Get("Last-Event-ID"); raw != "" {
+		return raw, "Last-Event-ID"
+	}
+	return r.URL.Query().Get(param), param
 }
 
 // pumpSSE sends what next yields through write until next fails (the stream ended),

@@ -3,7 +3,6 @@ package actor
 import (
 	"encoding/binary"
 	"encoding/json"
-	"maps"
 	"time"
 )
 
@@ -78,12 +77,6 @@ func (b budgetRec) budget() Budget {
 		MaxProcesses: b.MaxProcesses, MaxExecTimeout: time.Duration(b.MaxExecTimeout) * time.Millisecond,
 		OutputBufferBytes: b.OutputBufferBytes,
 	}
-}
-
-// sameSettings reports whether a create request matches an existing sandbox.
-func (r *sandboxRec) sameSettings(s SandboxSpec) bool {
-	return maps.Equal(r.Labels, s.Labels) && maps.Equal(r.Env, s.Env) && r.Cwd == s.Cwd &&
-		r.Tenant == s.Tenant && maps.Equal(r.Pool, s.Pool)
 }
 
 type eventRec struct {

@@ -88,7 +88,7 @@ func (n *Node) CreateSandbox(ctx context.Context, spec SandboxSpec) (info Sandbo
 
 func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 	if a.rec != nil {
-		if !a.rec.sameSettings(spec) {
+		if !a.rec.sameSettings(a.n.workspaceDir(a.id), spec) {
 			return SandboxInfo{}, false, fmt.Errorf("%w: sandbox %q exists with different settings", ErrConflict, a.id)
 		}
 		return a.infoNow(), false, nil

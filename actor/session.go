@@ -71,11 +71,6 @@ func (st *sessionState) info() runtime.SessionInfo {
 	return in
 }
 
-func (st *sessionState) sameSpec(s SessionSpec) bool {
-	return st.rec.Cwd == s.Cwd && maps.Equal(st.rec.Env, s.Env) && st.rec.Shell == s.Shell &&
-		st.rec.TimeoutMs == s.Timeout.Milliseconds()
-}
-
 func (a *sbActor) saveSession(st *sessionState) {
 	a.write().Put(idKey(pfxSession, st.rec.ID), mustJSON(st.rec))
 }
@@ -125,7 +120,7 @@ func (n *Node) CreateSession(ctx context.Context, sb string, s SessionSpec) (run
 			return out{}, err
 		}
 		if old := a.sb.sessions[s.ID]; old != nil && !old.rec.Dead {
-			if !old.sameSpec(s) {
+			if !a.sameSession(old, s) {
 				return out{}, fmt.Errorf("%w: session %q exists with different settings", ErrConflict, s.ID)
 			}
 			return out{info: old.info()}, nil

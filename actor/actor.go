@@ -354,6 +354,7 @@ func (a *sbActor) shutdown() {
 	a.mu.Unlock()
 	if a.rec != nil {
 		a.endWork(true)
+		a.pruneExited()
 		a.rec.LastActiveAt = a.lastActive()
 		a.saveRec()
 		if err := a.commit(); err != nil {
@@ -396,6 +397,7 @@ func (a *sbActor) maybePassivate() {
 	a.mu.Unlock()
 	if a.rec != nil {
 		a.endWork(false) // sessions are remembered; nothing is running
+		a.pruneExited()
 		a.rec.LastActiveAt = a.lastActive()
 		a.saveRec()
 		if err := a.commit(); err != nil {

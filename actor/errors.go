@@ -67,6 +67,33 @@ func (e *DeadSessionError) Is(target error) bool {
 	return target == ErrConflict || target == runtime.ErrSessionDead
 }
 
+// ExitedError is Node.Process's answer for a process that exited in an earlier life of
+// the sandbox's runtime (before hibernation, passivation, expiry or a node restart): its
+// record is still kept, but there is no live handle, and its output is gone. It
+// matches runtime.ErrExited with errors.Is. [ExitedProcess] returns the record.
+type ExitedError struct {
+	Sandbox string
+	Info    runtime.ProcessInfo
+}
+
+// Error returns e.g. `process "proc_1" of sandbox "sb" already exited`.
+func (e *ExitedError) Error() string {
+	return fmt.Sprintf("process %q of sandbox %q already exited", e.Info.ID, e.Sandbox)
+}
+
+// Is reports whether target is runtime.ErrExited.
+func (e *ExitedError) Is(target error) bool { return target == runtime.ErrExited }
+
+// ExitedProcess returns the kept record of the exited process err is about, if err is
+// or wraps an *ExitedError.
+func ExitedProcess(err error) (runtime.ProcessInfo, bool) {
+	var ee *ExitedError
+	if errors.As(err, &ee) {
+		return ee.Info, true
+	}
+	return runtime.ProcessInfo{}, false
+}
+
 // BudgetError says which budget was exceeded and, when it applies, when to retry. It
 // matches ErrBudgetExceeded with errors.Is.
 type BudgetError struct {

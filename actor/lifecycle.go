@@ -104,6 +104,7 @@ func (a *sbActor) onAlarm() {
 	if a.rec == nil {
 		return
 	}
+	a.pruneExited()
 	now := a.now()
 	b := a.rec.Budget.budget()
 	switch a.rec.State {

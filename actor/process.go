@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime"
 )
@@ -88,6 +89,12 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 			return runtime.ProcessInfo{}, fmt.Errorf("actor: sandbox %q: %w", a.id, a.startErr(err))
 		}
 		a.watch(p)
+		if o.Keep > 0 {
+			if a.sb.keep == nil {
+				a.sb.keep = map[string]time.Duration{}
+			}
+			a.sb.keep[p.ID()] = o.Keep
+		}
 		in := p.Info()
 		a.emit("process.created", processEventData(in))
 		a.dirty = true
@@ -114,8 +121,9 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// ListProcesses lists the sandbox's processes, oldest first (running ones and exited
-// ones still kept). A hibernated or passivated sandbox has none.
+// ListProcesses lists the sandbox's processes, oldest first: running ones and exited
+// ones still kept (for their keep time after exit, also across hibernation,
+// passivation, expiry and node restarts; see exited.go).
 func (n *Node) ListProcesses(ctx context.Context, sb string) ([]runtime.ProcessInfo, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return nil, err
@@ -124,18 +132,15 @@ func (n *Node) ListProcesses(ctx context.Context, sb string) ([]runtime.ProcessI
 		if err := a.exists(); err != nil {
 			return nil, err
 		}
-		out := []runtime.ProcessInfo{}
-		if a.sb.rt != nil {
-			for _, p := range a.sb.rt.Processes() {
-				out = append(out, p.Info())
-			}
-		}
-		return out, nil
+		return a.processList(), nil
 	})
 }
 
 // Process returns the live handle of a process, for signal, input, resize, wait and
-// output subscription. The handle is safe for concurrent use (runtime.Process).
+// output subscription. The handle is safe for concurrent use (runtime.Process). A
+// process that exited before its sandbox's runtime ended (hibernation, passivation,
+// expiry, a node restart) and is still kept has no handle: the error is then an
+// *ExitedError holding its record (see ExitedProcess), which matches runtime.ErrExited.
 func (n *Node) Process(ctx context.Context, sb, id string) (*runtime.Process, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return nil, err
@@ -144,10 +149,31 @@ func (n *Node) Process(ctx context.Context, sb, id string) (*runtime.Process, er
 		if err := a.exists(); err != nil {
 			return nil, err
 		}
-		return a.process(id)
+		p, err := a.process(id)
+		if errors.Is(err, ErrNotFound) {
+			if in, ok := a.savedExited(id); ok {
+				return nil, &ExitedError{Sandbox: a.id, Info: in}
+			}
+		}
+		return p, err
 	})
 }
 
+// ProcessInfo returns a process as the API shows it: the live one's snapshot, or the
+// saved record of one kept after its runtime ended. (Extension: the record Process
+// returns in an *ExitedError.)
+func (n *Node) ProcessInfo(ctx context.Context, sb, id string) (runtime.ProcessInfo, error) {
+	p, err := n.Process(ctx, sb, id)
+	if err != nil {
+		if in, ok := ExitedProcess(err); ok {
+			return in, nil
+		}
+		return runtime.ProcessInfo{}, err
+	}
+	return p.Info(), nil
+}
+
+// process returns the runtime's handle of process id, or a *NotFoundError.
 func (a *sbActor) process(id string) (*runtime.Process, error) {
 	if a.sb.rt == nil {
 		return nil, notFound("process", id)
@@ -160,7 +186,9 @@ func (a *sbActor) process(id string) (*runtime.Process, error) {
 }
 
 // DeleteProcess kills the process's tree (SIGTERM, SIGKILL after the grace) and drops
-// its record. The kill and wait run off the actor; a process.deleted event follows.
+// its record, the saved one too. The kill and wait run off the actor; a
+// process.deleted event follows. A kept record whose runtime has ended is deleted in
+// the turn.
 func (n *Node) DeleteProcess(ctx context.Context, sb, id string) error {
 	if err := checkID("sandbox", sb); err != nil {
 		return err
@@ -174,12 +202,19 @@ func (n *Node) DeleteProcess(ctx context.Context, sb, id string) error {
 			return out{}, err
 		}
 		if _, err := a.process(id); err != nil {
-			return out{}, err
+			if _, ok := a.savedExited(id); !ok || !errors.Is(err, ErrNotFound) {
+				return out{}, err
+			}
+			a.forgetExited(id)
+			a.emit("process.deleted", map[string]any{"id": id})
+			a.touch()
+			a.dirty = true
+			return out{}, nil
 		}
 		a.touch()
 		return out{a, a.sb.rt}, nil
 	})
-	if err != nil {
+	if err != nil || w.rt == nil {
 		return err
 	}
 	if err := w.rt.Remove(ctx, id); err != nil {
@@ -193,7 +228,9 @@ func (n *Node) DeleteProcess(ctx context.Context, sb, id string) error {
 			if p := a.sb.procs[id]; p != nil { // exited before its watcher reported it
 				a.recordExit(p)
 				delete(a.sb.procs, id)
+				delete(a.sb.keep, id)
 			}
+			a.forgetExited(id) // saved when it exited, if its watcher reported that first
 			a.emit("process.deleted", map[string]any{"id": id})
 			a.dirty = true
 		}

@@ -15,6 +15,7 @@ var (
 	pfxMessage  = []byte("q")  // q<seq> → messageRec
 	pfxSession  = []byte("s/") // s/<id> → sessionRec
 	pfxTerminal = []byte("t/") // t/<id> → terminalRec
+	pfxExited   = []byte("p/") // p/<id> → exitedRec, until its keep time passes
 )
 
 func seqKey(pfx []byte, seq uint64) []byte {

@@ -19,6 +19,8 @@ import (
 type sandboxWork struct {
 	rt        *runtime.Sandbox
 	procs     map[string]*runtime.Process // started, exit not yet recorded
+	keep      map[string]time.Duration    // StartOptions.Keep of procs, where given
+	exited    map[string]*exitedRec       // saved records of exited processes (exited.go)
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
 }
@@ -48,7 +50,7 @@ func (w *sandboxWork) load(a *sbActor, r Reader) error {
 	if err != nil {
 		return fmt.Errorf("decode terminal: %w", err)
 	}
-	return nil
+	return w.loadExited(r)
 }
 
 func (w *sandboxWork) sessionMap() map[string]*sessionState {
@@ -88,8 +90,10 @@ func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
 	return procs, len(w.sessions), len(w.terminals)
 }
 
-// forget drops remembered sessions and terminals (sandbox deleted).
-func (w *sandboxWork) forget(a *sbActor) { w.sessions, w.terminals, w.procs = nil, nil, nil }
+// forget drops remembered sessions, terminals and exited processes (sandbox deleted).
+func (w *sandboxWork) forget(a *sbActor) {
+	w.sessions, w.terminals, w.procs, w.keep, w.exited = nil, nil, nil, nil, nil
+}
 
 // runtime returns the sandbox's runtime, starting it if needed.
 func (a *sbActor) runtime() (*runtime.Sandbox, error) {
@@ -114,7 +118,8 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 
 // endWork ends every process of the sandbox (session shells and terminals included);
 // sessions and terminals stay remembered. With record, a process.exited event is
-// written for every process whose exit was not recorded yet.
+// written, and the final record saved (exited.go), for every process whose exit was
+// not recorded yet.
 func (a *sbActor) endWork(record bool) {
 	w := &a.sb
 	ctx, cancel := context.WithTimeout(context.Background(), a.n.cfg.KillGrace+10*time.Second)
@@ -139,9 +144,10 @@ func (a *sbActor) endWork(record bool) {
 	if record && a.rec != nil {
 		for _, p := range w.procs {
 			a.recordExit(p)
+			a.saveExited(p)
 		}
 	}
-	w.procs = nil
+	w.procs, w.keep = nil, nil
 	a.dirty = true
 }
 
@@ -163,6 +169,7 @@ func (a *sbActor) watch(p *runtime.Process) {
 					}
 				}
 				a.recordExit(p)
+				a.saveExited(p)
 				delete(a.sb.procs, p.ID())
 				a.dirty = true
 			}

@@ -1,0 +1,166 @@
+package actor
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// Exited process records.
+//
+// A process's record is listed for its keep time after it exits (StartOptions.Keep,
+// runtime.DefaultKeep by default). The runtime keeps it in memory only while its
+// runtime sandbox lives, and that ends at hibernation, passivation, expiry and node
+// close. So when a process's exit is recorded, its final record is also saved under
+// p/<id> with the time it may be dropped, and listed from there once the runtime that
+// ran it is gone:
+//
+//  1. The exit turn (or endWork, for processes it ends) saves the record.
+//  2. Activation loads the sandbox's saved records with its sessions and terminals; a
+//     passivated sandbox holds none in memory.
+//  3. ListProcesses and Process show the runtime's own record while it has one, else
+//     the saved one. The runtime's ring is gone with it, so a saved record shows every
+//     output byte as dropped (output_dropped = output_offset).
+//  4. DeleteProcess deletes it; records past their keep time are pruned lazily, by the
+//     turns that read them, by the alarm turn and when the actor passivates or closes.
+//
+// The keep time is measured on Config.Clock from when the actor recorded the exit.
+
+// exitedRec is an exited process's saved record: the process object's fields, short
+// keys to keep it small.
+type exitedRec struct {
+	ID        string    `json:"id"`
+	PID       int       `json:"pid,omitempty"`
+	Command   string    `json:"cmd,omitempty"`
+	Argv      []string  `json:"argv,omitempty"`
+	Cwd       string    `json:"cwd,omitempty"`
+	PTY       bool      `json:"pty,omitempty"`
+	Cols      uint16    `json:"cols,omitempty"`
+	Rows      uint16    `json:"rows,omitempty"`
+	Tag       string    `json:"tag,omitempty"`
+	Label     string    `json:"label,omitempty"`
+	Session   string    `json:"sess,omitempty"`
+	Code      int       `json:"code"`
+	Signal    string    `json:"sig,omitempty"`
+	CreatedAt time.Time `json:"at"`
+	ExitedAt  time.Time `json:"end"`
+	Offset    int64     `json:"off,omitempty"`
+	Until     time.Time `json:"until"` // Config.Clock time after which it is dropped
+}
+
+func (r *exitedRec) info() runtime.ProcessInfo {
+	end := r.ExitedAt
+	return runtime.ProcessInfo{
+		ID: r.ID, Command: r.Command, Argv: slices.Clone(r.Argv), Cwd: r.Cwd, PID: r.PID, PTY: r.PTY,
+		Cols: r.Cols, Rows: r.Rows, Tag: r.Tag, Label: r.Label, Session: r.Session,
+		Status: runtime.StatusExited, Exit: &runtime.ExitStatus{Code: r.Code, Signal: r.Signal},
+		CreatedAt: r.CreatedAt, ExitedAt: &end, OutputOffset: r.Offset, OutputDropped: r.Offset,
+	}
+}
+
+// keepFor returns how long the record of process id stays listed after its exit.
+func (w *sandboxWork) keepFor(id string) time.Duration {
+	if k := w.keep[id]; k > 0 {
+		return k
+	}
+	return runtime.DefaultKeep
+}
+
+// saveExited saves p's final record, if it has exited, and forgets its keep time.
+func (a *sbActor) saveExited(p *runtime.Process) {
+	in := p.Info()
+	keep := a.sb.keepFor(in.ID)
+	delete(a.sb.keep, in.ID)
+	if in.Exit == nil || in.ExitedAt == nil || a.rec == nil {
+		return // not ended (its runtime failed to close): nothing true to save
+	}
+	r := &exitedRec{
+		ID: in.ID, PID: in.PID, Command: in.Command, Argv: in.Argv, Cwd: in.Cwd, PTY: in.PTY, Cols: in.Cols,
+		Rows: in.Rows, Tag: in.Tag, Label: in.Label, Session: in.Session, Code: in.Exit.Code,
+		Signal: in.Exit.Signal, CreatedAt: in.CreatedAt, ExitedAt: *in.ExitedAt, Offset: in.OutputOffset,
+		Until: a.now().Add(keep),
+	}
+	if a.sb.exited == nil {
+		a.sb.exited = map[string]*exitedRec{}
+	}
+	a.sb.exited[r.ID] = r
+	a.write().Put(idKey(pfxExited, r.ID), mustJSON(r))
+}
+
+// loadExited reads the saved records of exited processes (activation).
+func (w *sandboxWork) loadExited(r Reader) error {
+	var err error
+	r.Scan(pfxExited, nil, func(_, v []byte) bool {
+		rec := &exitedRec{}
+		if err = json.Unmarshal(v, rec); err != nil {
+			return false
+		}
+		if w.exited == nil {
+			w.exited = map[string]*exitedRec{}
+		}
+		w.exited[rec.ID] = rec
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("decode exited process: %w", err)
+	}
+	return nil
+}
+
+// pruneExited drops the saved records whose keep time has passed.
+func (a *sbActor) pruneExited() {
+	now := a.now()
+	for id, r := range a.sb.exited {
+		if !now.Before(r.Until) {
+			delete(a.sb.exited, id)
+			a.write().Delete(idKey(pfxExited, id))
+		}
+	}
+}
+
+// forgetExited deletes process id's saved record (DELETE of the process). It reports
+// whether there was one.
+func (a *sbActor) forgetExited(id string) bool {
+	if _, ok := a.sb.exited[id]; !ok {
+		return false
+	}
+	delete(a.sb.exited, id)
+	a.write().Delete(idKey(pfxExited, id))
+	return true
+}
+
+// savedExited returns process id's saved record as the API shows it, if it is kept and
+// the runtime has no record of its own.
+func (a *sbActor) savedExited(id string) (runtime.ProcessInfo, bool) {
+	a.pruneExited()
+	r := a.sb.exited[id]
+	if r == nil {
+		return runtime.ProcessInfo{}, false
+	}
+	return r.info(), true
+}
+
+// processList is every listed process, oldest first: the runtime's (running, and
+// exited ones it still keeps) and the saved records of the others.
+func (a *sbActor) processList() []runtime.ProcessInfo {
+	a.pruneExited()
+	out := []runtime.ProcessInfo{}
+	seen := map[string]bool{}
+	if a.sb.rt != nil {
+		for _, p := range a.sb.rt.Processes() {
+			in := p.Info()
+			seen[in.ID] = true
+			out = append(out, in)
+		}
+	}
+	for id, r := range a.sb.exited {
+		if !seen[id] {
+			out = append(out, r.info())
+		}
+	}
+	slices.SortStableFunc(out, func(x, y runtime.ProcessInfo) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	return out
+}

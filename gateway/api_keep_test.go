@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// startServerOn starts a gateway on dataDir, stopped at cleanup unless stop is called
+// first (then stop waits for it).
+func startServerOn(t testing.TB, dataDir string) (ts *testServer, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(context.Background(), &Config{
+		Listen: ln.Addr().String(), DataDir: dataDir, NodeID: "n1",
+		Tokens: map[string]string{testToken: "default", testAdminToken: "admin"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	ts = &testServer{t: t, srv: srv, url: "http://" + ln.Addr().String(), client: &http.Client{Transport: &http.Transport{}}}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		<-served
+		ts.client.CloseIdleConnections()
+	}
+	t.Cleanup(stop)
+	return ts, stop
+}
+
+// TestProcessKeptAcrossRestart: a process that exited, and one ended by the server's
+// shutdown, stay listed as exited after a restart on the same data directory, until
+// deleted; a deleted one stays deleted across another restart.
+func TestProcessKeptAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ts, stop := startServerOn(t, dir)
+	ts.sandbox("kr")
+	var done, run processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/kr/processes",
+		map[string]any{"command": "printf hi; exit 2", "tag": "job", "keep_ms": 3600000}).json(t, &done)
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/kr/processes/"+done.ID+"?wait_ms=10000", nil).json(t, &done)
+	if done.Status != "exited" {
+		t.Fatalf("not exited: %+v", done)
+	}
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/kr/processes", map[string]any{"argv": []string{"sleep", "300"}}).json(t, &run)
+	stop()
+
+	ts, stop = startServerOn(t, dir)
+	var list struct{ Processes []processJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/kr/processes?status=exited", nil).json(t, &list)
+	if len(list.Processes) != 2 {
+		t.Fatalf("after restart: %+v", list.Processes)
+	}
+	d, r := list.Processes[0], list.Processes[1] // oldest first
+	if d.ID != done.ID || d.ExitCode == nil || *d.ExitCode != 2 || d.Tag == nil || *d.Tag != "job" ||
+		d.ExitedAt == nil || !d.ExitedAt.Equal(*done.ExitedAt) || d.OutputOffset != 2 || d.OutputDropped != 2 {
+		t.Fatalf("exited before the restart: %+v", d)
+	}
+	if r.ID != run.ID || r.Status != "exited" || r.Signal == nil || r.ExitedAt == nil {
+		t.Fatalf("ended by the restart: %+v", r)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/kr/processes?status=running", nil).json(t, &list)
+	if len(list.Processes) != 0 {
+		t.Fatalf("running after restart: %+v", list.Processes)
+	}
+	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/kr/processes/"+run.ID, nil)
+	ts.must(http.StatusNotFound, "DELETE", "/v1/sandboxes/kr/processes/"+run.ID, nil)
+	stop()
+
+	ts, _ = startServerOn(t, dir)
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/kr/processes", nil).json(t, &list)
+	if len(list.Processes) != 1 || list.Processes[0].ID != done.ID {
+		t.Fatalf("after delete and restart: %+v", list.Processes)
+	}
+}
+
+// TestCreateSameEffectiveSettings re-posts a sandbox and a session with their settings
+// spelt differently: the defaults and cleaned paths are the same settings (200), a
+// real difference is 409.
+func TestCreateSameEffectiveSettings(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "es"})
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes", map[string]any{"id": "es", "cwd": "."})
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes", map[string]any{"id": "es", "cwd": "./", "labels": map[string]string{}})
+	ts.must(http.StatusConflict, "POST", "/v1/sandboxes", map[string]any{"id": "es", "cwd": "sub"})
+
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/es/sessions", map[string]any{"id": "n1"})
+	for _, body := range []map[string]any{
+		{"id": "n1", "shell": "bash"},
+		{"id": "n1", "cwd": "."},
+		{"id": "n1", "cwd": ""},
+		{"id": "n1", "cwd": "./", "env": map[string]string{}},
+	} {
+		if r := ts.do("POST", "/v1/sandboxes/es/sessions", body); r.status != http.StatusOK {
+			t.Fatalf("%v: %d %s", body, r.status, r.body)
+		}
+	}
+	ts.must(http.StatusConflict, "POST", "/v1/sandboxes/es/sessions", map[string]any{"id": "n1", "env": map[string]string{"A": "1"}})
+}

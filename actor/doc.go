@@ -59,6 +59,9 @@
 // them, and max duration bounds everything. Hibernation ends every process (recording
 // process.exited) and keeps sessions (cwd + exported env, saved after every command)
 // and terminals (their settings) to restart them on the next request that needs them.
+// Every process's final record is saved when its exit is recorded, so it stays listed
+// for its keep time across hibernation, passivation, expiry and restarts, but without
+// its output, and without a live handle: Node.Process answers it as an [ExitedError].
 //
 // # Events and messages
 //

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // startServerOn starts a gateway on dataDir, stopped at cleanup unless stop is called
@@ -118,4 +120,41 @@ func TestCreateSameEffectiveSettings(t *testing.T) {
 		}
 	}
 	ts.must(http.StatusConflict, "POST", "/v1/sandboxes/es/sessions", map[string]any{"id": "n1", "env": map[string]string{"A": "1"}})
+}
+
+// TestExitedRecordStreams: after a restart, an exited process is only its saved record;
+// GET answers it, and its output streams say what a drained ring would: a gap for
+// asked-for bytes, then the exit (and, over WebSocket, ready first and a normal close).
+func TestExitedRecordStreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ts, stop := startServerOn(t, dir)
+	ts.sandbox("xr")
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/xr/processes", map[string]any{"command": "printf abcd; exit 3"}).json(t, &p)
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/xr/processes/"+p.ID+"?wait_ms=10000", nil)
+	stop()
+
+	ts, _ = startServerOn(t, dir)
+	var got processJSON
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/xr/processes/"+p.ID+"?wait_ms=5000", nil).json(t, &got)
+	if got.Status != "exited" || got.ExitCode == nil || *got.ExitCode != 3 || got.OutputOffset != 4 {
+		t.Fatalf("saved record: %+v", got)
+	}
+	path := "/v1/sandboxes/xr/processes/" + p.ID
+	evs := ts.readSSE(path+"/output?offset=1", "", 10*time.Second, lastIs("exit"))
+	if len(evs) != 2 || evs[0].name != "gap" || evs[0].data != `{"from":1,"to":4}` || evs[1].data != `{"exit_code":3,"signal":null}` {
+		t.Fatalf("SSE from offset 1: %+v", evs)
+	}
+	if evs := ts.readSSE(path+"/output", "", 10*time.Second, lastIs("exit")); len(evs) != 1 {
+		t.Fatalf("SSE without an offset: %+v", evs)
+	}
+	c := ts.dialWS(path + "/ws?offset=0")
+	if st := c.readUntil(t, 10*time.Second, func(*wsClient) bool { return false }); st != websocket.StatusNormalClosure {
+		t.Fatalf("close status %v", st)
+	}
+	if len(c.controls) != 3 || c.controls[0]["type"] != "ready" || c.controls[0]["offset"] != float64(0) ||
+		c.controls[1]["type"] != "gap" || c.controls[2]["type"] != "exit" || c.controls[2]["exit_code"] != float64(3) {
+		t.Fatalf("WebSocket messages: %v", c.controls)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -150,6 +151,10 @@ func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if info, ok := actor.ExitedProcess(err); ok {
+		writeJSON(w, http.StatusOK, renderProcess(info)) // exited: nothing to wait for
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -306,6 +311,9 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	}
 	sb := r.PathValue("sb")
 	p, err := s.node.Process(r.Context(), sb, r.PathValue("p"))
+	if info, ok := actor.ExitedProcess(err); ok {
+		return exitedOutputSSE(w, info, from, given)
+	}
 	if err != nil {
 		return err
 	}

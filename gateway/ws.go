@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -49,6 +50,9 @@ func (s *Server) processWS(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
+	if info, ok := actor.ExitedProcess(err); ok {
+		return s.exitedWS(w, r, info, from, given)
+	}
 	if err != nil {
 		return err
 	}

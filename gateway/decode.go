@@ -89,21 +89,9 @@ func jsonPath(t reflect.Type, field string) string {
 			t = f.Type
 			continue
 		}
-		out, t = append(out, seg), jsonFieldType(t, seg)
+		out, t = append(out, seg), jsonFields(t)[seg]
 	}
 	return strings.Join(out, ".")
-}
-
-// jsonFieldType is the type of struct t's field (its own or promoted) that decodes the
-// JSON key name, or nil.
-func jsonFieldType(t reflect.Type, name string) reflect.Type {
-	for _, f := range reflect.VisibleFields(t) {
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
-			return f.Type
-		}
-	}
-	return nil
 }
 
 // kindName says what JSON a Go type decodes from.

@@ -47,12 +47,9 @@ func (s *Server) exitedWS(w http.ResponseWriter, r *http.Request, info runtime.P
 	if err := checkHandshake(w, r, s.cfg.AllowedOrigins); err != nil {
 		return err
 	}
-	conn, err := websocket.Accept(&smallBufferWriter{ResponseWriter: w}, r, &websocket.AcceptOptions{
-		OriginPatterns:  s.cfg.AllowedOrigins,
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
-		return nil // Accept has answered the client
+	conn, _, ok := s.acceptWS(w, r)
+	if !ok {
+		return nil
 	}
 	defer conn.CloseNow()
 	ctx, cancel := context.WithTimeout(r.Context(), defaultWSWriteTimeout)

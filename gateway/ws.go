@@ -88,14 +88,10 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	if err != nil {
 		return err
 	}
-	hj := &smallBufferWriter{ResponseWriter: w}
-	conn, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
-		OriginPatterns:  s.cfg.AllowedOrigins,
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
+	conn, cc, ok := s.acceptWS(w, r)
+	if !ok {
 		release()
-		return nil // Accept has answered the client (what checkHandshake lets through)
+		return nil
 	}
 	conn.SetReadLimit(1 << 20)
 	sub := p.Subscribe(startOffset(p, from, given))
@@ -114,7 +110,6 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 
 	s.metrics.wsClients.Inc()
 	ctx, cancel := context.WithCancel(s.streamCtx)
-	cc := hj.hijacked // not hj: it holds net/http's response
 	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub, start: start}
 	a.idle.L = &a.mu
 	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
@@ -143,6 +138,21 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	a.startPumpLocked()
 	a.mu.Unlock()
 	return nil
+}
+
+// acceptWS upgrades a request that checkHandshake let through, on a connection with
+// small buffers. It returns the connection the reader waits on (not the writer, which
+// holds net/http's response); ok is false when Accept refused and answered the client.
+func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request) (conn *websocket.Conn, cc *clientConn, ok bool) {
+	hj := &smallBufferWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.AllowedOrigins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return nil, nil, false
+	}
+	return conn, hj.hijacked, true
 }
 
 // closeStalled closes with 1013 the connection of a client whose write failed because

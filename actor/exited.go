@@ -151,7 +151,7 @@ func (a *sbActor) processList() []runtime.ProcessInfo {
 	seen := map[string]bool{}
 	if a.sb.rt != nil {
 		for _, p := range a.sb.rt.Processes() {
-			in := p.Info()
+			in := a.procInfo(p)
 			seen[in.ID] = true
 			out = append(out, in)
 		}

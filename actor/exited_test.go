@@ -2,7 +2,6 @@ package actor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -31,15 +30,7 @@ func startExited(tb testing.TB, n *testNode, sb string, o runtime.StartOptions) 
 // exitRecorded reports whether sb's event log has process.exited for id.
 func exitRecorded(tb testing.TB, n *testNode, sb, id string) bool {
 	tb.Helper()
-	evs, err := n.Events(tctx(tb), sb, 0, 0)
-	must(tb, err)
-	for _, e := range evs {
-		var d struct{ ID string }
-		if e.Type == "process.exited" && json.Unmarshal(e.Data, &d) == nil && d.ID == id {
-			return true
-		}
-	}
-	return false
+	return eventLogged(tb, n, sb, "process.exited", id)
 }
 
 // listed returns sb's processes by id.

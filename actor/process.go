@@ -95,10 +95,9 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 			}
 			a.sb.keep[p.ID()] = o.Keep
 		}
-		in := p.Info()
-		a.emit("process.created", processEventData(in))
+		a.emit("process.created", processEventData(p.Info()))
 		a.dirty = true
-		return in, nil
+		return a.procInfo(p), nil // after process.created: a fast exit is recorded after it
 	})
 }
 
@@ -161,16 +160,27 @@ func (n *Node) Process(ctx context.Context, sb, id string) (*runtime.Process, er
 
 // ProcessInfo returns a process as the API shows it: the live one's snapshot, or the
 // saved record of one kept after its runtime ended. (Extension: the record Process
-// returns in an *ExitedError.)
+// returns in an *ExitedError.) The snapshot is taken in a turn, and an exit it shows is
+// recorded in that turn, so once it says exited the event log has process.exited.
 func (n *Node) ProcessInfo(ctx context.Context, sb, id string) (runtime.ProcessInfo, error) {
-	p, err := n.Process(ctx, sb, id)
-	if err != nil {
-		if in, ok := ExitedProcess(err); ok {
-			return in, nil
-		}
+	if err := checkID("sandbox", sb); err != nil {
 		return runtime.ProcessInfo{}, err
 	}
-	return p.Info(), nil
+	return call(ctx, n, sb, func(a *sbActor) (runtime.ProcessInfo, error) {
+		if err := a.exists(); err != nil {
+			return runtime.ProcessInfo{}, err
+		}
+		p, err := a.process(id)
+		if errors.Is(err, ErrNotFound) {
+			if in, ok := a.savedExited(id); ok {
+				return in, nil
+			}
+		}
+		if err != nil {
+			return runtime.ProcessInfo{}, err
+		}
+		return a.procInfo(p), nil
+	})
 }
 
 // process returns the runtime's handle of process id, or a *NotFoundError.

@@ -71,6 +71,30 @@ func (st *sessionState) info() runtime.SessionInfo {
 	return in
 }
 
+// sessionInfo returns st as the API shows it. A shell that died outside a command's
+// completion turn (killed, or still finishing its command) is recorded dead in this
+// turn, so the reply, released after the commit, is never ahead of the event log. The
+// shell itself is closed by the command's completion turn, or when work ends.
+func (a *sbActor) sessionInfo(st *sessionState) runtime.SessionInfo {
+	if st.live != nil && !st.rec.Dead {
+		if in := st.live.Info(); in.Status == runtime.SessionStatus("dead") {
+			a.markDead(st, in.DeadReason)
+			a.saveSession(st)
+			a.dirty = true
+		}
+	}
+	return st.info()
+}
+
+// markDead records st's death (session.dead), once.
+func (a *sbActor) markDead(st *sessionState, reason string) {
+	if st.rec.Dead {
+		return
+	}
+	st.rec.Dead, st.rec.DeadReason = true, reason
+	a.emit("session.dead", map[string]any{"id": st.rec.ID, "reason": reason})
+}
+
 func (a *sbActor) saveSession(st *sessionState) {
 	a.write().Put(idKey(pfxSession, st.rec.ID), mustJSON(st.rec))
 }
@@ -123,7 +147,7 @@ func (n *Node) CreateSession(ctx context.Context, sb string, s SessionSpec) (run
 			if !a.sameSession(old, s) {
 				return out{}, fmt.Errorf("%w: session %q exists with different settings", ErrConflict, s.ID)
 			}
-			return out{info: old.info()}, nil
+			return out{info: a.sessionInfo(old)}, nil
 		} else if old != nil && old.live != nil {
 			_ = old.live.Close(a.ctx())
 		}
@@ -140,7 +164,7 @@ func (n *Node) CreateSession(ctx context.Context, sb string, s SessionSpec) (run
 		a.saveRec()
 		a.emit("session.created", map[string]any{"id": s.ID})
 		a.dirty = true
-		return out{info: st.info(), created: true}, nil
+		return out{info: a.sessionInfo(st), created: true}, nil
 	})
 	return o.info, o.created, err
 }
@@ -157,7 +181,7 @@ func (n *Node) ListSessions(ctx context.Context, sb string) ([]runtime.SessionIn
 		}
 		out := make([]runtime.SessionInfo, 0, len(a.sb.sessions))
 		for _, st := range a.sb.sessions {
-			out = append(out, st.info())
+			out = append(out, a.sessionInfo(st))
 		}
 		slices.SortFunc(out, func(x, y runtime.SessionInfo) int { return x.CreatedAt.Compare(y.CreatedAt) })
 		return out, nil
@@ -177,7 +201,7 @@ func (n *Node) GetSession(ctx context.Context, sb, id string) (runtime.SessionIn
 		if st == nil {
 			return runtime.SessionInfo{}, notFound("session", id)
 		}
-		return st.info(), nil
+		return a.sessionInfo(st), nil
 	})
 }
 
@@ -255,9 +279,8 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		if execErr == nil || !errors.Is(execErr, runtime.ErrSessionDead) {
 			st.rec.Commands++
 		}
-		if in.Status == runtime.SessionStatus("dead") && !st.rec.Dead {
-			st.rec.Dead, st.rec.DeadReason = true, in.DeadReason
-			a.emit("session.dead", map[string]any{"id": id, "reason": in.DeadReason})
+		if in.Status == runtime.SessionStatus("dead") {
+			a.markDead(st, in.DeadReason) // unless a turn that showed it did
 			_ = w.live.Close(context.Background())
 			st.live = nil
 		}

@@ -57,7 +57,7 @@ func (a *sbActor) terminalInfo(st *terminalState) TerminalInfo {
 	in := TerminalInfo{ID: st.rec.ID, Status: string(runtime.StatusExited), Cols: st.rec.Cols, Rows: st.rec.Rows,
 		CreatedAt: st.rec.CreatedAt}
 	if st.proc != nil {
-		pi := st.proc.Info()
+		pi := a.procInfo(st.proc)
 		in.Process, in.Status, in.OutputOffset, in.Attached = pi.ID, string(pi.Status), pi.OutputOffset, st.proc.Attached()
 	}
 	return in

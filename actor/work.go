@@ -82,12 +82,10 @@ func (w *sandboxWork) busy() bool {
 	return false
 }
 
-// counts returns live processes, and remembered sessions and terminals.
+// counts returns running processes (those whose exit is not recorded yet, so a count
+// is never ahead of the event log), and remembered sessions and terminals.
 func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
-	if w.rt != nil {
-		procs = w.rt.Running()
-	}
-	return procs, len(w.sessions), len(w.terminals)
+	return len(w.procs), len(w.sessions), len(w.terminals)
 }
 
 // forget drops remembered sessions, terminals and exited processes (sandbox deleted).
@@ -162,20 +160,39 @@ func (a *sbActor) watch(p *runtime.Process) {
 		defer a.n.wg.Done()
 		<-p.Done()
 		a.postSelf(func(a *sbActor) (any, error) {
-			if a.sb.procs[p.ID()] == p {
-				for _, st := range a.sb.terminals {
-					if st.proc == p {
-						a.syncTerminalSize(st)
-					}
-				}
-				a.recordExit(p)
-				a.saveExited(p)
-				delete(a.sb.procs, p.ID())
-				a.dirty = true
-			}
+			a.reap(p)
 			return nil, nil
 		})
 	}()
+}
+
+// reap records the exit of p in this turn, if it is one of the sandbox's processes whose
+// exit is not recorded yet: process.exited is written and its final record saved.
+// Whichever comes first does it, the watcher's turn or a turn that shows p.
+func (a *sbActor) reap(p *runtime.Process) {
+	if a.sb.procs[p.ID()] != p {
+		return
+	}
+	for _, st := range a.sb.terminals {
+		if st.proc == p {
+			a.syncTerminalSize(st)
+		}
+	}
+	a.recordExit(p)
+	a.saveExited(p)
+	delete(a.sb.procs, p.ID())
+	a.dirty = true
+}
+
+// procInfo returns p as the API shows it. The runtime learns of an exit before the
+// watcher's turn records it; a turn that shows an exited process records the exit
+// itself, so the reply, released after the commit, is never ahead of the event log.
+func (a *sbActor) procInfo(p *runtime.Process) runtime.ProcessInfo {
+	in := p.Info()
+	if in.Status == runtime.StatusExited {
+		a.reap(p)
+	}
+	return in
 }
 
 func (a *sbActor) recordExit(p *runtime.Process) {

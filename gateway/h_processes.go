@@ -150,15 +150,16 @@ func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
-	if info, ok := actor.ExitedProcess(err); ok {
-		writeJSON(w, http.StatusOK, renderProcess(info)) // exited: nothing to wait for
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	sb, id := r.PathValue("sb"), r.PathValue("p")
 	if wait > 0 {
+		p, err := s.node.Process(r.Context(), sb, id)
+		if info, ok := actor.ExitedProcess(err); ok {
+			writeJSON(w, http.StatusOK, renderProcess(info)) // exited: nothing to wait for
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		ctx, cancel := s.requestContext(r)
 		ctx, cancelWait := context.WithTimeout(ctx, wait)
 		_, _ = p.Wait(ctx)
@@ -168,7 +169,12 @@ func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) error {
 			return r.Context().Err()
 		}
 	}
-	writeJSON(w, http.StatusOK, renderProcess(p.Info()))
+	// Read in a turn: an exit it shows is in the event log before this answer.
+	info, err := s.node.ProcessInfo(r.Context(), sb, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, renderProcess(info))
 	return nil
 }
 

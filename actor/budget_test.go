@@ -3,8 +3,13 @@ package actor
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 type policyFunc func(context.Context, BudgetRequest) (Budget, error)
@@ -63,4 +68,49 @@ func TestPolicyUsedAndClamped(t *testing.T) {
 	}
 	_, err = n.GetSandbox(tctx(t), "pol2")
 	wantErr(t, err, ErrNotFound)
+}
+
+// Exec calls in flight and live session shells count in the process budget: with
+// MaxProcesses 2, a session shell and a running exec leave no room for a process, a
+// terminal, another exec or another session.
+func TestExecAndSessionsCountAsProcesses(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.Limits = Budget{MaxProcesses: 2} })
+	mustCreate(t, n, "sb")
+	ctx := tctx(t)
+	_, _, err := n.CreateSession(ctx, "sb", SessionSpec{ID: "s1"})
+	must(t, err)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "release")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	execDone := make(chan error, 1)
+	go func() {
+		_, err := n.Exec(ctx, "sb", runtime.ExecOptions{Argv: []string{"cat", fifo}})
+		execDone <- err
+	}()
+	// The exec is running once the fifo has a reader: opening it for writing waits for that.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	must(t, err)
+
+	var budget *BudgetError
+	if _, err := n.StartProcess(ctx, "sb", runtime.StartOptions{Command: "sleep 60"}); !errors.As(err, &budget) {
+		t.Fatalf("StartProcess at the budget: err = %v, want a *BudgetError", err)
+	}
+	if _, err := n.Exec(ctx, "sb", runtime.ExecOptions{Command: "true"}); !errors.As(err, &budget) {
+		t.Fatalf("Exec at the budget: err = %v, want a *BudgetError", err)
+	}
+	if _, _, err := n.CreateSession(ctx, "sb", SessionSpec{ID: "s2"}); !errors.As(err, &budget) {
+		t.Fatalf("CreateSession at the budget: err = %v, want a *BudgetError", err)
+	}
+	if _, _, err := n.PutTerminal(ctx, "sb", "t1", TerminalSpec{}); !errors.As(err, &budget) {
+		t.Fatalf("PutTerminal at the budget: err = %v, want a *BudgetError", err)
+	}
+
+	must(t, w.Close()) // the exec ends: room for one again
+	must(t, <-execDone)
+	res, err := n.Exec(ctx, "sb", runtime.ExecOptions{Command: "echo ok"})
+	must(t, err)
+	if string(res.Stdout) != "ok\n" {
+		t.Fatalf("exec after the first ended: stdout %q", res.Stdout)
+	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Exec runs one command in the sandbox and waits for it. The turn only checks the
-// sandbox (waking it from hibernation) and clamps the options: o.Timeout defaults to
+// sandbox (waking it from hibernation) and the process budget (an exec in flight counts
+// as a process: a *BudgetError at MaxProcesses), and clamps the options: o.Timeout defaults to
 // and is clamped to the budget's MaxExecTimeout, o.OutputLimit to OutputBufferBytes.
 // The command itself runs off the actor, so the sandbox keeps serving other requests;
 // it counts as activity until it ends.
@@ -31,17 +32,28 @@ func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runt
 		if err != nil {
 			return out{}, err
 		}
+		if err := a.checkProcessBudget(rt); err != nil {
+			return out{}, err
+		}
 		o.Timeout = a.clampTimeout(o.Timeout)
 		o.OutputLimit = a.outputLimit(o.OutputLimit)
 		o.Cwd = a.defaultCwd(o.Cwd)
 		a.inflight++
+		a.sb.execs++
 		return out{a, rt}, nil
 	})
 	if err != nil {
 		return runtime.ExecResult{}, err
 	}
 	res, err := w.rt.Exec(ctx, o)
-	w.a.finishWork(func(a *sbActor) (any, error) { a.inflight--; a.touch(); return nil, nil })
+	w.a.finishWork(func(a *sbActor) (any, error) {
+		a.inflight--
+		if a.sb.execs > 0 {
+			a.sb.execs--
+		}
+		a.touch()
+		return nil, nil
+	})
 	if err != nil {
 		return res, fmt.Errorf("actor: sandbox %q: %w", sb, err)
 	}

@@ -108,6 +108,9 @@ func (a *sbActor) liveSession(st *sessionState) (*runtime.Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.checkProcessBudget(rt); err != nil { // a live shell counts as a process
+		return nil, err
+	}
 	o := runtime.SessionOptions{ID: st.rec.ID, Cwd: a.defaultCwd(st.rec.Cwd), Env: maps.Clone(st.rec.Env), Shell: st.rec.Shell}
 	if st.rec.Snapshot != nil {
 		snap := *st.rec.Snapshot

@@ -109,7 +109,12 @@ func TestOneActivation(t *testing.T) {
 
 func TestPassivateKeepsState(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t, func(c *Config) { c.PassivateAfter = time.Minute })
+	// An idle TTL far past what the loop below may advance the clock on a loaded
+	// machine, so the sandbox passivates without hibernating first.
+	n := newTestNode(t, func(c *Config) {
+		c.PassivateAfter = time.Minute
+		c.Limits = Budget{IdleTTL: 10000 * time.Hour, MaxDuration: 20000 * time.Hour}
+	})
 	ctx := tctx(t)
 	mustCreate(t, n, "p1")
 	_, err := n.PostMessage(ctx, "p1", []byte(`{"x":1}`))

@@ -23,6 +23,7 @@ type sandboxWork struct {
 	exited    map[string]*exitedRec       // saved records of exited processes (exited.go)
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
+	execs     int // exec calls running, counted in the process budget
 }
 
 // load reads remembered sessions and terminals.
@@ -209,10 +210,17 @@ func (a *sbActor) recordExit(p *runtime.Process) {
 }
 
 // checkProcessBudget refuses a new process at the sandbox's MaxProcesses, recording a
-// budget.denied event.
+// budget.denied event. Everything that runs counts: processes and terminals, exec calls
+// in flight and live session shells.
 func (a *sbActor) checkProcessBudget(rt *runtime.Sandbox) error {
 	limit := a.rec.Budget.MaxProcesses
-	if rt.Running() >= limit {
+	inUse := rt.Running() + a.sb.execs
+	for _, st := range a.sb.sessions {
+		if st.live != nil {
+			inUse++
+		}
+	}
+	if inUse >= limit {
 		return a.denied(limit)
 	}
 	return nil

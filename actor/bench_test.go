@@ -159,7 +159,7 @@ func BenchmarkLongPoll(b *testing.B) {
 		for range 50 {
 			got := make(chan time.Time, 1)
 			go func() {
-				if _, err := n.TakeMessages(ctx, "lp", 10*time.Second, 1); err != nil {
+				if _, err := n.TakeMessages(ctx, "lp", TakeOptions{Wait: 10 * time.Second, Max: 1}); err != nil {
 					b.Error(err)
 				}
 				got <- time.Now()

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -63,5 +65,51 @@ func TestRecreatedIDContinuesSeq(t *testing.T) {
 	must(t, err)
 	if len(list) != 2 {
 		t.Fatalf("listed %+v", list)
+	}
+}
+
+// TestSeqBaseHammer: sandboxes deleted concurrently all raise the node's base; a
+// sandbox created after them starts above every seq and message number they used.
+func TestSeqBaseHammer(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	const workers = 8
+	lastSeq := make([]uint64, workers)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- func() error {
+				id := fmt.Sprintf("h%d", w)
+				for range 3 {
+					if _, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: id}); err != nil {
+						return err
+					}
+					for range w + 1 {
+						seq, err := n.PostEvent(ctx, id, "agent.x", nil)
+						if err != nil {
+							return err
+						}
+						lastSeq[w] = max(lastSeq[w], seq+1) // +1: the sandbox.deleted
+					}
+					if _, err := n.PostMessage(ctx, id, nil); err != nil {
+						return err
+					}
+					if err := n.DeleteSandbox(ctx, id); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range workers {
+		must(t, <-errs)
+	}
+	mustCreate(t, n, "after")
+	evs, err := n.Events(ctx, "after", 0, 0)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Seq <= slices.Max(lastSeq) {
+		t.Fatalf("first event %+v, deleted sandboxes reached seq %d", evs, slices.Max(lastSeq))
 	}
 }

@@ -52,8 +52,8 @@ type sbActor struct {
 	evSeq      uint64          // last event seq
 	evFirst    uint64          // first event seq still stored (0: none)
 	msgSeq     uint64          // last message seq
-	msgs       []messageRec    // queued messages, oldest first
-	msgSeqs    []uint64        // their seqs
+	msgCount   int             // queued messages (the queue itself stays in storage)
+	msgDirty   msgOverlay      // message records written by the current group
 	msgWake    chan struct{}   // closed when a message arrives; nil: nobody waits
 	sb         sandboxWork     // runtime-backed state (processes, sessions, terminals)
 	res        []result        // reused per group

@@ -68,8 +68,13 @@
 // Each sandbox has a durable event log: seq increases by one per event, the newest
 // Config.EventLogLimit are kept. Followers ([Node.SubscribeEvents]) read committed
 // events from storage and are only signalled by the actor, so a slow follower never
-// blocks it. Messages are a durable FIFO; [Node.TakeMessages] long-polls and is woken
-// when a message is committed.
+// blocks it. A sandbox deleted and created again under the same id continues its seq
+// and message numbers after the old one's (seqbase.go). Messages are a durable FIFO
+// delivered at least once: [Node.TakeMessages] hides what it returns for a visibility
+// time, durably before answering, and [Node.AckMessages] removes them; it long-polls and
+// is woken when a message is committed or a hidden one becomes visible again. The
+// queue stays in storage and is paged by each take. Events, messages and the pages
+// read of them are bounded (MaxEventBytes, MaxMessageBytes, MaxEventPageBytes).
 //
 // # Caveats
 //

@@ -23,6 +23,8 @@ var (
 	ErrBudgetExceeded = errors.New("actor: budget exceeded")
 	// ErrMailboxFull means the sandbox's bounded mailbox is full; retry later.
 	ErrMailboxFull = errors.New("actor: mailbox full")
+	// ErrTooLarge means an event or message is over its size limit.
+	ErrTooLarge = errors.New("actor: too large")
 	// ErrInvalid means a malformed argument (bad id, bad event type, ...).
 	ErrInvalid = errors.New("actor: invalid argument")
 	// ErrUnavailable means the node cannot serve the sandbox now: admission refused,

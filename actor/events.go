@@ -16,6 +16,17 @@ type Event struct {
 	Data json.RawMessage
 }
 
+// Limits of the event log.
+const (
+	// MaxEventBytes bounds the data (its JSON encoding) of an event posted with
+	// PostEvent; a bigger one is ErrTooLarge. Built-in events are small.
+	MaxEventBytes = 64 << 10
+	// MaxEventPageBytes caps the data of the events one Events call (or one page of an
+	// EventSubscription) reads; it returns fewer events, always at least one, and the
+	// caller continues after the last seq it got.
+	MaxEventPageBytes = 1 << 20
+)
+
 // noData is the data of an event with nothing to say: every event's data is a JSON
 // object.
 var noData = json.RawMessage("{}")
@@ -48,8 +59,9 @@ func (a *sbActor) emit(typ string, data any) uint64 {
 	return seq
 }
 
-// Events returns up to limit events with seq > since, oldest first (limit <= 0: 1000).
-// It reads committed events straight from storage, without a turn.
+// Events returns up to limit events with seq > since, oldest first (limit <= 0: 1000),
+// within MaxEventPageBytes of data (at least one event when there is one). It reads
+// committed events straight from storage, without a turn.
 func (n *Node) Events(ctx context.Context, sb string, since uint64, limit int) ([]Event, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return nil, err
@@ -69,6 +81,7 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 		limit = 1000
 	}
 	evs = []Event{}
+	size := 0
 	err = n.store.Read(ctx, sb, func(r Reader) error {
 		exists = r.Get(keyMeta) != nil
 		var derr error
@@ -81,6 +94,10 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 			if data == nil || string(data) == "null" { // as recorded by older versions
 				data = noData
 			}
+			if len(evs) > 0 && size+len(data) > MaxEventPageBytes {
+				return false
+			}
+			size += len(data)
 			evs = append(evs, Event{Seq: keySeq(k), Type: e.Type, At: e.At, Data: data})
 			return len(evs) < limit
 		})
@@ -93,13 +110,17 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 }
 
 // PostEvent appends an "agent.*" event (any other type is ErrInvalid) and returns its
-// seq once it is durable. data must be a JSON value (nil → {}).
+// seq once it is durable. data must be a JSON value (nil → {}) of at most
+// MaxEventBytes (else ErrTooLarge).
 func (n *Node) PostEvent(ctx context.Context, sb, typ string, data json.RawMessage) (uint64, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return 0, err
 	}
 	if !strings.HasPrefix(typ, "agent.") || len(typ) == len("agent.") || len(typ) > 128 {
 		return 0, fmt.Errorf("%w: event type %q must be agent.<name>", ErrInvalid, typ)
+	}
+	if len(data) > MaxEventBytes {
+		return 0, fmt.Errorf("%w: event data is %d bytes, over the limit of %d", ErrTooLarge, len(data), MaxEventBytes)
 	}
 	if data != nil && !json.Valid(data) {
 		return 0, fmt.Errorf("%w: event data is not JSON", ErrInvalid)

@@ -22,30 +22,35 @@ func (a *sbActor) load() error {
 		a.rec = rec
 		a.alarmAt, _ = decodeAlarm(r.Get(keyAlarm))
 		a.savedAlarm = a.alarmAt
-		if c := r.Get(keyCounters); len(c) == 16 {
-			a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
+		if err := a.loadCounters(r); err != nil {
+			return err
 		}
 		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
-		var err error
-		r.Scan(pfxMessage, nil, func(k, v []byte) bool {
-			var m messageRec
-			if err = json.Unmarshal(v, &m); err != nil {
-				return false
-			}
-			a.msgs = append(a.msgs, m)
-			a.msgSeqs = append(a.msgSeqs, keySeq(k))
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("decode message: %w", err)
-		}
 		return a.sb.load(a, r)
 	})
 }
 
+// loadCounters reads the event and message counters. The message queue itself is not
+// loaded: takes page it from storage. Only counters written by an older version, which
+// lack the queue length, make it count the queued messages' keys, once.
+func (a *sbActor) loadCounters(r Reader) error {
+	c := r.Get(keyCounters)
+	if len(c) < 16 {
+		return nil
+	}
+	a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
+	if len(c) >= 24 {
+		a.msgCount = int(binary.BigEndian.Uint64(c[16:]))
+		return nil
+	}
+	r.Scan(pfxMessage, nil, func(_, _ []byte) bool { a.msgCount++; return true })
+	return nil
+}
+
 func (a *sbActor) saveCounters() {
-	c := binary.BigEndian.AppendUint64(nil, a.evSeq)
-	a.write().Put(keyCounters, binary.BigEndian.AppendUint64(c, a.msgSeq))
+	c := binary.BigEndian.AppendUint64(make([]byte, 0, 24), a.evSeq)
+	c = binary.BigEndian.AppendUint64(c, a.msgSeq)
+	a.write().Put(keyCounters, binary.BigEndian.AppendUint64(c, uint64(a.msgCount)))
 }
 
 // nextAlarm is the sandbox's next lifecycle deadline: idle TTL while running, max

@@ -24,6 +24,7 @@ type Node struct {
 	log       *slog.Logger
 	alarms    *alarms
 	hub       hub
+	seqBase   seqBase // counters a new sandbox starts after (seqbase.go)
 
 	mu      sync.Mutex // protects following
 	actors  map[string]*sbActor

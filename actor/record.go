@@ -10,9 +10,9 @@ import (
 var (
 	keyMeta     = []byte("m")  // sandboxRec (JSON)
 	keyAlarm    = []byte("a")  // alarm time, big-endian unix nanoseconds
-	keyCounters = []byte("c")  // last event seq, last message seq (2 × big-endian uint64)
+	keyCounters = []byte("c")  // last event seq, last message seq, queued messages (3 × big-endian uint64; older: the first 2)
 	pfxEvent    = []byte("e")  // e<seq> → eventRec
-	pfxMessage  = []byte("q")  // q<seq> → messageRec
+	pfxMessage  = []byte("q")  // q<seq> → delivery header + messageRec (msgrec.go)
 	pfxSession  = []byte("s/") // s/<id> → sessionRec
 	pfxTerminal = []byte("t/") // t/<id> → terminalRec
 	pfxExited   = []byte("p/") // p/<id> → exitedRec, until its keep time passes

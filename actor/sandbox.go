@@ -104,13 +104,18 @@ func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 		_ = os.RemoveAll(a.n.workspaceDir(a.id))
 		return SandboxInfo{}, false, err
 	}
+	evBase, msgBase, err := a.n.seqBase.get(a.n.store)
+	if err != nil {
+		return SandboxInfo{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	now := a.now()
 	a.rec = &sandboxRec{
 		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
 		State: StateRunning, Budget: toBudgetRec(b.clamp(a.n.cfg.Limits)),
 	}
-	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
+	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
+	a.msgCount, a.msgDirty = 0, nil
 	a.saveRec()
 	labels := spec.Labels
 	if labels == nil {
@@ -185,6 +190,11 @@ func (a *sbActor) delete() error {
 	if err := a.exists(); err != nil {
 		return err
 	}
+	// The final sandbox.deleted (seq evSeq+1) is shown to live followers: a sandbox
+	// created again under this id starts after it.
+	if err := a.n.seqBase.raise(a.n.store, a.evSeq+1, a.msgSeq); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	a.endWork(false)
 	a.sb.forget(a)
 	if err := os.RemoveAll(a.n.workspaceDir(a.id)); err != nil {
@@ -194,7 +204,7 @@ func (a *sbActor) delete() error {
 	b.Ops = nil // everything written earlier in this group is for the deleted sandbox
 	b.DeleteSandbox = true
 	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: noData}
-	a.rec, a.msgs, a.msgSeqs = nil, nil, nil
+	a.rec, a.msgCount, a.msgDirty = nil, 0, nil
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.n.alarms.clear(a.id)
 	id := a.id

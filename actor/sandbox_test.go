@@ -483,7 +483,7 @@ func TestCloseReopenSandbox(t *testing.T) {
 	if ti.Cols != 90 || ti.Rows != 20 || ti.Status != "running" {
 		t.Fatalf("terminal %+v", ti)
 	}
-	msgs, err := n2.TakeMessages(ctx, "cr", 0, 10)
+	msgs, err := n2.TakeMessages(ctx, "cr", TakeOptions{Max: 10})
 	must(t, err)
 	if len(msgs) != 1 {
 		t.Fatalf("messages %v", msgs)

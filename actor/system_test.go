@@ -145,7 +145,7 @@ func TestPassivateKeepsState(t *testing.T) {
 	if got := eventTypes(t, n, "p1"); !slices.Equal(got, []string{"sandbox.created", "agent.step"}) {
 		t.Fatalf("events = %v", got)
 	}
-	msgs, err := n.TakeMessages(ctx, "p1", 0, 10)
+	msgs, err := n.TakeMessages(ctx, "p1", TakeOptions{Max: 10})
 	must(t, err)
 	if len(msgs) != 1 || string(msgs[0].Data) != `{"x":1}` || msgs[0].ID != "msg_1" {
 		t.Fatalf("msgs = %+v", msgs)
@@ -387,7 +387,7 @@ func TestLongPoll(t *testing.T) {
 		}
 		ch := make(chan got, 1)
 		go func() {
-			m, err := n.TakeMessages(tctx(t), "lp", 10*time.Second, 10)
+			m, err := n.TakeMessages(tctx(t), "lp", TakeOptions{Wait: 10 * time.Second, Max: 10})
 			ch <- got{m, time.Now(), err}
 		}()
 		time.Sleep(30 * time.Millisecond) // let the taker wait
@@ -408,7 +408,7 @@ func TestLongPoll(t *testing.T) {
 	}
 	// Timeout with nothing posted.
 	start := time.Now()
-	msgs, err := n.TakeMessages(tctx(t), "lp", 50*time.Millisecond, 10)
+	msgs, err := n.TakeMessages(tctx(t), "lp", TakeOptions{Wait: 50 * time.Millisecond, Max: 10})
 	must(t, err)
 	if len(msgs) != 0 || time.Since(start) < 50*time.Millisecond {
 		t.Fatalf("msgs=%v after %v", msgs, time.Since(start))
@@ -425,9 +425,9 @@ func TestMessagesFIFO(t *testing.T) {
 	}
 	_, err := n.PostMessage(tctx(t), "mq", []byte("6"))
 	wantErr(t, err, ErrBudgetExceeded)
-	a, err := n.TakeMessages(tctx(t), "mq", 0, 2)
+	a, err := n.TakeMessages(tctx(t), "mq", TakeOptions{Max: 2})
 	must(t, err)
-	b, err := n.TakeMessages(tctx(t), "mq", 0, 10)
+	b, err := n.TakeMessages(tctx(t), "mq", TakeOptions{Max: 10})
 	must(t, err)
 	var got []string
 	for _, m := range append(a, b...) {
@@ -492,7 +492,7 @@ func TestReopen(t *testing.T) {
 	if got.Budget != in.Budget || got.Budget.MaxProcesses != 3 || !got.CreatedAt.Equal(in.CreatedAt) {
 		t.Fatalf("after reopen %+v, before %+v", got, in)
 	}
-	msgs, err := n2.TakeMessages(ctx, "ro", 0, 5)
+	msgs, err := n2.TakeMessages(ctx, "ro", TakeOptions{Max: 5})
 	must(t, err)
 	if len(msgs) != 1 || string(msgs[0].Data) != "[1]" {
 		t.Fatalf("msgs = %+v", msgs)

@@ -27,6 +27,7 @@ var errorRules = []errorRule{
 		runtime.ErrNotPTY, runtime.ErrIsDir, runtime.ErrNotDir, runtime.ErrNotEmpty, runtime.ErrExist, fs.ErrExist},
 		http.StatusConflict, codeConflict},
 	{[]error{actor.ErrExpired}, http.StatusGone, codeExpired},
+	{[]error{actor.ErrTooLarge}, http.StatusRequestEntityTooLarge, codeTooLarge},
 	{[]error{actor.ErrBudgetExceeded, runtime.ErrTooManyProcesses}, http.StatusTooManyRequests, codeBudgetExceeded},
 	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable}, http.StatusServiceUnavailable, codeUnavailable},
 }

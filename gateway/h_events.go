@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sandgate/sandgate/actor"
 )
@@ -14,20 +13,20 @@ import (
 const (
 	defaultEventLimit = 1000
 	maxEventLimit     = 10000
-	defaultTakeMax    = 100
-	maxTakeMax        = 1000
 )
 
-func queryInt(r *http.Request, name string, def, max int) (int, error) {
+// queryInt parses an optional integer query parameter in [lo, hi]; absent is def,
+// anything else is 400 naming the parameter and its range.
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	raw := r.URL.Query().Get(name)
 	if raw == "" {
 		return def, nil
 	}
 	v, err := strconv.Atoi(raw)
-	if err != nil || v < 1 {
-		return 0, badRequest("%s must be a positive integer, not %q", name, raw)
+	if err != nil || v < lo || v > hi {
+		return 0, badRequest("%s must be an integer from %d to %d, not %q", name, lo, hi, raw)
 	}
-	return min(v, max), nil
+	return v, nil
 }
 
 func querySeq(r *http.Request) (uint64, error) {
@@ -42,12 +41,15 @@ func querySeq(r *http.Request) (uint64, error) {
 	return v, nil
 }
 
+// listEvents answers one page of events: at most limit, and at most
+// actor.MaxEventPageBytes of event data (at least one event), so a client pages on
+// with since=<last seq>.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	since, err := querySeq(r)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit", defaultEventLimit, maxEventLimit)
+	limit, err := queryInt(r, "limit", defaultEventLimit, 1, maxEventLimit)
 	if err != nil {
 		return err
 	}
@@ -121,55 +123,5 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, map[string]uint64{"seq": seq})
-	return nil
-}
-
-type postMessageRequest struct {
-	Data json.RawMessage `json:"data"`
-}
-
-type messageJSON struct {
-	ID   string          `json:"id"`
-	At   time.Time       `json:"created_at"`
-	Data json.RawMessage `json:"data"`
-}
-
-func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
-	var req postMessageRequest
-	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
-		return err
-	}
-	data, err := objectOrEmpty("data", req.Data)
-	if err != nil {
-		return err
-	}
-	id, err := s.node.PostMessage(r.Context(), r.PathValue("sb"), data)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
-	return nil
-}
-
-func (s *Server) takeMessages(w http.ResponseWriter, r *http.Request) error {
-	wait, err := queryMs(r, "wait_ms", maxWait)
-	if err != nil {
-		return err
-	}
-	max, err := queryInt(r, "max", defaultTakeMax, maxTakeMax)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	msgs, err := s.node.TakeMessages(ctx, r.PathValue("sb"), wait, max)
-	if err != nil && !(ctx.Err() != nil && r.Context().Err() == nil) {
-		return err
-	}
-	out := make([]messageJSON, 0, len(msgs))
-	for _, m := range msgs {
-		out = append(out, messageJSON{ID: m.ID, At: m.At.UTC(), Data: m.Data})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 	return nil
 }

@@ -83,6 +83,8 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST " + sbPath + "/events", handle: s.postEvent},
 		{pattern: "POST " + sbPath + "/messages", handle: s.postMessage},
 		{pattern: "GET " + sbPath + "/messages", handle: s.takeMessages},
+		{pattern: "DELETE " + sbPath + "/messages/{id}", handle: s.ackMessage},
+		{pattern: "POST " + sbPath + "/messages/ack", handle: s.ackMessages},
 
 		{pattern: "GET /v1/cluster", handle: s.clusterInfo},
 		{pattern: "POST /v1/cluster/join", handle: s.clusterJoin},

@@ -32,8 +32,9 @@
 //
 // # Caveats
 //
-// The contract leaves the JSON of the event stream's data lines and of a queued message
-// loosely specified; this package reads an event's data as the same object the events
-// list returns ({"seq","type","at","data"}), falling back to the SSE id and event name,
-// and a message as {"id","data"}.
+// The contract leaves the JSON of the event stream's data lines loosely specified; this
+// package reads an event's data as the same object the events list returns
+// ({"seq","type","at","data"}), falling back to the SSE id and event name. A taken
+// message is {"id","data","attempts","posted_at"}; messages are delivered at least
+// once, so acknowledge each ([Client.AckMessage]) once it is handled.
 package sdk

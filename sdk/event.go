@@ -57,19 +57,27 @@ func (c *Client) PostEvent(ctx context.Context, sb, typ string, data any) (int64
 	return out.Seq, err
 }
 
-// Message is a message queued for a sandbox's worker.
+// Message is a message queued for a sandbox's worker. Messages are delivered at least
+// once: a taken message that is not acknowledged ([Client.AckMessage],
+// [Client.AckMessages]) within its visibility time is taken again, with Attempts grown.
 type Message struct {
-	ID        string          `json:"id"`
-	Data      json.RawMessage `json:"data"`
-	CreatedAt time.Time       `json:"created_at"`
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"data"`
+	// Attempts is how many takes have returned the message, this one included.
+	Attempts int `json:"attempts"`
+	// PostedAt is when the message was queued.
+	PostedAt time.Time `json:"posted_at"`
 }
 
 // TakeMessagesOptions tunes [Client.TakeMessages].
 type TakeMessagesOptions struct {
-	// WaitMS long-polls up to this long when no message is queued.
+	// WaitMS long-polls up to this long when no message is visible.
 	WaitMS int64
-	// Max caps how many messages are taken; 0 is the server default.
+	// Max caps how many messages are taken (1 to 1000); 0 is the server default, 100.
 	Max int
+	// VisibilityMS is how long taken messages stay hidden before they are returned
+	// again unless acknowledged; 0 is the server default, 30000.
+	VisibilityMS int64
 }
 
 // PostMessage queues a message carrying data (any JSON-encodable value) and returns
@@ -85,7 +93,9 @@ func (c *Client) PostMessage(ctx context.Context, sb string, data any) (string, 
 	return out.ID, err
 }
 
-// TakeMessages takes queued messages off the sandbox's queue. opts may be nil.
+// TakeMessages takes visible queued messages, oldest first, hiding them for their
+// visibility time; acknowledge each once handled, or it is returned again. opts may be
+// nil.
 func (c *Client) TakeMessages(ctx context.Context, sb string, opts *TakeMessagesOptions) ([]Message, error) {
 	q := url.Values{}
 	if opts != nil {
@@ -95,10 +105,36 @@ func (c *Client) TakeMessages(ctx context.Context, sb string, opts *TakeMessages
 		if opts.Max > 0 {
 			q.Set("max", strconv.Itoa(opts.Max))
 		}
+		if opts.VisibilityMS > 0 {
+			q.Set("visibility_ms", strconv.FormatInt(opts.VisibilityMS, 10))
+		}
 	}
 	var out struct {
 		Messages []Message `json:"messages"`
 	}
 	_, err := c.do(ctx, request{method: http.MethodGet, path: sbPath(sb, "messages"), query: q}, &out)
 	return out.Messages, err
+}
+
+// AckMessage acknowledges (removes) a taken message so it is not returned again. An
+// unknown or already removed id is an *Error with code "not_found".
+func (c *Client) AckMessage(ctx context.Context, sb, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: sbPath(sb, "messages", id)}, nil)
+	return err
+}
+
+// AckMessages acknowledges several messages (at most 1000 ids) and returns how many
+// were removed; unknown or already removed ids count nothing.
+func (c *Client) AckMessages(ctx context.Context, sb string, ids []string) (int, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	body := struct {
+		IDs []string `json:"ids"`
+	}{ids}
+	var out struct {
+		Acked int `json:"acked"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: sbPath(sb, "messages", "ack"), body: body}, &out)
+	return out.Acked, err
 }

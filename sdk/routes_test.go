@@ -252,11 +252,21 @@ func TestRoutes(t *testing.T) {
 				}
 			}},
 		{"take messages", func(c *Client) (result, error) {
-			return c.TakeMessages(ctx, "dev1", &TakeMessagesOptions{WaitMS: 2000, Max: 5})
-		}, "GET", "/v1/sandboxes/dev1/messages", "max=5&wait_ms=2000", "", 200, `{"messages":[{"id":"m1","data":{"do":"x"},"created_at":"2026-11-22T02:00:00Z"}]}`,
+			return c.TakeMessages(ctx, "dev1", &TakeMessagesOptions{WaitMS: 2000, Max: 5, VisibilityMS: 60000})
+		}, "GET", "/v1/sandboxes/dev1/messages", "max=5&visibility_ms=60000&wait_ms=2000", "", 200, `{"messages":[{"id":"m1","data":{"do":"x"},"attempts":2,"posted_at":"2026-11-22T02:00:00Z"}]}`,
 			func(t *testing.T, r result) {
-				if m := r.([]Message); len(m) != 1 || m[0].ID != "m1" || m[0].CreatedAt.IsZero() {
+				if m := r.([]Message); len(m) != 1 || m[0].ID != "m1" || m[0].Attempts != 2 || m[0].PostedAt.IsZero() || string(m[0].Data) != `{"do":"x"}` {
 					t.Errorf("got %+v", m)
+				}
+			}},
+		{"ack message", func(c *Client) (result, error) { return nil, c.AckMessage(ctx, "dev1", "msg_1") },
+			"DELETE", "/v1/sandboxes/dev1/messages/msg_1", "", "", 204, "", nil},
+		{"ack messages", func(c *Client) (result, error) {
+			return c.AckMessages(ctx, "dev1", []string{"msg_1", "msg_2"})
+		}, "POST", "/v1/sandboxes/dev1/messages/ack", "", `{"ids": ["msg_1", "msg_2"]}`, 200, `{"acked": 1}`,
+			func(t *testing.T, r result) {
+				if r.(int) != 1 {
+					t.Errorf("acked = %v", r)
 				}
 			}},
 		{"cluster", func(c *Client) (result, error) { return c.GetCluster(ctx) },

@@ -212,7 +212,7 @@ func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process
 		}
 		switch c.Type {
 		case "resize":
-			if c.Cols > 0 && c.Rows > 0 {
+			if validTermSize(c.Cols, c.Rows) { // as REST: an out-of-range size is ignored
 				_ = p.Resize(c.Cols, c.Rows)
 			}
 		case "signal":

@@ -33,6 +33,11 @@ const (
 	defaultBodyReadTimeout   = 30 * time.Second
 	defaultIdleTimeout       = 2 * time.Minute
 	defaultMaxHeaderBytes    = 64 << 10
+	// unreadBodyGrace is how long, after an error answered before the body was read,
+	// net/http may go on reading (and discarding) up to 256 KiB of that body. A client
+	// that is sending it is not reset while it still writes; a silent one holds its
+	// connection no longer than this.
+	unreadBodyGrace = time.Second
 )
 
 // withBodyDeadline gives a request that has a body the read deadlines of step 2 above.
@@ -41,6 +46,9 @@ func (s *Server) withBodyDeadline(next http.Handler) http.Handler {
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			b := &deadlineBody{body: r.Body, rc: http.NewResponseController(w), timeout: s.cfg.BodyReadTimeout}
 			b.extend()
+			// A copy: net/http keeps the original, whose Body must stay its own type
+			// for its handling of unread bodies after the handler.
+			r = r.WithContext(r.Context())
 			r.Body = b
 		}
 		next.ServeHTTP(w, r)
@@ -99,5 +107,5 @@ func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFiles(t *testing.T) {
@@ -230,5 +232,107 @@ func TestFilesThroughLinks(t *testing.T) {
 	}
 	if b, err := os.ReadFile(secret); err != nil || string(b) != "s3cret" {
 		t.Fatalf("outside file: %q %v", b, err)
+	}
+}
+
+// TestFilesLongNames: names of 229-255 bytes are written and read (the temporary file
+// beside them used to overflow NAME_MAX: a 500), and a 256-byte element is 400 naming
+// the limit, on every file route.
+func TestFilesLongNames(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("ln")
+	files := "/v1/sandboxes/ln/files"
+	for _, n := range []int{229, 240, 255} {
+		name := strings.Repeat("n", n)
+		ts.must(http.StatusNoContent, "PUT", files+"?path=d/"+name, "long")
+		if r := ts.must(http.StatusOK, "GET", files+"?path=d/"+name, nil); string(r.body) != "long" {
+			t.Fatalf("read back %d-byte name: %q", n, r.body)
+		}
+	}
+	long := strings.Repeat("n", 256)
+	tests := []struct {
+		name, method, path string
+		body               any
+	}{
+		{"write", "PUT", files + "?path=" + long, "x"},
+		{"write under", "PUT", files + "?path=" + long + "/x", "x"},
+		{"read", "GET", files + "?path=d/" + long, nil},
+		{"delete", "DELETE", files + "?path=" + long, nil},
+		{"mkdir", "POST", files + "/mkdir", map[string]any{"path": "a/" + long, "parents": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do(tt.method, tt.path, tt.body)
+			if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "255") {
+				t.Fatalf("status %d %s, want 400 invalid_argument naming 255", r.status, r.body)
+			}
+		})
+	}
+}
+
+// TestFilesModeBits: mode is octal within 0777; setuid, setgid and sticky bits are 400
+// naming mode (before, 4777 answered 204 and silently dropped setuid).
+func TestFilesModeBits(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("mb")
+	files := "/v1/sandboxes/mb/files?path=f&mode="
+	for _, mode := range []string{"4777", "2755", "1777", "04755", "7777"} {
+		t.Run(mode, func(t *testing.T) {
+			r := ts.do("PUT", files+mode, "x")
+			if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "mode") {
+				t.Fatalf("status %d %s, want 400 naming mode", r.status, r.body)
+			}
+		})
+	}
+	ts.must(http.StatusNoContent, "PUT", files+"0777", "x")
+	var dir struct{ Entries []dirEntryJSON }
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/mb/files", nil).json(t, &dir)
+	if len(dir.Entries) != 1 || dir.Entries[0].Mode != "0777" {
+		t.Fatalf("listing %+v, want f with 0777", dir.Entries)
+	}
+}
+
+// TestFilesStaleTempsRemovedAfterRestart: temporary files that a killed PUT left (a
+// real leftover name of the older form, and one of the current form from another
+// process) are removed on the first file request after the server starts again, and
+// nothing else is. While a server runs it removes them once, not on every request.
+func TestFilesStaleTempsRemovedAfterRestart(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	onData := func(c *Config) { c.DataDir = data }
+	first := newTestServer(t, &serverOptions{config: onData})
+	first.sandbox("st")
+	files := "/v1/sandboxes/st/files"
+	first.must(http.StatusNoContent, "PUT", files+"?path=sub/keep.txt", "kept")
+	leftovers := []string{"sub/.keep.txt.sandgate-0123456789ab.tmp", ".sandgate-0badc0de-0123456789ab.tmp"}
+	var res execJSON
+	first.must(http.StatusOK, "POST", "/v1/sandboxes/st/exec", map[string]any{
+		"command": "echo partial > " + leftovers[0] + " && echo partial > " + leftovers[1] + " && echo x > .sandgate-notes.tmp",
+	}).json(t, &res)
+	if res.ExitCode != 0 {
+		t.Fatalf("making leftovers: %+v", res)
+	}
+	// This server swept when its first file request came: the files made since stay.
+	for _, p := range leftovers {
+		first.must(http.StatusOK, "GET", files+"?path="+p, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := first.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newTestServer(t, &serverOptions{config: onData})
+	for _, p := range leftovers {
+		if r := second.do("GET", files+"?path="+p, nil); r.status != http.StatusNotFound {
+			t.Fatalf("leftover %s after restart: status %d %s, want 404", p, r.status, r.body)
+		}
+	}
+	for p, want := range map[string]string{"sub/keep.txt": "kept", ".sandgate-notes.tmp": "x\n"} {
+		if r := second.must(http.StatusOK, "GET", files+"?path="+p, nil); string(r.body) != want {
+			t.Fatalf("%s after restart: %q", p, r.body)
+		}
 	}
 }

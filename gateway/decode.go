@@ -24,7 +24,11 @@ func decodeJSON(r *http.Request, limit int64, v any) *apiError {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", tooBig.Limit)
+			return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over the limit of %d bytes", tooBig.Limit)
+		}
+		var stalled *apiError // the body's read deadline passed (deadlineBody)
+		if errors.As(err, &stalled) {
+			return stalled
 		}
 		return badRequest("failed to read request body: %v", err)
 	}

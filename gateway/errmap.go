@@ -99,5 +99,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
 		return // headers already sent (a stream failed midway); nothing more to say
 	}
+	closeIfBodyUnread(w, r)
 	writeAPIError(w, e)
 }

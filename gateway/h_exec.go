@@ -25,6 +25,12 @@ func (c commandFields) check() (argv []string, timeout time.Duration, err error)
 	if timeout, err = durationMs("timeout_ms", c.TimeoutMs); err != nil {
 		return nil, 0, err
 	}
+	if err := noNULs("command", c.shell(), "cwd", c.Cwd); err != nil {
+		return nil, 0, err
+	}
+	if err := noNULArgv(c.Argv); err != nil {
+		return nil, 0, err
+	}
 	return argv, timeout, validateEnv(c.Env)
 }
 

@@ -44,7 +44,7 @@ func exitedOutputSSE(w http.ResponseWriter, info runtime.ProcessInfo, from int64
 // exitedWS answers a WebSocket attach to an exited process's record: ready, a gap if
 // bytes were asked for, the exit, then a normal close.
 func (s *Server) exitedWS(w http.ResponseWriter, r *http.Request, info runtime.ProcessInfo, from int64, given bool) error {
-	if err := checkHandshake(w, r, s.cfg.AllowedOrigins); err != nil {
+	if err := checkHandshake(w, r, s.originRule()); err != nil {
 		return err
 	}
 	conn, _, ok := s.acceptWS(w, r)

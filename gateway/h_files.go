@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sandgate/sandgate/runtime"
@@ -38,7 +40,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	ws, err := s.openWorkspace(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
@@ -89,22 +91,58 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 		if err != nil || m > 0o7777 {
 			return badRequest("mode must be octal permission bits like 0644, not %q", raw)
 		}
+		if m > 0o777 {
+			return badRequest("mode %q is outside 0777: setuid, setgid and sticky bits cannot be set", raw)
+		}
 		mode = fs.FileMode(m)
 	}
 	if r.ContentLength > maxFileBody {
-		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "file body over %d bytes", maxFileBody)
+		return fileTooLarge()
 	}
-	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	ws, err := s.openWorkspace(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
 	body := http.MaxBytesReader(w, r.Body, maxFileBody)
 	if err := ws.WriteFile(path, body, mode); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fileTooLarge()
+		}
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// fileTooLarge is the error for a file body over maxFileBody.
+func fileTooLarge() error {
+	return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "file body over the limit of %d bytes (16 MiB)", maxFileBody)
+}
+
+// openWorkspace opens sandbox sb's workspace for a file route. The first time a
+// workspace is opened after this server started, the temporary files that writes of an
+// earlier process left behind (it was killed mid-PUT) are removed first. Doing it here
+// rather than at start keeps start-up independent of the number of sandboxes and files:
+// a workspace's one walk is paid by its first file request, and only if it gets one.
+// Sandbox processes may see such a leftover until then.
+func (s *Server) openWorkspace(ctx context.Context, sb string) (*runtime.Workspace, error) {
+	ws, err := s.node.Workspace(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	once, _ := s.tempSweeps.LoadOrStore(sb, new(sync.Once))
+	once.(*sync.Once).Do(func() {
+		n, err := ws.RemoveStaleTemps()
+		if err != nil {
+			s.log.Warn("failed to remove stale temporary files", "sandbox", sb, "err", err)
+		}
+		if n > 0 {
+			s.log.Info("removed stale temporary files of interrupted writes", "sandbox", sb, "files", n)
+		}
+	})
+	return ws, nil
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
@@ -116,7 +154,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	ws, err := s.openWorkspace(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}
@@ -141,7 +179,7 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request) error {
 	if req.Path == "" {
 		return badRequest("path is required")
 	}
-	ws, err := s.node.Workspace(r.Context(), r.PathValue("sb"))
+	ws, err := s.openWorkspace(r.Context(), r.PathValue("sb"))
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,9 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 	if req.Session != "" && !runtime.ValidID(req.Session) {
 		return badRequest("invalid session id %q", req.Session)
 	}
+	if err := noNULs("tag", req.Tag, "label", req.Label); err != nil {
+		return err
+	}
 	if err := s.checkRoute(r, "POST "+sbPath+"/processes", nil, command); err != nil {
 		return err
 	}
@@ -90,22 +93,6 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, renderProcess(info))
 	return nil
-}
-
-// winSize validates a terminal size; with defaults, zero means 80x24.
-func winSize(cols, rows uint16, defaults bool) (runtime.WinSize, error) {
-	if defaults {
-		if cols == 0 {
-			cols = 80
-		}
-		if rows == 0 {
-			rows = 24
-		}
-	}
-	if cols == 0 || rows == 0 || cols > 4096 || rows > 4096 {
-		return runtime.WinSize{}, badRequest("cols and rows must be between 1 and 4096")
-	}
-	return runtime.WinSize{Cols: cols, Rows: rows}, nil
 }
 
 func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) error {

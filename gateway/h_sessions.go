@@ -24,6 +24,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := noNULs("cwd", req.Cwd, "shell", req.Shell); err != nil {
+		return err
+	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
@@ -81,6 +84,9 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Command == "" {
 		return badRequest("command is required")
+	}
+	if err := noNULs("command", req.Command, "cwd", req.Cwd); err != nil {
+		return err
 	}
 	if err := validateEnv(req.Env); err != nil {
 		return err

@@ -23,6 +23,9 @@ func (s *Server) putTerminal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := noNULs("cwd", req.Cwd, "shell", req.Shell); err != nil {
+		return err
+	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}

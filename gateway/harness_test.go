@@ -36,6 +36,8 @@ type serverOptions struct {
 	policyConfig string
 	// wsWriteTimeout, when set, replaces the 10 s WebSocket write timeout.
 	wsWriteTimeout time.Duration
+	// config, when set, changes the configuration before the server is made.
+	config func(*Config)
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -47,7 +49,7 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(context.Background(), &Config{
+	cfg := &Config{
 		Listen:  ln.Addr().String(),
 		DataDir: t.TempDir(),
 		Tokens:  map[string]string{testToken: "default", testAdminToken: "admin"},
@@ -59,7 +61,11 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if opts.config != nil {
+		opts.config(cfg)
+	}
+	srv, err := New(context.Background(), cfg)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -36,8 +36,12 @@ type Config struct {
 	// Labels are this node's labels, for routing policy.
 	Labels map[string]string
 	// AllowedOrigins are extra Origin host patterns (path.Match syntax, e.g.
-	// "app.example.com" or "*.example.com") allowed to open WebSockets; the page's own
-	// origin is always allowed.
+	// "app.example.com", "*.example.com" or "localhost:*"; a pattern with "://" is
+	// matched against scheme://host) whose pages may open WebSockets. Besides them only
+	// pages served from the server's own listen address may, and for a loopback listen
+	// address also localhost, 127.0.0.1 and [::1] on the same port; a server listening
+	// on all interfaces allows only these patterns. The request's Host header is never
+	// trusted (see checkHandshake).
 	AllowedOrigins []string
 	// PolicyFile is a Wasm policy plugin (.wasm) asked for routing and budgets; it is
 	// watched and reloaded when it changes (see ReloadPolicy). Empty means no plugin.
@@ -59,6 +63,18 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long Shutdown waits for in-flight requests. Defaults to 10 s.
 	ShutdownGrace time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers. Defaults to 10 s.
+	ReadHeaderTimeout time.Duration
+	// BodyReadTimeout is how long a request body may send nothing before its
+	// connection is cut: it bounds each wait for more of the body, not the whole body,
+	// so a slow upload that keeps going is never cut. Defaults to 30 s.
+	BodyReadTimeout time.Duration
+	// IdleTimeout bounds how long a kept-alive connection waits for its next request.
+	// Defaults to 2 min.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the size of a request's headers (431 past it). Defaults to
+	// 64 KiB.
+	MaxHeaderBytes int
 	// WSWriteTimeout is how long one WebSocket frame may wait to reach a client that
 	// reads nothing before the client is closed with 1013 (it may resume by offset).
 	// Defaults to 10 s.
@@ -82,14 +98,18 @@ type Server struct {
 	handler http.Handler // mux, behind the check for paths not in canonical form
 	routes  []route
 	started time.Time
+	// tempSweeps holds a *sync.Once per sandbox whose workspace had its stale
+	// temporary files removed (see openWorkspace).
+	tempSweeps sync.Map
 
 	// streamCtx is cancelled by Shutdown so SSE and WebSocket streams end.
 	streamCtx    context.Context
 	cancelStream context.CancelFunc
 
-	mu      sync.Mutex
-	httpSrv *http.Server
-	closed  bool
+	mu         sync.Mutex
+	httpSrv    *http.Server
+	listenAddr string // the listener's address once Serve runs (ports of 0 resolved)
+	closed     bool
 }
 
 // New opens the node's storage and actor system and builds the HTTP handler.
@@ -179,6 +199,19 @@ func withDefaults(cfg *Config) (Config, error) {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = defaultReadHeaderTimeout
+	}
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = defaultBodyReadTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = defaultMaxHeaderBytes
+	}
+	c.AllowedOrigins = cleanPatterns(c.AllowedOrigins)
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
 		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
 	}
@@ -207,16 +240,21 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Handler returns the HTTP handler of the whole API.
-func (s *Server) Handler() http.Handler { return s.handler }
+// Handler returns the HTTP handler of the whole API, with the body read deadline of
+// Config.BodyReadTimeout. A server of the caller's own should set the other deadlines
+// (see Serve).
+func (s *Server) Handler() http.Handler { return s.withBodyDeadline(s.handler) }
 
-// Serve answers requests on ln until Shutdown. It returns http.ErrServerClosed after a
-// clean shutdown.
+// Serve answers requests on ln until Shutdown, with the deadlines of Config
+// (ReadHeaderTimeout, BodyReadTimeout, IdleTimeout, MaxHeaderBytes). ln's address is
+// the server's own for the WebSocket Origin check. It returns http.ErrServerClosed
+// after a clean shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           s.withBodyDeadline(s.handler),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnState:         noDelay,
 	}
@@ -226,6 +264,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	s.httpSrv = srv
+	s.listenAddr = ln.Addr().String()
 	s.mu.Unlock()
 	return srv.Serve(ln)
 }

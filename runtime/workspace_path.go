@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// MaxNameLen is the longest path element, in bytes, a workspace accepts: Linux's
+// NAME_MAX. A longer one is ErrInvalid, never a failure half-way through a write.
+const MaxNameLen = 255
+
 // wsResolve turns a caller's path into a path relative to the workspace, or fails with
 // ErrEscapes. p is relative to the workspace, or absolute with one of the workspace's
 // absolute spellings (prefixes, each clean and absolute) in front. The result is "." or
@@ -35,6 +39,11 @@ func wsResolve(prefixes []string, p string) (string, error) {
 	rel = filepath.Clean(rel)
 	if rel != "." && !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%w: %q", ErrEscapes, p)
+	}
+	for elem := range strings.SplitSeq(rel, "/") {
+		if len(elem) > MaxNameLen {
+			return "", fmt.Errorf("%w: a path element of %d bytes is over the limit of %d bytes", ErrInvalid, len(elem), MaxNameLen)
+		}
 	}
 	return rel, nil
 }

@@ -22,6 +22,11 @@ import (
 // workspace (an absolute one counts as outside, as for os.Root) is ErrEscapes and
 // nothing is written. A path spelt as a directory (ending
 // in "/", "/." or "/..") is ErrInvalid.
+//
+// When WriteFile returns nil the file is on disk: the temporary file is fsynced before
+// it is renamed into place, then its directory is fsynced, and so is the parent of each
+// directory made on the way. A write cut short (a crash, kill -9) leaves at most a
+// temporary file, which RemoveStaleTemps removes.
 func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err error) {
 	defer wsWrap("write", path, &err)
 	rel, err := wsResolve(w.prefixes, path)
@@ -41,10 +46,8 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 		return ErrIsDir
 	}
 	dir := filepath.Dir(rel)
-	if dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return wsParentErr(err)
-		}
+	if err := w.mkdirAllSync(dir); err != nil {
+		return wsParentErr(err)
 	}
 	perm := mode & fs.ModePerm
 	fi, serr := w.root.Lstat(rel)
@@ -57,7 +60,7 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	default:
 		perm = 0o644
 	}
-	tmp := filepath.Join(dir, "."+filepath.Base(rel)+".sandgate-"+sessRandHex(6)+".tmp")
+	tmp := wsTempName(dir)
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -65,6 +68,9 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	_, err = io.Copy(f, r)
 	if err == nil {
 		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = wsSync(f) // the content is on disk before the name points at it
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -74,8 +80,58 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	}
 	if err != nil {
 		_ = w.root.Remove(tmp)
+		return err
+	}
+	return w.syncDir(dir)
+}
+
+// wsSync flushes f to disk. Tests replace it to see what is synced, and when.
+var wsSync = (*os.File).Sync
+
+// syncDir fsyncs the directory dir (relative to the workspace), so the entries made or
+// renamed in it are on disk.
+func (w *Workspace) syncDir(dir string) error {
+	d, err := w.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = wsSync(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
+}
+
+// mkdirAllSync makes dir and its missing parents (0755), as os.Root.MkdirAll does, and
+// fsyncs the parent of each directory it made, so they are on disk. An existing
+// directory costs a stat and no fsync.
+func (w *Workspace) mkdirAllSync(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := w.root.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	// The deepest ancestor that exists is where the first new entry goes.
+	top := filepath.Dir(dir)
+	for top != "." {
+		if _, err := w.root.Lstat(top); err == nil {
+			break
+		}
+		top = filepath.Dir(top)
+	}
+	if err := w.root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		parent := filepath.Dir(d)
+		if err := w.syncDir(parent); err != nil {
+			return err
+		}
+		if parent == top || parent == "." {
+			return nil
+		}
+	}
 }
 
 // Remove removes a file, symlink or directory. A directory with entries needs
@@ -103,7 +159,8 @@ func (w *Workspace) Remove(path string, recursive bool) (err error) {
 	return err
 }
 
-// Mkdir makes a directory (0755). Without parents, a missing parent is ErrFileNotFound
+// Mkdir makes a directory (0755) and, as WriteFile does, fsyncs the parent of every
+// directory it makes before it returns. Without parents, a missing parent is ErrFileNotFound
 // and an existing path is ErrExist; with parents, missing parents are made and an
 // existing directory is fine (anything else there is ErrExist).
 func (w *Workspace) Mkdir(path string, parents bool) (err error) {
@@ -125,12 +182,15 @@ func (w *Workspace) Mkdir(path string, parents bool) (err error) {
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return err
 		}
-		return wsParentErr(w.root.MkdirAll(rel, 0o755))
+		return wsParentErr(w.mkdirAllSync(rel))
 	}
 	if rel == "." {
 		return ErrExist
 	}
-	return w.root.Mkdir(rel, 0o755)
+	if err := w.root.Mkdir(rel, 0o755); err != nil {
+		return err
+	}
+	return w.syncDir(filepath.Dir(rel))
 }
 
 // wsParentErr maps MkdirAll meeting a non-directory on the way ("exists") to ErrNotDir.

@@ -56,7 +56,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
 	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
-	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; the server's own origin is always allowed")
+	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

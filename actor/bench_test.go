@@ -129,6 +129,29 @@ func TestManyPassivated(t *testing.T) {
 		t.Fatalf("list: %d, %v", len(list), err)
 	}
 	t.Logf("ListSandboxes over %d sandboxes: %v", total, time.Since(ls).Round(time.Millisecond))
+
+	// A restart indexes every sandbox's owner from storage before it serves.
+	closeNode(t, n)
+	goruntime.GC()
+	heapBefore := heapInUse()
+	t0 := time.Now()
+	n2 := reopen(t, n.cfg, n.clock)
+	opened := time.Since(t0)
+	goruntime.GC()
+	t.Logf("Open with %d sandboxes (alarms and owner index): %v; heap +%d MiB", total, opened.Round(time.Millisecond), (heapInUse()-heapBefore)>>20)
+	if got := n2.TenantSandboxes(DefaultTenant); got != total {
+		t.Fatalf("owner index after restart: %d of %d", got, total)
+	}
+	t0 = time.Now()
+	idx := newOwners(0)
+	must(t, n2.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error { idx.load(id, recordTenant(v)); return nil }))
+	t.Logf("of which the owner index (a scan of every sandbox record): about %v", time.Since(t0).Round(time.Millisecond))
+}
+
+func heapInUse() int64 {
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
 }
 
 func rssBytes() int64 { return procStatus("VmRSS:") }

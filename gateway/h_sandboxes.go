@@ -61,9 +61,12 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	who := principalOf(r.Context())
 	out := make([]sandboxJSON, 0, len(list))
 	for _, i := range list {
-		out = append(out, renderSandbox(i))
+		if who.sees(i.Tenant) { // another tenant's sandboxes are not there for this token
+			out = append(out, renderSandbox(i))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
 	return nil

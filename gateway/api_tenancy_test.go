@@ -383,3 +383,29 @@ func TestTenantSandboxCap(t *testing.T) {
 	ts.raw(tokAcme, "DELETE", "/v1/sandboxes/"+mine[0], nil, nil, false).want(t, http.StatusNoContent)
 	ts.raw(tokAcme, "POST", "/v1/sandboxes", map[string]any{"id": "more"}, nil, false).want(t, http.StatusCreated)
 }
+
+// TestTenantOwnersAcrossRestart: after a restart on the same data directory the owners
+// come from storage: each tenant still has its own sandboxes only, passivated or not,
+// and its count against the cap.
+func TestTenantOwnersAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ts, stop := startServerOn(t, dir)
+	ts.raw(tokAcme, "POST", "/v1/sandboxes", map[string]any{"id": "ra"}, nil, false).want(t, http.StatusCreated)
+	ts.raw(tokGlobex, "POST", "/v1/sandboxes", map[string]any{"id": "rg"}, nil, false).want(t, http.StatusCreated)
+	stop()
+
+	ts, _ = startServerOn(t, dir)
+	ts.raw(tokAcme, "GET", "/v1/sandboxes/rg", nil, nil, false).want(t, http.StatusNotFound)
+	ts.raw(tokGlobex, "POST", "/v1/sandboxes/ra/exec", map[string]any{"command": "true"}, nil, false).want(t, http.StatusNotFound)
+	ts.raw(tokAcme, "POST", "/v1/sandboxes/ra/exec", map[string]any{"command": "true"}, nil, false).want(t, http.StatusOK)
+	if got := sandboxIDs(t, ts.raw(tokGlobex, "GET", "/v1/sandboxes", nil, nil, false)); !slices.Equal(got, []string{"rg"}) {
+		t.Fatalf("globex lists %v", got)
+	}
+	var me whoamiJSON
+	ts.raw(tokAcme, "GET", "/v1/whoami", nil, nil, false).want(t, http.StatusOK).json(t, &me)
+	if me.Sandboxes != 1 {
+		t.Fatalf("acme's count after restart: %+v", me)
+	}
+	ts.raw(tokAcme, "POST", "/v1/sandboxes", map[string]any{"id": "rg"}, nil, false).want(t, http.StatusConflict)
+}

@@ -44,7 +44,7 @@ func LoadTokens(path string) (map[string]Principal, error) {
 	}
 	m, err := ParseTokens(b)
 	if err != nil {
-		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+		return nil, fmt.Errorf("failed to load tokens file %s: %w", path, err)
 	}
 	return m, nil
 }

@@ -146,6 +146,19 @@ func TestManyPassivated(t *testing.T) {
 	idx := newOwners(0)
 	must(t, n2.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error { idx.load(id, recordTenant(v)); return nil }))
 	t.Logf("of which the owner index (a scan of every sandbox record): about %v", time.Since(t0).Round(time.Millisecond))
+
+	// A tenant with a few sandboxes among them lists only its own.
+	for i := range 10 {
+		_, _, err := n2.CreateSandbox(ctx, SandboxSpec{ID: fmt.Sprintf("small%d", i), Tenant: "small"})
+		must(t, err)
+	}
+	passivateAll(t, n2)
+	t0 = time.Now()
+	small, err := n2.ListTenantSandboxes(ctx, "small", nil)
+	if err != nil || len(small) != 10 {
+		t.Fatalf("tenant list: %d, %v", len(small), err)
+	}
+	t.Logf("ListTenantSandboxes of 10 passivated sandboxes among %d: %v", total+10, time.Since(t0).Round(time.Microsecond))
 }
 
 func heapInUse() int64 {

@@ -224,3 +224,53 @@ func TestOwnerClaimOrders(t *testing.T) {
 		})
 	}
 }
+
+// TestListTenantSandboxes: a tenant's list from the owner index matches the full list
+// filtered to that tenant, for active and passivated sandboxes, with label filters.
+func TestListTenantSandboxes(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	for _, c := range []struct{ id, tenant, team string }{{"a1", "acme", "x"}, {"a2", "acme", "y"}, {"a3", "acme", "x"}, {"g1", "globex", "x"}} {
+		_, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: c.id, Tenant: c.tenant, Labels: map[string]string{"team": c.team}})
+		must(t, err)
+	}
+	passivateAll(t, n)
+	_, err := n.GetSandbox(ctx, "a3") // one active, the others passivated
+	must(t, err)
+	must(t, n.DeleteSandbox(ctx, "a2"))
+	tests := []struct {
+		name, tenant string
+		labels       map[string]string
+	}{
+		{"all of acme's", "acme", nil},
+		{"by label", "acme", map[string]string{"team": "x"}},
+		{"no match", "acme", map[string]string{"team": "z"}},
+		{"another tenant", "globex", nil},
+		{"a tenant with none", "nobody", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := n.ListTenantSandboxes(ctx, tt.tenant, tt.labels)
+			must(t, err)
+			all, err := n.ListSandboxes(ctx, tt.labels)
+			must(t, err)
+			var want []string
+			for _, sb := range all {
+				if sb.Tenant == tt.tenant {
+					want = append(want, sb.ID)
+				}
+			}
+			var ids []string
+			for _, sb := range got {
+				if sb.Tenant != tt.tenant {
+					t.Fatalf("listed %s of tenant %q", sb.ID, sb.Tenant)
+				}
+				ids = append(ids, sb.ID)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(want) || got == nil {
+				t.Fatalf("listed %v, want %v", ids, want)
+			}
+		})
+	}
+}

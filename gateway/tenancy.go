@@ -42,10 +42,11 @@ func tenantOf(ctx context.Context) string { return principalOf(ctx).Tenant }
 // sees reports whether p may see a sandbox owned by tenant owner.
 func (p Principal) sees(owner string) bool { return p.Admin || (owner != "" && owner == p.Tenant) }
 
-// checkSandboxAccess is the one tenancy check of every route with a {sb}: a sandbox
-// that does not exist, and one that belongs to another tenant, are the same 404 with
-// the same message, before anything else about the request (body, policy, other ids)
-// is looked at, so no answer tells them apart. It reads the actor node's in-memory
+// checkSandboxAccess is the one tenancy check of every route with a {sb}, run by
+// serveRoute: a sandbox that does not exist, and one that belongs to another tenant,
+// are the same 404 with the same message. Only the path's ids are checked before it (a
+// malformed id is 400 whoever owns the sandbox); the body, the query and the policy
+// come after, so no answer tells the two apart. It reads the actor node's in-memory
 // owner index: a passivated sandbox is not activated to learn its owner.
 func (s *Server) checkSandboxAccess(r *http.Request, sb string) error {
 	owner, ok := s.node.SandboxTenant(sb)

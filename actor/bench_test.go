@@ -129,6 +129,42 @@ func TestManyPassivated(t *testing.T) {
 		t.Fatalf("list: %d, %v", len(list), err)
 	}
 	t.Logf("ListSandboxes over %d sandboxes: %v", total, time.Since(ls).Round(time.Millisecond))
+
+	// A restart indexes every sandbox's owner from storage before it serves.
+	closeNode(t, n)
+	goruntime.GC()
+	heapBefore := heapInUse()
+	t0 := time.Now()
+	n2 := reopen(t, n.cfg, n.clock)
+	opened := time.Since(t0)
+	goruntime.GC()
+	t.Logf("Open with %d sandboxes (alarms and owner index): %v; heap +%d MiB", total, opened.Round(time.Millisecond), (heapInUse()-heapBefore)>>20)
+	if got := n2.TenantSandboxes(DefaultTenant); got != total {
+		t.Fatalf("owner index after restart: %d of %d", got, total)
+	}
+	t0 = time.Now()
+	idx := newOwners(0)
+	must(t, n2.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error { idx.load(id, recordTenant(v)); return nil }))
+	t.Logf("of which the owner index (a scan of every sandbox record): about %v", time.Since(t0).Round(time.Millisecond))
+
+	// A tenant with a few sandboxes among them lists only its own.
+	for i := range 10 {
+		_, _, err := n2.CreateSandbox(ctx, SandboxSpec{ID: fmt.Sprintf("small%d", i), Tenant: "small"})
+		must(t, err)
+	}
+	passivateAll(t, n2)
+	t0 = time.Now()
+	small, err := n2.ListTenantSandboxes(ctx, "small", nil)
+	if err != nil || len(small) != 10 {
+		t.Fatalf("tenant list: %d, %v", len(small), err)
+	}
+	t.Logf("ListTenantSandboxes of 10 passivated sandboxes among %d: %v", total+10, time.Since(t0).Round(time.Microsecond))
+}
+
+func heapInUse() int64 {
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
 }
 
 func rssBytes() int64 { return procStatus("VmRSS:") }

@@ -39,6 +39,10 @@ type Config struct {
 	// MessageQueueLimit bounds a sandbox's queued messages; PostMessage to a full
 	// queue fails with ErrBudgetExceeded. Default 10000. (Extension.)
 	MessageQueueLimit int
+	// MaxSandboxesPerTenant caps how many sandboxes one tenant (SandboxSpec.Tenant)
+	// may have on the node; a create past it fails with a *BudgetError for
+	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
+	MaxSandboxesPerTenant int
 	// Admission is called on the actor goroutine before each request's turn; an error
 	// refuses the request with ErrUnavailable wrapping it. Nil → always allowed. It
 	// must be fast (CLUSTER.md §5.3: a lease check).

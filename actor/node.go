@@ -25,6 +25,7 @@ type Node struct {
 	alarms    *alarms
 	hub       hub
 	seqBase   seqBase // counters a new sandbox starts after (seqbase.go)
+	owners    *owners // sandbox id → tenant, loaded at Open
 
 	mu      sync.Mutex // protects following
 	actors  map[string]*sbActor
@@ -39,7 +40,8 @@ type Node struct {
 }
 
 // Open starts a node on cfg: it opens storage (unless given), creates the workspace
-// root and loads every persisted alarm into the timer heap. Actors are activated lazily,
+// root, loads every persisted alarm into the timer heap and indexes every sandbox's
+// owner tenant (see SandboxTenant). Actors are activated lazily,
 // on their first request or alarm.
 func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	c, err := cfg.withDefaults()
@@ -58,6 +60,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		n.store, n.ownsStore = s, true
 	}
 	n.hub.subs = map[string]map[*EventSubscription]struct{}{}
+	n.owners = newOwners(c.MaxSandboxesPerTenant)
 	n.alarms = newAlarms(c.Clock, n.fireAlarm)
 	err = n.store.Sandboxes(ctx, keyAlarm, func(id string, v []byte) error {
 		if at, ok := decodeAlarm(v); ok {
@@ -71,6 +74,27 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 			_ = n.store.Close()
 		}
 		return nil, fmt.Errorf("actor: failed to load alarms: %w", err)
+	}
+	names := map[string]string{} // one copy of each tenant name, however many sandboxes
+	err = n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
+		if v == nil {
+			return nil
+		}
+		t := recordTenant(v)
+		if name, ok := names[t]; ok {
+			t = name
+		} else {
+			names[t] = t
+		}
+		n.owners.load(id, t)
+		return nil
+	})
+	if err != nil {
+		n.alarms.close()
+		if n.ownsStore {
+			_ = n.store.Close()
+		}
+		return nil, fmt.Errorf("actor: failed to index sandbox owners: %w", err)
 	}
 	return n, nil
 }

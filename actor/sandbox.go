@@ -38,7 +38,7 @@ func (a *sbActor) infoNow() SandboxInfo {
 	r := a.rec
 	in := SandboxInfo{
 		ID: r.ID, State: r.State, Node: a.n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
-		Tenant: r.Tenant, CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
 		FailReason: r.FailReason,
 	}
 	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
@@ -57,7 +57,7 @@ func (a *sbActor) publishInfo() {
 func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
 	in := SandboxInfo{
 		ID: r.ID, State: r.State, Node: n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
-		Tenant: r.Tenant, CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
 		FailReason: r.FailReason,
 	}
 	in.Counts.Sessions, in.Counts.Terminals = r.Sessions, r.Terminals
@@ -65,9 +65,12 @@ func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
 }
 
 // CreateSandbox creates a sandbox, or returns the existing one with created=false when
-// spec.ID exists with identical settings; different settings are ErrConflict. The budget
-// comes from Config.Policy, clamped to Config.Limits. The answer is sent once the
-// sandbox and its sandbox.created event are durable.
+// spec.ID exists with identical settings; different settings are ErrConflict. The
+// sandbox belongs to spec.Tenant (DefaultTenant if empty): an id another tenant owns is
+// ErrConflict saying only that the id is not available, and a tenant already at
+// Config.MaxSandboxesPerTenant gets a *BudgetError. The budget comes from
+// Config.Policy, clamped to Config.Limits. The answer is sent once the sandbox and its
+// sandbox.created event are durable.
 func (n *Node) CreateSandbox(ctx context.Context, spec SandboxSpec) (info SandboxInfo, created bool, err error) {
 	if spec.ID == "" {
 		spec.ID = newID("sb_")
@@ -75,23 +78,37 @@ func (n *Node) CreateSandbox(ctx context.Context, spec SandboxSpec) (info Sandbo
 	if err := checkID("sandbox", spec.ID); err != nil {
 		return SandboxInfo{}, false, err
 	}
+	spec.Tenant = tenantOrDefault(spec.Tenant)
 	type out struct {
 		info    SandboxInfo
 		created bool
 	}
+	claim := &ownerClaim{id: spec.ID, tenant: spec.Tenant}
 	o, err := call(ctx, n, spec.ID, func(a *sbActor) (out, error) {
-		info, created, err := a.create(spec)
+		info, created, err := a.create(spec, claim)
 		return out{info, created}, err
 	})
+	if err != nil {
+		n.owners.abandon(claim) // a place the turn reserved is not taken after all
+	}
 	return o.info, o.created, err
 }
 
-func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
+func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool, error) {
 	if a.rec != nil {
+		if tenantOrDefault(a.rec.Tenant) != spec.Tenant {
+			// Whose it is stays unsaid: a tenant learns no more than that it cannot
+			// have this id.
+			return SandboxInfo{}, false, fmt.Errorf("%w: sandbox id %q is not available", ErrConflict, a.id)
+		}
+		spec.Tenant = a.rec.Tenant // "" in a record made before owners were recorded
 		if !a.rec.sameSettings(a.n.workspaceDir(a.id), spec) {
 			return SandboxInfo{}, false, fmt.Errorf("%w: sandbox %q exists with different settings", ErrConflict, a.id)
 		}
 		return a.infoNow(), false, nil
+	}
+	if err := a.n.owners.reserve(claim); err != nil {
+		return SandboxInfo{}, false, err
 	}
 	b, err := a.n.cfg.Policy.Budget(a.ctx(), BudgetRequest{Tenant: spec.Tenant, SandboxID: spec.ID, Labels: maps.Clone(spec.Labels)})
 	if err != nil {
@@ -117,6 +134,7 @@ func (a *sbActor) create(spec SandboxSpec) (SandboxInfo, bool, error) {
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
 	a.msgCount, a.msgDirty = 0, nil
 	a.saveRec()
+	a.afterCommit(func() { a.n.owners.confirm(claim) })
 	labels := spec.Labels
 	if labels == nil {
 		labels = map[string]string{} // as the sandbox object shows it
@@ -208,6 +226,7 @@ func (a *sbActor) delete() error {
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
 	a.n.alarms.clear(a.id)
 	id := a.id
+	a.afterCommit(func() { a.n.owners.remove(id) })
 	a.afterCommit(func() { a.n.hub.deleted(id, last) })
 	if a.msgWake != nil {
 		close(a.msgWake)

@@ -77,7 +77,7 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 	}
 	ts.sandbox("m1")
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
-	r = ts.do("GET", "/metrics", nil)
+	r = ts.doToken(testAdminToken, "GET", "/metrics", nil)
 	for _, want := range []string{
 		`sandgate_http_requests_total{code="201",method="PUT",route="PUT /v1/sandboxes/{sb}/terminals/{t}"} 1`,
 		"sandgate_http_request_duration_seconds_bucket", "sandgate_active_sandboxes 1",
@@ -92,6 +92,7 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 func TestInvalidIDs(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
+	ts.sandbox("sb1") // a bad id in a body or query of a sandbox that exists
 	tests := []struct {
 		name, method, path string
 		body               any

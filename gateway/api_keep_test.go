@@ -22,7 +22,7 @@ func startServerOn(t testing.TB, dataDir string) (ts *testServer, stop func()) {
 	}
 	srv, err := New(context.Background(), &Config{
 		Listen: ln.Addr().String(), DataDir: dataDir, NodeID: "n1",
-		Tokens: map[string]string{testToken: "default", testAdminToken: "admin"},
+		Tokens: testTokens(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func TestTiersPlugin(t *testing.T) {
 	if r.status != http.StatusTooManyRequests || r.errorCode(t) != codeBudgetExceeded {
 		t.Fatalf("third process on free: %d %s", r.status, r.body)
 	}
-	r = ts.do("GET", "/metrics", nil)
+	r = ts.doToken(testAdminToken, "GET", "/metrics", nil)
 	if !strings.Contains(string(r.body), "sandgate_plugin") {
 		t.Fatalf("plugin metrics missing from /metrics")
 	}

@@ -1,46 +1,45 @@
 package gateway
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
 	"strings"
 )
 
-// tokenTable maps API tokens to tenant names. Tokens are compared by their SHA-256 in
+// tokenTable maps API tokens to who they speak for. Tokens are compared by their SHA-256 in
 // constant time, so neither a token's length nor its prefix leaks through timing.
 type tokenTable struct {
 	entries []tokenEntry
 }
 
 type tokenEntry struct {
-	sum    [32]byte
-	tenant string
+	sum [32]byte
+	who Principal
 }
 
-func newTokenTable(tokens map[string]string) *tokenTable {
+func newTokenTable(tokens map[string]Principal) *tokenTable {
 	t := &tokenTable{}
-	for tok, tenant := range tokens {
+	for tok, who := range tokens {
 		if tok == "" {
 			continue
 		}
-		t.entries = append(t.entries, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
+		t.entries = append(t.entries, tokenEntry{sha256.Sum256([]byte(tok)), who})
 	}
 	return t
 }
 
-// tenant returns the tenant of tok, checking every entry so the time taken does not
-// depend on which one matches.
-func (t *tokenTable) tenant(tok string) (string, bool) {
+// principal returns who tok speaks for, checking every entry so the time taken does
+// not depend on which one matches.
+func (t *tokenTable) principal(tok string) (Principal, bool) {
 	sum := sha256.Sum256([]byte(tok))
-	found, tenant := 0, ""
+	found, who := 0, Principal{}
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
-			found, tenant = 1, e.tenant
+			found, who = 1, e.who
 		}
 	}
-	return tenant, found == 1
+	return who, found == 1
 }
 
 // requestToken extracts the caller's token: the Authorization bearer header, or the
@@ -58,16 +57,4 @@ func requestToken(r *http.Request, queryAllowed bool) string {
 		return r.URL.Query().Get("token")
 	}
 	return ""
-}
-
-type tenantKey struct{}
-
-func withTenant(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, tenantKey{}, tenant)
-}
-
-// tenantOf returns the tenant that the request's token belongs to.
-func tenantOf(ctx context.Context) string {
-	s, _ := ctx.Value(tenantKey{}).(string)
-	return s
 }

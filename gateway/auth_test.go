@@ -7,25 +7,28 @@ import (
 
 func TestTokenTable(t *testing.T) {
 	t.Parallel()
-	table := newTokenTable(map[string]string{"tok-a": "acme", "tok-b": "globex", "": "nobody"})
+	table := newTokenTable(map[string]Principal{
+		"tok-a": {Tenant: "acme"}, "tok-b": {Tenant: "globex"}, "tok-ops": {Tenant: "ops", Admin: true}, "": {Tenant: "nobody"},
+	})
 	tests := []struct {
-		name   string
-		token  string
-		tenant string
-		ok     bool
+		name  string
+		token string
+		want  Principal
+		ok    bool
 	}{
-		{"first", "tok-a", "acme", true},
-		{"second", "tok-b", "globex", true},
-		{"unknown", "tok-c", "", false},
-		{"prefix", "tok-", "", false},
-		{"empty never matches", "", "", false},
+		{"first", "tok-a", Principal{Tenant: "acme"}, true},
+		{"second", "tok-b", Principal{Tenant: "globex"}, true},
+		{"admin", "tok-ops", Principal{Tenant: "ops", Admin: true}, true},
+		{"unknown", "tok-c", Principal{}, false},
+		{"prefix", "tok-", Principal{}, false},
+		{"empty never matches", "", Principal{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tenant, ok := table.tenant(tt.token)
-			if tenant != tt.tenant || ok != tt.ok {
-				t.Fatalf("tenant(%q) = %q, %v; want %q, %v", tt.token, tenant, ok, tt.tenant, tt.ok)
+			got, ok := table.principal(tt.token)
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("principal(%q) = %+v, %v; want %+v, %v", tt.token, got, ok, tt.want, tt.ok)
 			}
 		})
 	}

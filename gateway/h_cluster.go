@@ -35,7 +35,12 @@ var errNoCluster = &apiError{
 	RetryAfter: time.Minute,
 }
 
+// clusterJoin adds a member. Only an admin token may change membership: that is
+// checked before anything else.
 func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "change cluster membership"); err != nil {
+		return err
+	}
 	var req struct {
 		ID       string            `json:"id"`
 		RaftAddr string            `json:"raft_addr"`
@@ -51,7 +56,11 @@ func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
 	return errNoCluster
 }
 
+// clusterRemove removes a member; admin tokens only, checked first.
 func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "change cluster membership"); err != nil {
+		return err
+	}
 	return errNoCluster
 }
 

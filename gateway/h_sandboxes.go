@@ -57,13 +57,24 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 		}
 		filter[k] = v
 	}
-	list, err := s.node.ListSandboxes(r.Context(), filter)
+	// A tenant's list reads only its own sandboxes (from the owner index); an admin's
+	// reads every one.
+	who := principalOf(r.Context())
+	var list []actor.SandboxInfo
+	var err error
+	if who.Admin {
+		list, err = s.node.ListSandboxes(r.Context(), filter)
+	} else {
+		list, err = s.node.ListTenantSandboxes(r.Context(), who.Tenant, filter)
+	}
 	if err != nil {
 		return err
 	}
 	out := make([]sandboxJSON, 0, len(list))
 	for _, i := range list {
-		out = append(out, renderSandbox(i))
+		if who.sees(i.Tenant) { // another tenant's sandboxes are not there for this token
+			out = append(out, renderSandbox(i))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
 	return nil

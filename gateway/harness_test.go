@@ -19,7 +19,21 @@ import (
 const (
 	testToken      = "test-token"
 	testAdminToken = "admin-token"
+	tokAcme        = "acme-token"
+	tokGlobex      = "globex-token"
 )
+
+// testTokens are the tokens of test servers: testToken is a tenant's (not an admin's),
+// testAdminToken an admin's of another tenant, so every test exercises the tenant path.
+// tokAcme and tokGlobex are two more tenants' tokens, for tenancy tests.
+func testTokens() map[string]Principal {
+	return map[string]Principal{
+		testToken:      {Tenant: "default"},
+		testAdminToken: {Tenant: "admin", Admin: true},
+		tokAcme:        {Tenant: "acme"},
+		tokGlobex:      {Tenant: "globex"},
+	}
+}
 
 // testServer is a real gateway on a loopback port with its own data directory.
 type testServer struct {
@@ -31,6 +45,7 @@ type testServer struct {
 
 type serverOptions struct {
 	limits       actor.Budget
+	maxPerTenant int // Config.MaxSandboxesPerTenant
 	policy       RoutePolicy
 	policyFile   string
 	policyConfig string
@@ -52,7 +67,7 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 	cfg := &Config{
 		Listen:  ln.Addr().String(),
 		DataDir: t.TempDir(),
-		Tokens:  map[string]string{testToken: "default", testAdminToken: "admin"},
+		Tokens:  testTokens(),
 		NodeID:  "n1",
 		Limits:  opts.limits,
 		// Zero means the default.
@@ -60,7 +75,8 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		Policy:         opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxSandboxesPerTenant: opts.maxPerTenant, // zero means the default (1000)
 	}
 	if opts.config != nil {
 		opts.config(cfg)

@@ -86,6 +86,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "DELETE " + sbPath + "/messages/{id}", handle: s.ackMessage},
 		{pattern: "POST " + sbPath + "/messages/ack", handle: s.ackMessages},
 
+		{pattern: "GET /v1/whoami", handle: s.whoami},
 		{pattern: "GET /v1/cluster", handle: s.clusterInfo},
 		{pattern: "POST /v1/cluster/join", handle: s.clusterJoin},
 		{pattern: "DELETE /v1/cluster/members/{id}", handle: s.clusterRemove},
@@ -171,6 +172,11 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name), v)
 		}
 	}
+	if sb := r.PathValue("sb"); sb != "" && !rt.public {
+		if err := s.checkSandboxAccess(r, sb); err != nil {
+			return err
+		}
+	}
 	if !rt.public && !rt.policyInHandler {
 		if err := s.checkRoute(r, rt.pattern, nil, nil); err != nil {
 			return err
@@ -179,14 +185,14 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 	return rt.handle(w, r)
 }
 
-// authenticate returns r with its token's tenant, or the 401 for a missing or wrong
-// token.
+// authenticate returns r with who its token speaks for, or the 401 for a missing or
+// wrong token.
 func (s *Server) authenticate(r *http.Request, queryAllowed bool) (*http.Request, error) {
-	tenant, ok := s.tokens.tenant(requestToken(r, queryAllowed))
+	who, ok := s.tokens.principal(requestToken(r, queryAllowed))
 	if !ok {
 		return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "missing or wrong token")
 	}
-	return r.WithContext(withTenant(r.Context(), tenant)), nil
+	return r.WithContext(withPrincipal(r.Context(), who)), nil
 }
 
 func idNoun(pathVar string) string {
@@ -244,7 +250,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
+// serveMetrics serves /metrics on the API listener to admin tokens only: its figures
+// add up every tenant's sandboxes.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "read /metrics"); err != nil {
+		return err
+	}
 	s.metrics.handler().ServeHTTP(w, r)
 	return nil
 }

@@ -25,10 +25,14 @@ type Config struct {
 	Listen string
 	// DataDir holds actor storage and workspaces. Defaults to ./data.
 	DataDir string
-	// Tokens maps API tokens to tenant names. A server whose Listen address is not
-	// loopback refuses to start without one; a loopback server without tokens makes one
-	// (kept in DataDir/token) and logs it.
-	Tokens map[string]string
+	// Tokens maps API tokens to who they speak for: a tenant, and whether the token is
+	// an admin's (see Principal). Every tenant name must be non-empty. A server whose
+	// Listen address is not loopback refuses to start without one.
+	Tokens map[string]Principal
+	// MaxSandboxesPerTenant caps how many sandboxes one tenant may have on this node;
+	// a create past it is 429 budget_exceeded naming the limit. Zero means the default
+	// (DefaultMaxSandboxesPerTenant); a negative value means no limit.
+	MaxSandboxesPerTenant int
 	// NodeID names this node. Defaults to the host name.
 	NodeID string
 	// RaftListen is the cluster address, reported by /v1/cluster.
@@ -135,6 +139,8 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		Policy:  c.Budgets,
 		Limits:  c.Limits,
 		Logger:  c.Logger,
+
+		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
 	})
 	if err != nil {
 		if host != nil {
@@ -212,6 +218,14 @@ func withDefaults(cfg *Config) (Config, error) {
 		c.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	c.AllowedOrigins = cleanPatterns(c.AllowedOrigins)
+	if c.MaxSandboxesPerTenant == 0 {
+		c.MaxSandboxesPerTenant = DefaultMaxSandboxesPerTenant
+	}
+	for _, p := range c.Tokens {
+		if p.Tenant == "" {
+			return c, errors.New("gateway: a token has an empty tenant name")
+		}
+	}
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
 		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
 	}

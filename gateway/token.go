@@ -3,7 +3,6 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,20 +36,42 @@ func LoadOrCreateToken(dataDir string) (string, error) {
 	return tok, nil
 }
 
-// LoadTokens reads a --tokens file: a JSON object mapping tokens to tenant names.
-func LoadTokens(path string) (map[string]string, error) {
+// LoadTokens reads a --tokens file (see ParseTokens).
+func LoadTokens(path string) (map[string]Principal, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read tokens file: %w", err)
 	}
-	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("failed to parse tokens file %s (want {\"token\": \"tenant\"}): %w", path, err)
-	}
-	for tok, tenant := range m {
-		if tok == "" || tenant == "" {
-			return nil, fmt.Errorf("tokens file %s: tokens and tenant names must not be empty", path)
-		}
+	m, err := ParseTokens(b)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load tokens file %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// ServeTokens builds Config.Tokens from serve's flags: the entries of the --tokens
+// file (none when file is ""), and token (--token or $SANDGATE_TOKEN; none when "") as
+// an admin of DefaultTenant, with or without a file. A file that gives that same token
+// to anyone else is an error, not a silent override.
+func ServeTokens(token, file string) (map[string]Principal, error) {
+	out := map[string]Principal{}
+	if file != "" {
+		m, err := LoadTokens(file)
+		if err != nil {
+			return nil, err
+		}
+		out = m
+	}
+	if token == "" {
+		return out, nil
+	}
+	if err := checkTokenText(token); err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	admin := Principal{Tenant: DefaultTenant, Admin: true}
+	if p, ok := out[token]; ok && p != admin {
+		return nil, fmt.Errorf("tokens file %s gives the --token token to tenant %q; --token is always an admin of tenant %q", file, p.Tenant, DefaultTenant)
+	}
+	out[token] = admin
+	return out, nil
 }

@@ -46,6 +46,30 @@ func (c *Client) RemoveMember(ctx context.Context, id string) error {
 	return err
 }
 
+// Whoami is the answer of GET /v1/whoami (an extension of the contract): who the
+// client's token speaks for.
+type Whoami struct {
+	// Tenant is the token's tenant; it owns the sandboxes the token creates.
+	Tenant string `json:"tenant"`
+	// Admin reports an admin token: it sees every tenant's sandboxes and may change
+	// cluster membership.
+	Admin bool `json:"admin"`
+	// Sandboxes is how many sandboxes the tenant has on the answering node.
+	Sandboxes int `json:"sandboxes"`
+	// MaxSandboxes is how many it may have (serve's --max-sandboxes-per-tenant); 0
+	// means no limit.
+	MaxSandboxes int `json:"max_sandboxes"`
+}
+
+// Whoami returns who the client's token speaks for.
+func (c *Client) Whoami(ctx context.Context) (*Whoami, error) {
+	out := new(Whoami)
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: []string{"v1", "whoami"}}, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Healthz checks that the gateway answers (GET /healthz, no auth needed).
 func (c *Client) Healthz(ctx context.Context) error {
 	_, err := c.do(ctx, request{method: http.MethodGet, path: []string{"healthz"}}, nil)

@@ -45,6 +45,9 @@ type Sandbox struct {
 	LastActiveAt time.Time         `json:"last_active_at"`
 	Budget       Budget            `json:"budget"`
 	Counts       Counts            `json:"counts"`
+	// Tenant owns the sandbox: the tenant of the token that created it (an extension
+	// of the contract).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // CreateSandboxRequest is the body of POST /v1/sandboxes. Every field is optional.

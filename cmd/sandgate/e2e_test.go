@@ -74,11 +74,13 @@ func freeAddr(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
-func startNode(tb testing.TB, token string) *node {
+// startNode starts `sandgate serve` with token and the extra flags.
+func startNode(tb testing.TB, token string, extra ...string) *node {
 	tb.Helper()
 	bin := buildBinary(tb)
 	addr := freeAddr(tb)
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--data", tb.TempDir(), "--token", token, "--node-id", "e2e")
+	args := append([]string{"serve", "--listen", addr, "--data", tb.TempDir(), "--token", token, "--node-id", "e2e"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

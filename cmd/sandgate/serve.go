@@ -48,7 +48,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	listen := fs.String("listen", "127.0.0.1:7070", "HTTP `address`")
 	data := fs.String("data", "./data", "data `directory`: actor storage and workspaces")
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
-	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenant names")
+	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenants: a value is a tenant name, or {\"tenant\": NAME, \"admin\": true} for an operator (--token is always an admin of tenant \"default\")")
+	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
 	nodeID := fs.String("node-id", "", "node `id` (default: the host name)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	join := fs.String("join", "", "HTTP `address` of a cluster member to join")
@@ -99,17 +100,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 	}
+	if cfg.Tokens, err = gateway.ServeTokens(*token, *tokens); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
 	switch {
-	case *tokens != "":
-		if cfg.Tokens, err = gateway.LoadTokens(*tokens); err != nil {
-			fmt.Fprintln(stderr, "serve:", err)
-			return 2
-		}
-		if *token != "" {
-			cfg.Tokens[*token] = "default"
-		}
-	case *token != "":
-		cfg.Tokens = map[string]string{*token: "default"}
+	case *maxPerTenant < 0:
+		fmt.Fprintf(stderr, "serve: --max-sandboxes-per-tenant must be 0 (no limit) or more, not %d\n", *maxPerTenant)
+		return 2
+	case *maxPerTenant == 0:
+		cfg.MaxSandboxesPerTenant = -1 // Config's "no limit"; its 0 is the default
+	default:
+		cfg.MaxSandboxesPerTenant = *maxPerTenant
 	}
 	return serve(ctx, cfg, stdout, stderr)
 }
@@ -122,7 +124,7 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 			fmt.Fprintln(stderr, "serve:", err)
 			return 1
 		}
-		cfg.Tokens = map[string]string{tok: "default"}
+		cfg.Tokens = map[string]gateway.Principal{tok: {Tenant: gateway.DefaultTenant, Admin: true}}
 		madeToken = tok
 	}
 	srv, err := gateway.New(ctx, cfg)

@@ -22,6 +22,10 @@ let eventStream = null;
 let tailStream = null;
 let tailProc = '';
 let procTimer = 0;
+// me is GET /v1/whoami: the token's tenant and whether it is an admin's (null until
+// known, or on a server without the route). The sandbox list is already only what the
+// token may see; an admin's shows every tenant's, with a tenant column.
+let me = null;
 
 function status(text, isError) {
   const s = $('#status');
@@ -36,6 +40,7 @@ function report(err) {
 // --- sandboxes -------------------------------------------------------------------
 
 async function loadSandboxes() {
+  loadWhoami();
   try {
     const res = await api('GET', '/v1/sandboxes');
     sandboxes = (res && res.sandboxes) || [];
@@ -63,6 +68,7 @@ function renderSandboxes() {
         'tr',
         { dataset: { sandbox: sb.id }, class: sb.id === selected ? 'selected' : '' },
         el('td', {}, el('a', { href: `#sb=${enc(sb.id)}`, class: 'mono', onclick: (ev) => select(ev, sb.id) }, sb.id)),
+        ...(isAdmin() ? [el('td', { class: 'mono tenant' }, sb.tenant || '–')] : []),
         el('td', {}, el('span', { class: `badge s-${sb.state}` }, sb.state)),
         el('td', { class: 'mono' }, sb.node || '–'),
         el('td', { class: 'mono small' }, labels || '–'),
@@ -85,6 +91,34 @@ function renderSandboxes() {
     }),
   );
   $('#no-sandboxes').hidden = sandboxes.length > 0;
+}
+
+function isAdmin() {
+  return !!(me && me.admin);
+}
+
+// loadWhoami shows who the token speaks for: its tenant, whether it is an admin, and
+// the tenant's sandbox count against its limit.
+async function loadWhoami() {
+  let w = null;
+  try {
+    w = await api('GET', '/v1/whoami');
+  } catch {
+    w = null; // an older server, or a failed poll: say nothing rather than guess
+  }
+  const wasAdmin = isAdmin();
+  me = w;
+  const box = $('#whoami');
+  if (!w) {
+    box.textContent = '';
+    return;
+  }
+  const count = w.max_sandboxes ? `${w.sandboxes}/${w.max_sandboxes}` : `${w.sandboxes}`;
+  box.textContent = `tenant ${w.tenant}${w.admin ? ' (admin: every tenant’s sandboxes)' : ''} · ${count} sandboxes`;
+  box.dataset.tenant = w.tenant;
+  box.dataset.admin = String(!!w.admin);
+  $('#tenant-col').hidden = !w.admin;
+  if (wasAdmin !== isAdmin()) renderSandboxes();
 }
 
 function select(ev, id) {

@@ -89,8 +89,8 @@ async function spawnServer(args, onLog) {
 // startServer runs `sandgate serve` on a free loopback port with a fresh data directory
 // and waits for its "listening on http://ADDR" line. stop() ends it with SIGTERM (SIGKILL
 // after 10 s) and removes the directory; restart() stops it and starts it again on the
-// same port and data directory.
-export async function startServer({ token = 'web-test-token' } = {}) {
+// same port and data directory. extraArgs are more serve flags (e.g. --tokens FILE).
+export async function startServer({ token = 'web-test-token', extraArgs = [] } = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgate-web-'));
   const port = await freePort();
   const raftPort = await freePort();
@@ -100,6 +100,7 @@ export async function startServer({ token = 'web-test-token' } = {}) {
     '--raft-listen', `127.0.0.1:${raftPort}`,
     '--data', path.join(dir, 'data'),
     '--token', token,
+    ...extraArgs,
   ];
   let log = '';
   let run = await spawnServer(args, (text) => {

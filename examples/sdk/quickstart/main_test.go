@@ -50,7 +50,7 @@ func startGateway(t *testing.T) (addr, token string) {
 		t.Fatal(err)
 	}
 	srv, err := gateway.New(t.Context(), &gateway.Config{
-		Listen: ln.Addr().String(), DataDir: t.TempDir(), Tokens: map[string]string{tok: "default"},
+		Listen: ln.Addr().String(), DataDir: t.TempDir(), Tokens: map[string]gateway.Principal{tok: {Tenant: gateway.DefaultTenant, Admin: true}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

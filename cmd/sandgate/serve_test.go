@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeFlagErrors: bad tenancy flags stop serve before it starts, with exit code 2
+// and a message that says what is wrong.
+func TestServeFlagErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tokens file with an empty tenant", []string{"--tokens", file("empty.json", `{"t1": ""}`)}, "tenant name is empty"},
+		{"tokens file with an unknown field", []string{"--tokens", file("field.json", `{"t1": {"tenant": "a", "root": true}}`)}, `unknown field "root"`},
+		{"tokens file that is not JSON", []string{"--tokens", file("bad.json", `t1=acme`)}, "not JSON"},
+		{"missing tokens file", []string{"--tokens", filepath.Join(dir, "nope.json")}, "failed to read tokens file"},
+		{"--token given to a tenant", []string{"--token", "t0", "--tokens", file("clash.json", `{"t0": "acme"}`)}, "always an admin"},
+		{"negative cap", []string{"--max-sandboxes-per-tenant", "-1"}, "--max-sandboxes-per-tenant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir()}, tt.args...)
+			code := cmdServe(context.Background(), args, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestServeTenancy: with --tokens, each tenant's CLI sees its own sandboxes, the
+// --token admin sees all, and --max-sandboxes-per-tenant caps each tenant.
+func TestServeTenancy(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"tok-acme": "acme", "tok-globex": "globex"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const admin = "tok-admin"
+	n := startNode(t, admin, "--tokens", tokens, "--max-sandboxes-per-tenant", "1")
+	n.post(t, "tok-acme", "/v1/sandboxes", `{"id":"acme1"}`)
+	if status, body := n.request(t, "tok-acme", "POST", "/v1/sandboxes", `{"id":"acme2"}`); status != http.StatusTooManyRequests ||
+		!strings.Contains(body, "max_sandboxes_per_tenant") {
+		t.Fatalf("acme's second sandbox: %d %s", status, body)
+	}
+	if status, body := n.request(t, "tok-globex", "GET", "/v1/sandboxes/acme1", ""); status != http.StatusNotFound {
+		t.Fatalf("globex on acme's sandbox: %d %s", status, body)
+	}
+	if out, _, code := n.cli(t, "tok-globex", "sandboxes"); code != 0 || strings.Contains(out, "acme1") {
+		t.Fatalf("globex's sandboxes: %d %q", code, out)
+	}
+	if _, errOut, code := n.cli(t, "tok-globex", "exec", "acme1", "--", "true"); code == 0 || !strings.Contains(errOut, "not_found") {
+		t.Fatalf("globex exec in acme's sandbox: %d %q", code, errOut)
+	}
+	if out, _, code := n.cli(t, admin, "sandboxes"); code != 0 || !strings.Contains(out, "acme1") {
+		t.Fatalf("admin's sandboxes: %d %q", code, out)
+	}
+	if status, body := n.request(t, "tok-acme", "POST", "/v1/cluster/join", `{}`); status != http.StatusForbidden {
+		t.Fatalf("acme joins a member: %d %s", status, body)
+	}
+}
+
+func (n *node) request(tb testing.TB, token, method, path, body string) (int, string) {
+	tb.Helper()
+	req, _ := http.NewRequest(method, "http://"+n.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

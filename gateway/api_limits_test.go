@@ -33,7 +33,8 @@ func TestBodyLimits(t *testing.T) {
 			body, limit = strings.Repeat("x", maxFileBody+1), maxFileBody
 		}
 		t.Run(rt.pattern, func(t *testing.T) {
-			r := ts.do(method, ids.Replace(path), body)
+			// The admin token: cluster membership is admin-only, checked before the body.
+			r := ts.doToken(testAdminToken, method, ids.Replace(path), body)
 			if r.status != http.StatusRequestEntityTooLarge || r.errorCode(t) != codeTooLarge {
 				t.Fatalf("status %d %s, want 413 too_large", r.status, r.body)
 			}

@@ -14,8 +14,8 @@ const DefaultTenant = actor.DefaultTenant
 
 // Principal is who a token speaks for. A tenant sees and touches only the sandboxes it
 // created; any other sandbox is 404, exactly as if it did not exist, on every route,
-// stream and list. An admin sees every sandbox, alone may change cluster membership
-// and read /metrics, and owns (as its Tenant) the sandboxes it creates.
+// stream and list. An admin sees every sandbox, alone may change cluster membership,
+// and owns (as its Tenant) the sandboxes it creates.
 type Principal struct {
 	// Tenant names the tenant: non-empty, handed to policy plugins and logged.
 	Tenant string

@@ -6,7 +6,7 @@ import (
 )
 
 // Budget is what a sandbox may use. Durations are rendered by the gateway as *_ms fields;
-// the integer fields carry API.md's JSON names. A zero field means "not set" in
+// the integer fields carry the HTTP API's JSON names (gateway/openapi.json). A zero field means "not set" in
 // Config.Limits (filled from DefaultBudget) and in a Policy result (filled from Limits).
 type Budget struct {
 	IdleTTL           time.Duration `json:"-"` // idle time before hibernation

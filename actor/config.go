@@ -45,10 +45,10 @@ type Config struct {
 	MaxSandboxesPerTenant int
 	// Admission is called on the actor goroutine before each request's turn; an error
 	// refuses the request with ErrUnavailable wrapping it. Nil → always allowed. It
-	// must be fast (CLUSTER.md §5.3: a lease check).
+	// must be fast (a lease check; docs/design.md, "Fencing").
 	Admission func(sandboxID string) error
 	// Epoch returns the owner epoch stamped on every storage write of a sandbox, for
-	// fencing (CLUSTER.md §5.3). Nil → 0 for all. It must be fast. (Extension.)
+	// fencing (docs/design.md, "Fencing"). Nil → 0 for all. It must be fast. (Extension.)
 	Epoch func(sandboxID string) uint64
 	// KillGrace is the SIGTERM→SIGKILL grace handed to the runtime. Default 2 s.
 	// (Extension.)

@@ -6,7 +6,7 @@ import (
 )
 
 // Deactivate ends sandbox sb's activation on this node, for a planned ownership move
-// (CLUSTER.md §5.3, BeginHandoff): its processes are ended (process.exited recorded),
+// (docs/design.md, "Fencing"): its processes are ended (process.exited recorded),
 // sessions and terminals are remembered, its state is saved, and the activation is
 // dropped. Requests queued behind it fail with ErrUnavailable; later requests activate
 // it again from storage. A sandbox that is not active is left alone. (Extension.)

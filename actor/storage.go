@@ -3,7 +3,8 @@ package actor
 import "context"
 
 // Storage holds the durable state of a node's sandboxes: small per-sandbox records under
-// byte keys. It is the seam for a raft-backed or remote store later (CLUSTER.md §5.3).
+// byte keys. It is the seam for a raft-backed or remote store later (docs/design.md,
+// "Fencing").
 //
 // Concurrency: all methods are safe for concurrent use. Many actors call Write at once;
 // an implementation should commit concurrent writes together (group commit) so one sync

@@ -13,7 +13,7 @@ import (
 	"github.com/sandgate/sandgate/runtime"
 )
 
-// maxJSONBody is the default limit for JSON request bodies (API.md: 1 MiB).
+// maxJSONBody is the default limit for JSON request bodies (1 MiB; docs/design.md, "Limits").
 const maxJSONBody = 1 << 20
 
 // decodeJSON reads r's body into v strictly: unknown fields, wrong types and trailing

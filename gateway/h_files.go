@@ -13,7 +13,7 @@ import (
 	"github.com/sandgate/sandgate/runtime"
 )
 
-// maxFileBody is the default limit for file uploads (API.md: 16 MiB).
+// maxFileBody is the default limit for file uploads (16 MiB; docs/design.md, "Limits").
 const maxFileBody = 16 << 20
 
 type dirEntryJSON struct {

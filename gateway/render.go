@@ -9,7 +9,7 @@ import (
 	"github.com/sandgate/sandgate/runtime"
 )
 
-// This file turns our packages' values into the JSON objects of API.md.
+// This file turns our packages' values into the JSON objects of the HTTP API (gateway/openapi.json).
 
 type budgetJSON struct {
 	IdleTTLMs         int64 `json:"idle_ttl_ms"`

@@ -1,6 +1,6 @@
 // Package plugins loads, sandboxes, pools, calls and hot-reloads WebAssembly policy
 // plugins with wazero. A plugin decides sandbox budgets and whether API requests are
-// served (API.md, "Policy plugins"); plugins/ABI.md is the contract a module follows,
+// served (gateway/openapi.json describes the HTTP side); plugins/ABI.md is the contract a module follows,
 // and [github.com/sandgate/sandgate/plugins/guest] is the Go SDK for writing one. The
 // package imports nothing else of ours.
 //

@@ -1,4 +1,4 @@
-// Package sdk is the Go client of the sandgate HTTP API (v1, see API.md): sandboxes,
+// Package sdk is the Go client of the sandgate HTTP API (v1, described by gateway/openapi.json): sandboxes,
 // stateless exec, processes, sessions, terminals, files, events, messages and cluster
 // membership.
 //

@@ -1,9 +1,9 @@
 package deptest
 
 // Layer returns the rules for one of our packages by its folder name, following the
-// import direction in STYLE.md: runtime, plugins and cluster import nothing of ours;
-// actor imports only runtime; nothing imports gateway but cmd; no production code
-// imports the testing package.
+// import direction of docs/design.md ("Packages"): runtime, plugins and cluster import
+// nothing of ours; actor imports only runtime; nothing imports gateway but cmd; no
+// production code imports the testing package.
 func Layer(name string) Rules {
 	r := Rules{
 		Forbidden: map[string]string{

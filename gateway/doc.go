@@ -1,3 +1,52 @@
-// Package gateway serves the HTTP API (REST, SSE, WebSocket), auth and metrics, and wires
-// the policy, actor and runtime packages together.
+// Package gateway serves the sandgate HTTP API (REST, SSE and WebSocket) over a local
+// actor node: auth and tenancy, request limits and deadlines, the routing policy
+// (plugins), metrics and the browser pages. It owns the wiring of the other packages:
+// it opens the actor node with the policy, budgets and runtime driver, and turns every
+// error into the API's error shape in one place (errmap.go). The contract it serves,
+// with every choice made where the contract is silent, is openapi.json beside this
+// file (served at /v1/openapi.json); docs/design.md explains the mechanisms.
+//
+// # Entry points
+//
+//  1. [New] validates a [Config], opens the actor node's storage and the policy plugin,
+//     and builds the handler (the route table is routes.go).
+//  2. [Server.Serve] answers on a listener with header, body and idle deadlines; or
+//     mount [Server.Handler] on a server of your own.
+//  3. [Server.ReloadPolicy] swaps the policy plugin (SIGHUP); the file is also watched.
+//  4. [Server.Shutdown] stops accepting, ends SSE and WebSocket streams, waits for
+//     requests for Config.ShutdownGrace at most, then ends every process tree and
+//     closes storage, whatever requests are still stuck. [Server.Abort] is the forced
+//     exit: every process tree gets SIGKILL at once.
+//
+// [LoadOrCreateToken] and [ParseTokens] (or [LoadTokens]) make the token table of
+// Config.Tokens: each token speaks for a [Principal], a tenant, admin or not.
+//
+// # Requests
+//
+// Every route goes through one wrapper (routes.go): a request id, the token (a missing
+// or wrong one is 401 before anything else, and before the body is read), path ids, the
+// tenancy check for routes that name a sandbox (another tenant's sandbox is 404, as if
+// absent, from an in-memory owner index that never wakes a sandbox), the routing policy,
+// then the handler. Handlers decode strictly (unknown or case-folded fields, duplicate
+// keys and trailing data are 400; NUL bytes are 400) within a body limit (413).
+//
+// # Streams
+//
+// SSE and WebSocket output streams follow a process's output ring from an offset. A
+// reader that keeps reading is never skipped: the process waits for it. One that stops
+// for longer than the hold bound is skipped (a gap when it reads again), and one whose
+// writes pass the write deadline is dropped and stops counting as attached. A stream's
+// exit frame is sent only after the actor committed the process's exit, so the event
+// log is never behind what a client was shown. A WebSocket client costs one goroutine
+// while idle: output is sent by a pump that runs only while there is output (see
+// wsAttachment).
+//
+// # Caveats
+//
+//   - A node runs alone: cluster membership routes answer 503 until clustering exists.
+//   - The WebSocket Origin check trusts the listen address and Config.AllowedOrigins,
+//     never the request's Host header; a server on all interfaces accepts browser pages
+//     only from Config.AllowedOrigins.
+//   - Processes run with the runtime's local driver: as the server's user, not
+//     isolated from the host.
 package gateway

@@ -38,12 +38,14 @@ func newStopper() *stopper { return &stopper{} }
 func (*stopper) stop()     {}
 func (*stopper) close()    {}
 
+func (*stopper) done() <-chan struct{} { return nil }
+
 func (p *Process) readOutput(o output, _ *stopper) {
 	buf := make([]byte, readBufBytes)
 	for {
 		n, err := o.f.Read(buf)
 		if n > 0 {
-			p.ring.write(o.stream, buf[:n])
+			_ = p.ring.write(o.stream, buf[:n])
 		}
 		if err != nil {
 			return

@@ -253,26 +253,59 @@ func (p *Process) Resize(cols, rows uint16) error {
 // Attached returns the number of open subscriptions.
 func (p *Process) Attached() int { return int(p.attached.Load()) }
 
+// SubscribeOptions are the settings of a subscription made with SubscribeWith.
+type SubscribeOptions struct {
+	// Hold makes the subscriber a live reader the process waits for: while it is a
+	// whole ring behind, the process's output is not read (the process blocks in its
+	// writes, as on a terminal) until it reads on. A holder that takes nothing from the
+	// ring for HoldBound while the process waits for it stops holding: output goes on
+	// without it, and it gets a gap event when it reads again (then holds again).
+	// Without Hold, a subscriber that falls behind only gets a gap.
+	Hold bool
+	// HoldBound bounds how long a holder that makes no progress keeps the process
+	// waiting. 0 means DefaultHoldBound.
+	HoldBound time.Duration
+}
+
 // Subscribe returns a subscription to the process's output from offset from; from < 0
-// means the current end (live output only), and from beyond the end is the end.
+// means the current end (live output only), and from beyond the end is the end. The
+// subscriber does not hold the process back (see SubscribeWith).
 func (p *Process) Subscribe(from int64) *Subscription {
+	return p.SubscribeWith(from, SubscribeOptions{})
+}
+
+// SubscribeWith is Subscribe with options: SubscribeOptions.Hold makes a live reader
+// that the process waits for, within a bound.
+func (p *Process) SubscribeWith(from int64, o SubscribeOptions) *Subscription {
 	if _, end := p.ring.offsets(); from < 0 || from > end {
 		from = end
 	}
 	p.attached.Add(1)
-	return &Subscription{p: p, pos: from, closed: make(chan struct{})}
+	s := &Subscription{p: p, pos: from, closed: make(chan struct{})}
+	if o.Hold {
+		bound := o.HoldBound
+		if bound <= 0 {
+			bound = DefaultHoldBound
+		}
+		s.hold = &holder{pos: from, last: time.Now(), bound: bound}
+		p.ring.addHolder(s.hold)
+	}
+	return s
 }
 
 // Subscription delivers a process's events in offset order: a gap if the asked-for
 // bytes already left the ring, the buffered output, live output, then the exit. After
 // the exit event, and after Close, Next returns io.EOF. A subscriber that falls behind
-// the ring gets a gap event with the exact range it missed; it never slows the process
-// or other subscribers.
+// the ring gets a gap event with the exact range it missed. A plain subscriber never
+// slows the process or other subscribers; a holding one (SubscribeOptions.Hold) makes
+// the process wait for it while it keeps reading, and for at most its bound when it
+// stops.
 //
 // One goroutine calls Next; Close is safe from any goroutine and idempotent.
 type Subscription struct {
 	p        *Process
 	pos      int64
+	hold     *holder // nil unless the subscriber holds the process back
 	exitSent bool
 	once     sync.Once
 	closed   chan struct{}
@@ -321,7 +354,7 @@ func (s *Subscription) take(max int64) (Event, <-chan struct{}, error) {
 	if s.exitSent {
 		return Event{}, nil, io.EOF
 	}
-	ev, next, wait, ok := s.p.ring.read(s.pos, max)
+	ev, next, wait, ok := s.p.ring.read(s.hold, s.pos, max)
 	if !ok {
 		return Event{}, wait, nil
 	}
@@ -361,6 +394,9 @@ func (s *Subscription) Close() {
 	s.once.Do(func() {
 		close(s.closed)
 		s.p.ring.forget(s)
+		if s.hold != nil {
+			s.p.ring.removeHolder(s.hold)
+		}
 		s.p.attached.Add(-1)
 	})
 }

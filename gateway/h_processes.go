@@ -324,13 +324,20 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	sub := p.Subscribe(startOffset(p, from, given))
+	sub := s.subscribeLive(p, startOffset(p, from, given))
 	defer sub.Close()
 
 	s.metrics.sseClients.Inc()
 	defer s.metrics.sseClients.Dec()
-	sse := newSSEWriter(w)
+	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
 	return s.pumpOutputSSE(ctx, sse, sub)
+}
+
+// subscribeLive subscribes a live stream (WebSocket or SSE) to p's output from offset
+// from: a reader the process waits for while it keeps reading, so it is never sent a
+// gap, and for at most Config.StreamHoldBound when it stops.
+func (s *Server) subscribeLive(p *runtime.Process, from int64) *runtime.Subscription {
+	return p.SubscribeWith(from, runtime.SubscribeOptions{Hold: true, HoldBound: s.cfg.StreamHoldBound})
 }
 
 // startOffset is where a stream starts: the requested offset, or without one the oldest

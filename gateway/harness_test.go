@@ -36,6 +36,9 @@ type serverOptions struct {
 	policyConfig string
 	// wsWriteTimeout, when set, replaces the 10 s WebSocket write timeout.
 	wsWriteTimeout time.Duration
+	// streamHoldBound, when set, replaces the 5 s bound of a live stream reader that
+	// holds its process back.
+	streamHoldBound time.Duration
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -54,8 +57,9 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		NodeID:  "n1",
 		Limits:  opts.limits,
 		// Zero means the default.
-		WSWriteTimeout: opts.wsWriteTimeout,
-		Policy:         opts.policy,
+		WSWriteTimeout:  opts.wsWriteTimeout,
+		StreamHoldBound: opts.streamHoldBound,
+		Policy:          opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

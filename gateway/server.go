@@ -60,9 +60,15 @@ type Config struct {
 	// ShutdownGrace bounds how long Shutdown waits for in-flight requests. Defaults to 10 s.
 	ShutdownGrace time.Duration
 	// WSWriteTimeout is how long one WebSocket frame may wait to reach a client that
-	// reads nothing before the client is closed with 1013 (it may resume by offset).
-	// Defaults to 10 s.
+	// reads nothing before the client is closed with 1013 (it may resume by offset), and
+	// the write deadline of each SSE event (process output and event streams): an SSE
+	// reader that takes nothing for this long is dropped. Defaults to 10 s.
 	WSWriteTimeout time.Duration
+	// StreamHoldBound is how long a WebSocket or SSE reader of process output that
+	// makes no progress may keep the process waiting while it is a whole output ring
+	// behind; past it the process goes on, and the reader is sent a gap when it reads
+	// again. Defaults to 5 s (runtime.DefaultHoldBound).
+	StreamHoldBound time.Duration
 }
 
 // Server is one gateway node: the HTTP API over a local actor node. Its methods are

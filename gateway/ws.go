@@ -94,7 +94,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		return nil
 	}
 	conn.SetReadLimit(1 << 20)
-	sub := p.Subscribe(startOffset(p, from, given))
+	sub := s.subscribeLive(p, startOffset(p, from, given))
 	start := sub.Offset() // an offset past the end starts at the end: ready says so
 
 	s.mu.Lock()

@@ -16,8 +16,9 @@ import (
 
 // defaultWSWriteTimeout is how long one frame may take to reach a client
 // (Config.WSWriteTimeout). A client that reads nothing for this long is closed with 1013
-// (or dropped, if it keeps reading nothing; see writeWatch) and can resume by offset; a
-// client that is merely slow falls behind inside the ring and is sent a gap.
+// (or dropped, if it keeps reading nothing; see writeWatch) and can resume by offset. A
+// client that is merely slow holds its process back (subscribeLive); one that reads
+// nothing for Config.StreamHoldBound is skipped first, and sent a gap if it reads again.
 const defaultWSWriteTimeout = 10 * time.Second
 
 // wsControl is a JSON control message in either direction.
@@ -73,7 +74,9 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 
 // attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
 // binary frames, JSON control in text frames. Output is pulled from the process's ring
-// at the client's own pace, so a slow client never blocks the process or other clients.
+// at the client's own pace: a client that keeps reading is never skipped (the process
+// waits for it while it is a ring behind), and one that stops holds the process and
+// the other clients back for Config.StreamHoldBound at most (see subscribeLive).
 //
 // The handler returns once the connection is upgraded: net/http's goroutine for it,
 // whose stack grew deep during the upgrade, ends there. One fresh goroutine reads the

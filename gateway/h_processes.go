@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -255,17 +256,44 @@ func (s *Server) inputProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(data) > 0 {
-		if _, err := p.Write(data); err != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), s.inputTimeout())
+		n, err := p.WriteContext(ctx, data)
+		cancel()
+		if errors.Is(err, runtime.ErrInputBlocked) {
+			return inputBlocked(n, len(data))
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if req.EOF {
-		if err := p.CloseStdin(); err != nil {
+		err := p.CloseStdin()
+		if errors.Is(err, runtime.ErrInputBlocked) {
+			return inputBlocked(0, 1)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// inputTimeout is Config.InputTimeout or its default.
+func (s *Server) inputTimeout() time.Duration {
+	if s.cfg.InputTimeout > 0 {
+		return s.cfg.InputTimeout
+	}
+	return runtime.DefaultInputTimeout
+}
+
+// inputBlocked is the answer to input the process did not take in time: 503, to be
+// retried (it may be reading again by then), saying how much of it went through.
+func inputBlocked(written, total int) *apiError {
+	e := errorf(http.StatusServiceUnavailable, codeUnavailable,
+		"process is not reading its input: %d of %d bytes written", written, total)
+	e.RetryAfter = time.Second
+	return e
 }
 
 type resizeRequest struct {

@@ -39,6 +39,8 @@ type serverOptions struct {
 	// streamHoldBound, when set, replaces the 5 s bound of a live stream reader that
 	// holds its process back.
 	streamHoldBound time.Duration
+	// inputTimeout, when set, replaces the 5 s bound on input to a process.
+	inputTimeout time.Duration
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -59,6 +61,7 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		// Zero means the default.
 		WSWriteTimeout:  opts.wsWriteTimeout,
 		StreamHoldBound: opts.streamHoldBound,
+		InputTimeout:    opts.inputTimeout,
 		Policy:          opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,

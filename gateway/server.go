@@ -69,6 +69,11 @@ type Config struct {
 	// behind; past it the process goes on, and the reader is sent a gap when it reads
 	// again. Defaults to 5 s (runtime.DefaultHoldBound).
 	StreamHoldBound time.Duration
+	// InputTimeout bounds how long input (POST .../input, WebSocket binary frames)
+	// waits for a process that does not read it: the POST is then answered 503
+	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
+	// (runtime.DefaultInputTimeout).
+	InputTimeout time.Duration
 }
 
 // Server is one gateway node: the HTTP API over a local actor node. Its methods are

@@ -128,8 +128,11 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		a.stop() // the pump is done: its subscription's offset is the client's
 		s.log.Info("websocket detached", "sandbox", sb, "process", p.ID(), "offset", sub.Offset(),
 			"for", time.Since(began).Round(time.Millisecond), "why", readErr)
-		if s.streamCtx.Err() != nil {
+		switch {
+		case s.streamCtx.Err() != nil:
 			conn.Close(websocket.StatusServiceRestart, "server shutting down")
+		case errors.Is(readErr, errInputBlocked):
+			conn.Close(websocket.StatusTryAgainLater, "process is not reading its input")
 		}
 		s.wsWatch.remove(a.ww)
 		sub.Close()
@@ -189,9 +192,14 @@ func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 	return ww.write(ctx, websocket.MessageText, b)
 }
 
+// errInputBlocked ends a WebSocket client whose input the process did not take within
+// Config.InputTimeout: it is closed with 1013.
+var errInputBlocked = errors.New("process is not reading its input")
+
 // readWS applies what the client sends until it disconnects, and returns why it
 // stopped: binary frames are input, text frames are resize and signal controls. Bad
-// controls are ignored, not fatal: a terminal must survive a client bug.
+// controls are ignored, not fatal: a terminal must survive a client bug. Input the
+// process does not take within Config.InputTimeout ends the client (errInputBlocked).
 func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) error {
 	for {
 		if err := cc.waitReadable(); err != nil {
@@ -204,7 +212,12 @@ func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process
 			return err
 		}
 		if typ == websocket.MessageBinary {
-			_, _ = p.Write(data)
+			ctx, cancel := context.WithTimeout(context.Background(), s.inputTimeout())
+			_, err := p.WriteContext(ctx, data)
+			cancel()
+			if errors.Is(err, runtime.ErrInputBlocked) {
+				return errInputBlocked // the caller closes the connection
+			}
 			continue
 		}
 		var c wsControl

@@ -24,7 +24,7 @@ func awaitExited(int) error                     { return errUnsupported }
 func killSession(int, syscall.Signal)           {}
 func markCloexec()                              {}
 func foregroundGroup(*os.File) int              { return 0 }
-func sendEOF(*os.File) error                    { return errUnsupported }
+func eofChar(*os.File) byte                     { return 4 }
 func setWinsize(*os.File, uint16, uint16) error { return errUnsupported }
 
 func startPTY(*exec.Cmd, WinSize) (*os.File, error) { return nil, errUnsupported }

@@ -77,8 +77,9 @@ type Process struct {
 	done     chan struct{}
 	attached atomic.Int32
 
-	stdin  *os.File // pipe write end, or the PTY master
-	master *os.File // nil without a PTY
+	stdin   *os.File      // pipe write end, or the PTY master
+	master  *os.File      // nil without a PTY
+	writing chan struct{} // holds a token while a write to stdin is in progress
 
 	mu          sync.Mutex
 	cols, rows  uint16
@@ -180,10 +181,25 @@ func (p *Process) Kill(ctx context.Context) error {
 	}
 }
 
-// Write writes b to the process's stdin (the PTY master for a PTY). It may block while
-// the process does not read. It returns ErrExited after exit and ErrStdinClosed after
-// CloseStdin.
+// DefaultInputTimeout bounds Process.Write and Process.CloseStdin: how long input may
+// wait for a process that does not read it.
+const DefaultInputTimeout = 5 * time.Second
+
+// Write writes b to the process's stdin (the PTY master for a PTY), waiting at most
+// DefaultInputTimeout for the process to take it (see WriteContext).
 func (p *Process) Write(b []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultInputTimeout)
+	defer cancel()
+	return p.WriteContext(ctx, b)
+}
+
+// WriteContext writes b to the process's stdin (the PTY master for a PTY). It waits
+// while the process does not read, until ctx ends: then it returns how much was
+// written and ErrInputBlocked. Writes go to the process one at a time, in turn; a
+// writer waiting for its turn also gives up when its ctx ends, so a stuck writer holds
+// the others up for their own bound at most, and never blocks reads, signals, resizes
+// or Info. It returns ErrExited after exit and ErrStdinClosed after CloseStdin.
+func (p *Process) WriteContext(ctx context.Context, b []byte) (int, error) {
 	p.mu.Lock()
 	exited, closed := p.exit != nil, p.stdinClosed
 	p.mu.Unlock()
@@ -193,17 +209,47 @@ func (p *Process) Write(b []byte) (int, error) {
 	case closed:
 		return 0, ErrStdinClosed
 	}
-	n, err := p.stdin.Write(b)
+	n, err := p.writeInput(ctx, b)
 	if err != nil {
-		if p.exitedOrGone() || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EIO) {
+		switch {
+		case errors.Is(err, ErrInputBlocked):
+			return n, fmt.Errorf("failed to write stdin: %w (%d of %d bytes written)", err, n, len(b))
+		case p.exitedOrGone() || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EIO):
 			return n, ErrExited
-		}
-		if errors.Is(err, os.ErrClosed) {
+		case errors.Is(err, os.ErrClosed):
 			return n, ErrStdinClosed
 		}
 		return n, fmt.Errorf("failed to write stdin: %w", err)
 	}
 	return n, nil
+}
+
+// writeInput writes b to stdin in its turn, within ctx: once ctx ends, a pending write
+// fails through a write deadline in the past (stdin is non-blocking, on Go's poller).
+func (p *Process) writeInput(ctx context.Context, b []byte) (int, error) {
+	select {
+	case p.writing <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ErrInputBlocked
+	}
+	defer func() { <-p.writing }()
+	if ctx.Err() != nil {
+		return 0, ErrInputBlocked
+	}
+	_ = p.stdin.SetWriteDeadline(time.Time{}) // a previous writer's expired deadline
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = p.stdin.SetWriteDeadline(time.Unix(1, 0))
+	})
+	n, err := p.stdin.Write(b)
+	if !stop() {
+		<-fired // the deadline is set: the next writer clears it
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, ErrInputBlocked
+	}
+	return n, err
 }
 
 // exitedOrGone reports whether the leader has exited (perhaps not yet published).
@@ -214,22 +260,37 @@ func (p *Process) exitedOrGone() bool {
 }
 
 // CloseStdin ends the process's input: it closes the stdin pipe, or on a PTY sends the
-// terminal's EOF character (^D), which a reader at the start of a line sees as EOF.
+// terminal's EOF character (^D), which a reader at the start of a line sees as EOF,
+// waiting at most DefaultInputTimeout for the process to take it (ErrInputBlocked).
 // Later Writes return ErrStdinClosed.
 func (p *Process) CloseStdin() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case p.exit != nil:
+		p.mu.Unlock()
 		return ErrExited
 	case p.stdinClosed:
+		p.mu.Unlock()
 		return nil
 	}
-	p.stdinClosed = true
-	if p.master != nil {
-		return sendEOF(p.master)
+	if p.master == nil {
+		p.stdinClosed = true
+		p.mu.Unlock()
+		return p.stdin.Close()
 	}
-	return p.stdin.Close()
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultInputTimeout)
+	defer cancel()
+	if _, err := p.writeInput(ctx, []byte{eofChar(p.master)}); err != nil {
+		if errors.Is(err, ErrInputBlocked) {
+			return fmt.Errorf("failed to close stdin: %w", err)
+		}
+		return err
+	}
+	p.mu.Lock()
+	p.stdinClosed = true
+	p.mu.Unlock()
+	return nil
 }
 
 // Resize sets the PTY's window size (TIOCSWINSZ); the foreground job gets SIGWINCH.

@@ -137,7 +137,7 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 		sb: s, id: id, argv: o.Argv, cwd: dir, tag: o.Tag, label: o.Label,
 		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
 		g: &procGroup{session: o.PTY != nil}, ring: newRing(s.cfg.OutputBufferBytes),
-		done: make(chan struct{}),
+		done: make(chan struct{}), writing: make(chan struct{}, 1),
 	}
 	if o.Command != "" {
 		p.command, p.argv = o.Command, nil

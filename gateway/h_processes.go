@@ -256,8 +256,8 @@ func (s *Server) inputProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(data) > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), s.inputTimeout())
-		n, err := p.WriteContext(ctx, data)
+		ctx, cancel := s.requestContext(r) // a shutdown ends the wait
+		n, err := p.WriteContext(ctx, data, s.inputTimeout())
 		cancel()
 		if errors.Is(err, runtime.ErrInputBlocked) {
 			return inputBlocked(n, len(data))

@@ -253,9 +253,15 @@ func noDelay(c net.Conn, state http.ConnState) {
 	}
 }
 
-// Shutdown stops the server: it stops accepting, ends SSE and WebSocket streams, waits
-// up to ShutdownGrace (or ctx) for in-flight requests, then ends every process tree and
-// closes storage. Calling it again is a no-op.
+// Shutdown stops the server:
+//  1. It stops accepting and ends SSE and WebSocket streams.
+//  2. It waits for in-flight requests and stream goroutines, up to ShutdownGrace (or
+//     ctx); past it, it closes the remaining connections and goes on regardless.
+//  3. It ends every process tree and closes storage: requests still stuck on a
+//     process (input it does not read) return once their process is gone, and
+//     Shutdown waits for them within ctx.
+//
+// Calling it again is a no-op.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -268,17 +274,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	var errs []error
 	s.cancelStream()
+	gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+	defer cancel()
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
-		if err := srv.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("failed to drain requests: %w", err))
+		if err := srv.Shutdown(gctx); err != nil {
+			s.log.Warn("requests still running after the shutdown grace; ending them", "err", err)
 			_ = srv.Close()
 		}
-		cancel()
 	}
-	s.bg.Wait()
+	bgDone := make(chan struct{})
+	go func() { s.bg.Wait(); close(bgDone) }()
+	select {
+	case <-bgDone:
+	case <-gctx.Done():
+		s.log.Warn("streams still running after the shutdown grace; ending their processes")
+	}
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
+	}
+	select {
+	case <-bgDone:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("failed to stop streams: %w", ctx.Err()))
 	}
 	if s.plugins != nil {
 		if err := s.plugins.Close(); err != nil {

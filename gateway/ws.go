@@ -212,9 +212,9 @@ func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process
 			return err
 		}
 		if typ == websocket.MessageBinary {
-			ctx, cancel := context.WithTimeout(context.Background(), s.inputTimeout())
-			_, err := p.WriteContext(ctx, data)
-			cancel()
+			// A keystroke the process takes at once costs no timer; a shutdown ends
+			// a wait.
+			_, err := p.WriteContext(s.streamCtx, data, s.inputTimeout())
 			if errors.Is(err, runtime.ErrInputBlocked) {
 				return errInputBlocked // the caller closes the connection
 			}

@@ -52,3 +52,6 @@ func (p *Process) readOutput(o output, _ *stopper) {
 		}
 	}
 }
+
+// tryWrite writes nothing here: the caller's blocking write does it all.
+func tryWrite(*os.File, []byte) (int, error) { return 0, nil }

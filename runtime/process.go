@@ -80,6 +80,8 @@ type Process struct {
 	stdin   *os.File      // pipe write end, or the PTY master
 	master  *os.File      // nil without a PTY
 	writing chan struct{} // holds a token while a write to stdin is in progress
+	// writeDeadline says a write deadline is set on stdin; guarded by the token.
+	writeDeadline bool
 
 	mu          sync.Mutex
 	cols, rows  uint16
@@ -188,18 +190,18 @@ const DefaultInputTimeout = 5 * time.Second
 // Write writes b to the process's stdin (the PTY master for a PTY), waiting at most
 // DefaultInputTimeout for the process to take it (see WriteContext).
 func (p *Process) Write(b []byte) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultInputTimeout)
-	defer cancel()
-	return p.WriteContext(ctx, b)
+	return p.WriteContext(context.Background(), b, DefaultInputTimeout)
 }
 
 // WriteContext writes b to the process's stdin (the PTY master for a PTY). It waits
-// while the process does not read, until ctx ends: then it returns how much was
-// written and ErrInputBlocked. Writes go to the process one at a time, in turn; a
-// writer waiting for its turn also gives up when its ctx ends, so a stuck writer holds
-// the others up for their own bound at most, and never blocks reads, signals, resizes
-// or Info. It returns ErrExited after exit and ErrStdinClosed after CloseStdin.
-func (p *Process) WriteContext(ctx context.Context, b []byte) (int, error) {
+// while the process does not read, until ctx ends or timeout (0: no bound but ctx)
+// passes: then it returns how much was written and ErrInputBlocked. Writes go to the
+// process one at a time, in turn; a writer waiting for its turn gives up within its
+// own bound too, so a stuck writer never holds the others up for longer than theirs,
+// and never blocks reads, signals, resizes or Info. Input the process takes at once
+// (a keystroke) costs no timer. It returns ErrExited after exit and ErrStdinClosed
+// after CloseStdin.
+func (p *Process) WriteContext(ctx context.Context, b []byte, timeout time.Duration) (int, error) {
 	p.mu.Lock()
 	exited, closed := p.exit != nil, p.stdinClosed
 	p.mu.Unlock()
@@ -209,7 +211,7 @@ func (p *Process) WriteContext(ctx context.Context, b []byte) (int, error) {
 	case closed:
 		return 0, ErrStdinClosed
 	}
-	n, err := p.writeInput(ctx, b)
+	n, err := p.writeInput(ctx, b, timeout)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrInputBlocked):
@@ -224,32 +226,70 @@ func (p *Process) WriteContext(ctx context.Context, b []byte) (int, error) {
 	return n, nil
 }
 
-// writeInput writes b to stdin in its turn, within ctx: once ctx ends, a pending write
-// fails through a write deadline in the past (stdin is non-blocking, on Go's poller).
-func (p *Process) writeInput(ctx context.Context, b []byte) (int, error) {
+// writeInput writes b to stdin in its turn, within ctx and timeout. It first writes
+// what the process takes at once; only then, with the rest, does it arm a deadline
+// (stdin is non-blocking, on Go's poller), which ctx ending moves to the past.
+func (p *Process) writeInput(ctx context.Context, b []byte, timeout time.Duration) (int, error) {
+	var deadline time.Time // set once something waits
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
 	select {
 	case p.writing <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ErrInputBlocked
+	default:
+		if err := p.waitTurn(ctx, deadline); err != nil {
+			return 0, err
+		}
 	}
 	defer func() { <-p.writing }()
+	if p.writeDeadline {
+		_ = p.stdin.SetWriteDeadline(time.Time{}) // the last slow writer's, maybe expired
+		p.writeDeadline = false
+	}
+	n, err := tryWrite(p.stdin, b)
+	if err != nil || n == len(b) {
+		return n, err
+	}
 	if ctx.Err() != nil {
-		return 0, ErrInputBlocked
+		return n, ErrInputBlocked
 	}
-	_ = p.stdin.SetWriteDeadline(time.Time{}) // a previous writer's expired deadline
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
-		_ = p.stdin.SetWriteDeadline(time.Unix(1, 0))
-	})
-	n, err := p.stdin.Write(b)
-	if !stop() {
-		<-fired // the deadline is set: the next writer clears it
+	_ = p.stdin.SetWriteDeadline(deadline)
+	p.writeDeadline = true
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(fired)
+			_ = p.stdin.SetWriteDeadline(time.Unix(1, 0))
+		})
+		defer func() {
+			if !stop() {
+				<-fired // the deadline is set: the next writer replaces it
+			}
+		}()
 	}
+	m, err := p.stdin.Write(b[n:])
+	n += m
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, ErrInputBlocked
 	}
 	return n, err
+}
+
+// waitTurn waits for the write token, until ctx ends or deadline (if set) passes.
+func (p *Process) waitTurn(ctx context.Context, deadline time.Time) error {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case p.writing <- struct{}{}:
+		return nil
+	case <-expired:
+	case <-ctx.Done():
+	}
+	return ErrInputBlocked
 }
 
 // exitedOrGone reports whether the leader has exited (perhaps not yet published).
@@ -279,9 +319,7 @@ func (p *Process) CloseStdin() error {
 		return p.stdin.Close()
 	}
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultInputTimeout)
-	defer cancel()
-	if _, err := p.writeInput(ctx, []byte{eofChar(p.master)}); err != nil {
+	if _, err := p.writeInput(context.Background(), []byte{eofChar(p.master)}, DefaultInputTimeout); err != nil {
 		if errors.Is(err, ErrInputBlocked) {
 			return fmt.Errorf("failed to close stdin: %w", err)
 		}

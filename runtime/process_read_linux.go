@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -218,4 +219,34 @@ func (s *stopper) close() {
 		_ = unix.Close(s.fd)
 		s.fd = -1
 	}
+}
+
+// tryWrite writes as much of b to f (non-blocking, on Go's poller) as it takes now,
+// without waiting: a partial count and no error when f is full.
+func tryWrite(f *os.File, b []byte) (int, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var werr error
+	if err := sc.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, err := unix.Write(int(fd), b[n:])
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				if !errors.Is(err, unix.EAGAIN) {
+					werr = err
+				}
+				return true
+			}
+			n += k
+		}
+		return true
+	}); err != nil {
+		return n, err
+	}
+	return n, werr
 }

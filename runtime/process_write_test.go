@@ -39,7 +39,7 @@ func TestWriteBlocked(t *testing.T) {
 				go func() {
 					wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 					defer cancel()
-					_, err := p.WriteContext(wctx, input)
+					_, err := p.WriteContext(wctx, input, 0)
 					errs <- err
 				}()
 			}

@@ -91,7 +91,7 @@ func (r *ring) append(stream Stream, p []byte, wake bool) int {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
-	room, _ := r.roomLocked()
+	room, _ := r.roomLocked(1)
 	if !wake {
 		r.mu.Unlock()
 		return room
@@ -104,7 +104,7 @@ func (r *ring) append(stream Stream, p []byte, wake bool) int {
 func (r *ring) freeRoom() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	room, _ := r.roomLocked()
+	room, _ := r.roomLocked(1)
 	return room
 }
 

@@ -50,10 +50,10 @@ func (r *ring) roomChangedLocked() {
 }
 
 // roomLocked returns how many bytes may be written without dropping one a holder has
-// not read (the ring's size when none holds), and, when that is 0, the time at which
-// the holder that blocks the writer first stops holding. A holder that has made no
-// progress for its bound since the writer began to wait is released here.
-func (r *ring) roomLocked() (room int, deadline time.Time) {
+// not read (the ring's size when none holds), and, when that is less than need, the
+// time at which the first holder that keeps it so stops holding. A holder that has made
+// no progress for its bound since the writer began to wait is released here.
+func (r *ring) roomLocked(need int) (room int, deadline time.Time) {
 	if len(r.holders) == 0 {
 		return r.max, time.Time{}
 	}
@@ -64,11 +64,11 @@ func (r *ring) roomLocked() (room int, deadline time.Time) {
 			continue
 		}
 		pos := max(h.pos, r.start)
-		if r.end-pos < int64(r.max) {
+		if r.end-pos <= int64(r.max-need) {
 			low = min(low, pos)
 			continue
 		}
-		// h is a full ring behind: the writer waits for it, within its bound, counted
+		// h leaves less than need: the writer waits for it, within its bound, counted
 		// from its last progress or from when the writer began to wait, if later (a
 		// reader that was idle and caught up did not stall anything).
 		if now.IsZero() {
@@ -88,7 +88,7 @@ func (r *ring) roomLocked() (room int, deadline time.Time) {
 		}
 	}
 	room = r.max - int(r.end-low)
-	if room > 0 {
+	if room >= need {
 		r.blockedSince = time.Time{}
 	}
 	return room, deadline
@@ -101,10 +101,16 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// resumeRoom is the room a waiting writer waits for (or the ring's quarter, if less):
+// resuming at the first free byte would wake it for every read of the holder, and
+// have it read the process in slivers.
+const resumeRoom = 64 << 10
+
 // waitRoom waits until the writer may write again without dropping a byte a holder has
-// not read: a holder read, left or outstayed its bound. It returns the room, or 0 if
-// stop was closed first.
+// not read: a holder read (until resumeRoom is free), left or outstayed its bound. It
+// returns the room, or 0 if stop was closed first.
 func (r *ring) waitRoom(stop <-chan struct{}) int {
+	want := max(min(resumeRoom, r.max/4), 1)
 	var t *time.Timer
 	r.mu.Lock()
 	r.enterWaitLocked()
@@ -117,8 +123,8 @@ func (r *ring) waitRoom(stop <-chan struct{}) int {
 		}
 	}()
 	for {
-		room, deadline := r.roomLocked()
-		if room > 0 {
+		room, deadline := r.roomLocked(want)
+		if room >= want || deadline.IsZero() {
 			r.mu.Unlock()
 			return room
 		}

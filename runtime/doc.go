@@ -47,6 +47,9 @@
 //   - A busy output reader waits in poll(2) on its own thread while data flows and
 //     returns to Go's netpoller after 20 ms without output, so idle processes cost no
 //     thread (see readOutput for the measurement behind it).
+//   - Input never hangs: [Process.Write] and [Process.WriteContext] give up with
+//     ErrInputBlocked when the process does not take its input in time (it is not
+//     reading, or its terminal output is stopped with ^S), one writer at a time.
 //   - The package is named like the standard library's runtime; import that one as
 //     goruntime.
 package runtime

@@ -308,3 +308,39 @@ func TestSSEStalledReaderDropped(t *testing.T) {
 	eventually(t, 30*time.Second, "the subscription closed", func() bool { return proc.Attached() == 0 })
 	ts.must(http.StatusNoContent, "DELETE", "/v1/sandboxes/ssestall/processes/"+p.ID, nil)
 }
+
+// TestEventStreamStalledReaderDropped: an event-stream reader that sends its request
+// and never reads is dropped once a write waits for the write timeout: the replay of a
+// log larger than the socket buffers fills them, and the stream's handler returns.
+func TestEventStreamStalledReaderDropped(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{wsWriteTimeout: 500 * time.Millisecond})
+	ts.sandbox("evstall")
+	blob := strings.Repeat("x", 16<<10)
+	for range 500 { // 8 MiB of events, past any socket buffer
+		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/evstall/events",
+			map[string]any{"type": "agent.blob", "data": map[string]string{"blob": blob}})
+	}
+	addr := strings.TrimPrefix(ts.url, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	req := "GET /v1/sandboxes/evstall/events/stream HTTP/1.1\r\nHost: " + addr +
+		"\r\nAuthorization: Bearer " + testToken + "\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() string {
+		for _, line := range strings.Split(string(ts.must(http.StatusOK, "GET", "/metrics", nil).body), "\n") {
+			if strings.HasPrefix(line, "sandgate_sse_clients ") {
+				return strings.TrimPrefix(line, "sandgate_sse_clients ")
+			}
+		}
+		return ""
+	}
+	eventually(t, 30*time.Second, "the reader streaming", func() bool { return gauge() == "1" })
+	eventually(t, 60*time.Second, "the stalled reader dropped", func() bool { return gauge() == "0" })
+}

@@ -41,6 +41,8 @@ type serverOptions struct {
 	streamHoldBound time.Duration
 	// inputTimeout, when set, replaces the 5 s bound on input to a process.
 	inputTimeout time.Duration
+	// shutdownGrace, when set, replaces the 10 s shutdown grace.
+	shutdownGrace time.Duration
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -62,6 +64,7 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		WSWriteTimeout:  opts.wsWriteTimeout,
 		StreamHoldBound: opts.streamHoldBound,
 		InputTimeout:    opts.inputTimeout,
+		ShutdownGrace:   opts.shutdownGrace,
 		Policy:          opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,

@@ -23,6 +23,10 @@ const hotWait = 20 * time.Millisecond
 // between threads, and a PTY (whose reads return at most 4 KiB) stalls its writer
 // while the reader is slow to come back; see BENCHMARKS.md ("Runtime: exec, processes, PTY output") for the
 // measurements. After hotWait without data it goes back to the netpoller.
+//
+// While a holding subscriber is a whole ring behind, it reads nothing (ring.waitRoom),
+// and it never reads more than the ring has room for: the process then blocks in its
+// own writes, as on a terminal, until the subscriber reads on or outstays its bound.
 func (p *Process) readOutput(o output, stop *stopper) {
 	sc, err := o.f.SyscallConn()
 	if err != nil {

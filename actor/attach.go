@@ -36,3 +36,17 @@ func (n *Node) Attach(ctx context.Context, sb string) (release func(), err error
 		})
 	}, nil
 }
+
+// Attached returns how many clients are attached to the sandbox (see Attach): a
+// client whose stream was dropped no longer counts.
+func (n *Node) Attached(ctx context.Context, sb string) (int, error) {
+	if err := checkID("sandbox", sb); err != nil {
+		return 0, err
+	}
+	return call(ctx, n, sb, func(a *sbActor) (int, error) {
+		if err := a.exists(); err != nil {
+			return 0, err
+		}
+		return a.attached, nil
+	})
+}

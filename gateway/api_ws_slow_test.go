@@ -64,6 +64,11 @@ func TestWebSocketStalledClients(t *testing.T) {
 	}
 	// The one that never reads is dropped; the active one was never held up.
 	eventually(t, 30*time.Second, "the dead client dropped", func() bool { w, _ := count(); return w == 1 })
+	// Neither keeps the sandbox awake any more: only the active client is attached.
+	eventually(t, 30*time.Second, "one client attached", func() bool {
+		n, err := ts.srv.node.Attached(ctx, "slow")
+		return err == nil && n == 1
+	})
 	if n := activeBytes.Load(); n < 1<<20 {
 		t.Fatalf("the active client got only %d bytes", n)
 	}

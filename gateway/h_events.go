@@ -80,7 +80,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	s.metrics.sseClients.Inc()
 	defer s.metrics.sseClients.Dec()
-	sse := newSSEWriter(w)
+	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
 
 	pumpSSE(ctx, sse, sub.Next, func(ev actor.Event) error {
 		b, _ := json.Marshal(renderEvent(ev))

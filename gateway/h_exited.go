@@ -31,7 +31,7 @@ func exitedStream(info runtime.ProcessInfo, from int64, given bool) (int64, []ru
 
 // exitedOutputSSE answers the SSE output stream of an exited process's record.
 func exitedOutputSSE(w http.ResponseWriter, info runtime.ProcessInfo, from int64, given bool) error {
-	sse := newSSEWriter(w)
+	sse := newSSEWriter(w, defaultWSWriteTimeout) // two small events
 	_, events := exitedStream(info, from, given)
 	for _, ev := range events {
 		if err := writeOutputEvent(sse, ev); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -248,17 +249,44 @@ func (s *Server) inputProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(data) > 0 {
-		if _, err := p.Write(data); err != nil {
+		ctx, cancel := s.requestContext(r) // a shutdown ends the wait
+		n, err := p.WriteContext(ctx, data, s.inputTimeout())
+		cancel()
+		if errors.Is(err, runtime.ErrInputBlocked) {
+			return inputBlocked(n, len(data))
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if req.EOF {
-		if err := p.CloseStdin(); err != nil {
+		err := p.CloseStdin()
+		if errors.Is(err, runtime.ErrInputBlocked) {
+			return inputBlocked(0, 1)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// inputTimeout is Config.InputTimeout or its default.
+func (s *Server) inputTimeout() time.Duration {
+	if s.cfg.InputTimeout > 0 {
+		return s.cfg.InputTimeout
+	}
+	return runtime.DefaultInputTimeout
+}
+
+// inputBlocked is the answer to input the process did not take in time: 503, to be
+// retried (it may be reading again by then), saying how much of it went through.
+func inputBlocked(written, total int) *apiError {
+	e := errorf(http.StatusServiceUnavailable, codeUnavailable,
+		"process is not reading its input: %d of %d bytes written", written, total)
+	e.RetryAfter = time.Second
+	return e
 }
 
 type resizeRequest struct {
@@ -317,13 +345,20 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	sub := p.Subscribe(startOffset(p, from, given))
+	sub := s.subscribeLive(p, startOffset(p, from, given))
 	defer sub.Close()
 
 	s.metrics.sseClients.Inc()
 	defer s.metrics.sseClients.Dec()
-	sse := newSSEWriter(w)
+	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
 	return s.pumpOutputSSE(ctx, sse, sub)
+}
+
+// subscribeLive subscribes a live stream (WebSocket or SSE) to p's output from offset
+// from: a reader the process waits for while it keeps reading, so it is never sent a
+// gap, and for at most Config.StreamHoldBound when it stops.
+func (s *Server) subscribeLive(p *runtime.Process, from int64) *runtime.Subscription {
+	return p.SubscribeWith(from, runtime.SubscribeOptions{Hold: true, HoldBound: s.cfg.StreamHoldBound})
 }
 
 // startOffset is where a stream starts: the requested offset, or without one the oldest

@@ -53,6 +53,13 @@ type serverOptions struct {
 	wsWriteTimeout time.Duration
 	// config, when set, changes the configuration before the server is made.
 	config func(*Config)
+	// streamHoldBound, when set, replaces the 5 s bound of a live stream reader that
+	// holds its process back.
+	streamHoldBound time.Duration
+	// inputTimeout, when set, replaces the 5 s bound on input to a process.
+	inputTimeout time.Duration
+	// shutdownGrace, when set, replaces the 10 s shutdown grace.
+	shutdownGrace time.Duration
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -71,8 +78,11 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		NodeID:  "n1",
 		Limits:  opts.limits,
 		// Zero means the default.
-		WSWriteTimeout: opts.wsWriteTimeout,
-		Policy:         opts.policy,
+		WSWriteTimeout:  opts.wsWriteTimeout,
+		StreamHoldBound: opts.streamHoldBound,
+		InputTimeout:    opts.inputTimeout,
+		ShutdownGrace:   opts.shutdownGrace,
+		Policy:          opts.policy,
 		// A generous deadline: the suite runs on loaded 2-core machines under -race.
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
 		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),

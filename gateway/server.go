@@ -80,9 +80,20 @@ type Config struct {
 	// 64 KiB.
 	MaxHeaderBytes int
 	// WSWriteTimeout is how long one WebSocket frame may wait to reach a client that
-	// reads nothing before the client is closed with 1013 (it may resume by offset).
-	// Defaults to 10 s.
+	// reads nothing before the client is closed with 1013 (it may resume by offset), and
+	// the write deadline of each SSE event (process output and event streams): an SSE
+	// reader that takes nothing for this long is dropped. Defaults to 10 s.
 	WSWriteTimeout time.Duration
+	// StreamHoldBound is how long a WebSocket or SSE reader of process output that
+	// makes no progress may keep the process waiting while it is a whole output ring
+	// behind; past it the process goes on, and the reader is sent a gap when it reads
+	// again. Defaults to 5 s (runtime.DefaultHoldBound).
+	StreamHoldBound time.Duration
+	// InputTimeout bounds how long input (POST .../input, WebSocket binary frames)
+	// waits for a process that does not read it: the POST is then answered 503
+	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
+	// (runtime.DefaultInputTimeout).
+	InputTimeout time.Duration
 }
 
 // Server is one gateway node: the HTTP API over a local actor node. Its methods are
@@ -295,9 +306,15 @@ func noDelay(c net.Conn, state http.ConnState) {
 	}
 }
 
-// Shutdown stops the server: it stops accepting, ends SSE and WebSocket streams, waits
-// up to ShutdownGrace (or ctx) for in-flight requests, then ends every process tree and
-// closes storage. Calling it again is a no-op.
+// Shutdown stops the server:
+//  1. It stops accepting and ends SSE and WebSocket streams.
+//  2. It waits for in-flight requests and stream goroutines, up to ShutdownGrace (or
+//     ctx); past it, it closes the remaining connections and goes on regardless.
+//  3. It ends every process tree and closes storage: requests still stuck on a
+//     process (input it does not read) return once their process is gone, and
+//     Shutdown waits for them within ctx.
+//
+// Calling it again is a no-op.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -310,17 +327,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	var errs []error
 	s.cancelStream()
+	gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+	defer cancel()
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
-		if err := srv.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("failed to drain requests: %w", err))
+		if err := srv.Shutdown(gctx); err != nil {
+			s.log.Warn("requests still running after the shutdown grace; ending them", "err", err)
 			_ = srv.Close()
 		}
-		cancel()
 	}
-	s.bg.Wait()
+	bgDone := make(chan struct{})
+	go func() { s.bg.Wait(); close(bgDone) }()
+	select {
+	case <-bgDone:
+	case <-gctx.Done():
+		s.log.Warn("streams still running after the shutdown grace; ending their processes")
+	}
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
+	}
+	select {
+	case <-bgDone:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("failed to stop streams: %w", ctx.Err()))
 	}
 	if s.plugins != nil {
 		if err := s.plugins.Close(); err != nil {

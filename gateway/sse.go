@@ -14,29 +14,46 @@ import (
 const sseHeartbeat = 15 * time.Second
 
 // sseWriter writes Server-Sent Events. Writes are buffered and flushed per event, so a
-// burst of small events costs one syscall each, not one per line. It is used by one
-// goroutine.
+// burst of small events costs one syscall each, not one per line. Each event and
+// heartbeat has a write deadline: a client that reads nothing for the timeout fails
+// the write, and its stream ends. It is used by one goroutine.
 type sseWriter struct {
-	w     *bufio.Writer
-	flush func() error
-	bytes int64
+	w        *bufio.Writer
+	rc       *http.ResponseController
+	timeout  time.Duration
+	deadline time.Time // the write deadline set last
+	bytes    int64
 }
 
-func newSSEWriter(w http.ResponseWriter) *sseWriter {
+// newSSEWriter starts an SSE response on w whose writes each have timeout (> 0) to
+// reach the client.
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	s := &sseWriter{w: bufio.NewWriterSize(w, 32<<10), rc: http.NewResponseController(w), timeout: timeout}
+	s.arm()
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	s := &sseWriter{w: bufio.NewWriterSize(w, 32<<10), flush: rc.Flush}
 	_ = s.Flush()
 	return s
+}
+
+// arm sets the write deadline for the next event: timeout from now. It is moved only
+// once a tenth of the timeout has passed, so a burst of events arms one timer.
+func (s *sseWriter) arm() {
+	now := time.Now()
+	if d := s.deadline.Sub(now); d > s.timeout-s.timeout/10 {
+		return
+	}
+	s.deadline = now.Add(s.timeout)
+	_ = s.rc.SetWriteDeadline(s.deadline)
 }
 
 // Event writes one event; name and id are omitted when empty. data must not contain
 // newlines other than as separators of data lines.
 func (s *sseWriter) Event(name, id string, data []byte) error {
+	s.arm()
 	if name != "" {
 		s.w.WriteString("event: ")
 		s.w.WriteString(name)
@@ -59,6 +76,7 @@ func (s *sseWriter) Event(name, id string, data []byte) error {
 
 // Comment writes a comment line (used as a heartbeat).
 func (s *sseWriter) Comment(text string) error {
+	s.arm()
 	s.w.WriteString(": ")
 	s.w.WriteString(text)
 	s.w.WriteString("\n\n")
@@ -70,7 +88,7 @@ func (s *sseWriter) Flush() error {
 	if err := s.w.Flush(); err != nil {
 		return err
 	}
-	return s.flush()
+	return s.rc.Flush()
 }
 
 // resumePoint returns where a stream resumes: Last-Event-ID (sent by a reconnecting

@@ -16,8 +16,9 @@ import (
 
 // defaultWSWriteTimeout is how long one frame may take to reach a client
 // (Config.WSWriteTimeout). A client that reads nothing for this long is closed with 1013
-// (or dropped, if it keeps reading nothing; see writeWatch) and can resume by offset; a
-// client that is merely slow falls behind inside the ring and is sent a gap.
+// (or dropped, if it keeps reading nothing; see writeWatch) and can resume by offset. A
+// client that is merely slow holds its process back (subscribeLive); one that reads
+// nothing for Config.StreamHoldBound is skipped first, and sent a gap if it reads again.
 const defaultWSWriteTimeout = 10 * time.Second
 
 // wsControl is a JSON control message in either direction.
@@ -73,7 +74,9 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 
 // attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
 // binary frames, JSON control in text frames. Output is pulled from the process's ring
-// at the client's own pace, so a slow client never blocks the process or other clients.
+// at the client's own pace: a client that keeps reading is never skipped (the process
+// waits for it while it is a ring behind), and one that stops holds the process and
+// the other clients back for Config.StreamHoldBound at most (see subscribeLive).
 //
 // The handler returns once the connection is upgraded: net/http's goroutine for it,
 // whose stack grew deep during the upgrade, ends there. One fresh goroutine reads the
@@ -94,7 +97,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		return nil
 	}
 	conn.SetReadLimit(1 << 20)
-	sub := p.Subscribe(startOffset(p, from, given))
+	sub := s.subscribeLive(p, startOffset(p, from, given))
 	start := sub.Offset() // an offset past the end starts at the end: ready says so
 
 	s.mu.Lock()
@@ -125,8 +128,11 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		a.stop() // the pump is done: its subscription's offset is the client's
 		s.log.Info("websocket detached", "sandbox", sb, "process", p.ID(), "offset", sub.Offset(),
 			"for", time.Since(began).Round(time.Millisecond), "why", readErr)
-		if s.streamCtx.Err() != nil {
+		switch {
+		case s.streamCtx.Err() != nil:
 			conn.Close(websocket.StatusServiceRestart, "server shutting down")
+		case errors.Is(readErr, errInputBlocked):
+			conn.Close(websocket.StatusTryAgainLater, "process is not reading its input")
 		}
 		s.wsWatch.remove(a.ww)
 		sub.Close()
@@ -188,9 +194,14 @@ func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 	return ww.write(ctx, websocket.MessageText, b)
 }
 
+// errInputBlocked ends a WebSocket client whose input the process did not take within
+// Config.InputTimeout: it is closed with 1013.
+var errInputBlocked = errors.New("process is not reading its input")
+
 // readWS applies what the client sends until it disconnects, and returns why it
 // stopped: binary frames are input, text frames are resize and signal controls. Bad
-// controls are ignored, not fatal: a terminal must survive a client bug.
+// controls are ignored, not fatal: a terminal must survive a client bug. Input the
+// process does not take within Config.InputTimeout ends the client (errInputBlocked).
 func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) error {
 	for {
 		if err := cc.waitReadable(); err != nil {
@@ -203,7 +214,12 @@ func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process
 			return err
 		}
 		if typ == websocket.MessageBinary {
-			_, _ = p.Write(data)
+			// A keystroke the process takes at once costs no timer; a shutdown ends
+			// a wait.
+			_, err := p.WriteContext(s.streamCtx, data, s.inputTimeout())
+			if errors.Is(err, runtime.ErrInputBlocked) {
+				return errInputBlocked // the caller closes the connection
+			}
 			continue
 		}
 		var c wsControl

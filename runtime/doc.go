@@ -28,10 +28,16 @@
 //
 // Each process has a ring of Config.OutputBufferBytes, allocated lazily as output
 // arrives. Every output byte has an absolute offset; each chunk is tagged with its
-// stream. Subscribers read from the ring themselves, woken by the writer, so fan-out
-// never blocks the process or other subscribers: one that falls behind gets a gap event
-// with the exact range it missed. A PTY master is read to EIO after the child exits and
-// pipes to EOF before the exit event is published, so no tail output is lost.
+// stream. Subscribers read from the ring themselves, woken by the writer. A plain
+// subscriber never blocks the process or other subscribers: one that falls behind gets a
+// gap event with the exact range it missed. A holding subscriber
+// ([SubscribeOptions].Hold, for a live WebSocket or SSE reader) is never skipped while it
+// keeps reading: when it is a whole ring behind, the output reader stops reading the
+// PTY or pipe, so the process blocks in its writes as on a terminal, until it reads on.
+// One that takes nothing for its HoldBound (default 5 s) while the process waits stops
+// holding, and gets a gap when it reads again. A PTY master is read to EIO after the
+// child exits and pipes to EOF before the exit event is published, so no tail output is
+// lost; the bounded drain after an exit does not count time spent waiting for holders.
 //
 // # Caveats
 //
@@ -41,6 +47,9 @@
 //   - A busy output reader waits in poll(2) on its own thread while data flows and
 //     returns to Go's netpoller after 20 ms without output, so idle processes cost no
 //     thread (see readOutput for the measurement behind it).
+//   - Input never hangs: [Process.Write] and [Process.WriteContext] give up with
+//     ErrInputBlocked when the process does not take its input in time (it is not
+//     reading, or its terminal output is stopped with ^S), one writer at a time.
 //   - The package is named like the standard library's runtime; import that one as
 //     goruntime.
 package runtime

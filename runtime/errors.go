@@ -9,6 +9,10 @@ var (
 	ErrNotFound = errors.New("runtime: process not found")
 	// ErrExited is returned when a signal or input is sent to a process that has exited.
 	ErrExited = errors.New("runtime: process already exited")
+	// ErrInputBlocked is returned by Process.Write and WriteContext when the process
+	// did not take its input before the deadline (it is not reading it, or its terminal
+	// output is stopped); part of it may have been written.
+	ErrInputBlocked = errors.New("runtime: process is not reading its input")
 	// ErrStdinClosed is returned by Process.Write after Process.CloseStdin.
 	ErrStdinClosed = errors.New("runtime: stdin closed")
 	// ErrNotPTY is returned by Process.Resize on a process without a PTY.

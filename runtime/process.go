@@ -77,8 +77,11 @@ type Process struct {
 	done     chan struct{}
 	attached atomic.Int32
 
-	stdin  *os.File // pipe write end, or the PTY master
-	master *os.File // nil without a PTY
+	stdin   *os.File      // pipe write end, or the PTY master
+	master  *os.File      // nil without a PTY
+	writing chan struct{} // holds a token while a write to stdin is in progress
+	// writeDeadline says a write deadline is set on stdin; guarded by the token.
+	writeDeadline bool
 
 	mu          sync.Mutex
 	cols, rows  uint16
@@ -180,10 +183,25 @@ func (p *Process) Kill(ctx context.Context) error {
 	}
 }
 
-// Write writes b to the process's stdin (the PTY master for a PTY). It may block while
-// the process does not read. It returns ErrExited after exit and ErrStdinClosed after
-// CloseStdin.
+// DefaultInputTimeout bounds Process.Write and Process.CloseStdin: how long input may
+// wait for a process that does not read it.
+const DefaultInputTimeout = 5 * time.Second
+
+// Write writes b to the process's stdin (the PTY master for a PTY), waiting at most
+// DefaultInputTimeout for the process to take it (see WriteContext).
 func (p *Process) Write(b []byte) (int, error) {
+	return p.WriteContext(context.Background(), b, DefaultInputTimeout)
+}
+
+// WriteContext writes b to the process's stdin (the PTY master for a PTY). It waits
+// while the process does not read, until ctx ends or timeout (0: no bound but ctx)
+// passes: then it returns how much was written and ErrInputBlocked. Writes go to the
+// process one at a time, in turn; a writer waiting for its turn gives up within its
+// own bound too, so a stuck writer never holds the others up for longer than theirs,
+// and never blocks reads, signals, resizes or Info. Input the process takes at once
+// (a keystroke) costs no timer. It returns ErrExited after exit and ErrStdinClosed
+// after CloseStdin.
+func (p *Process) WriteContext(ctx context.Context, b []byte, timeout time.Duration) (int, error) {
 	p.mu.Lock()
 	exited, closed := p.exit != nil, p.stdinClosed
 	p.mu.Unlock()
@@ -193,17 +211,85 @@ func (p *Process) Write(b []byte) (int, error) {
 	case closed:
 		return 0, ErrStdinClosed
 	}
-	n, err := p.stdin.Write(b)
+	n, err := p.writeInput(ctx, b, timeout)
 	if err != nil {
-		if p.exitedOrGone() || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EIO) {
+		switch {
+		case errors.Is(err, ErrInputBlocked):
+			return n, fmt.Errorf("failed to write stdin: %w (%d of %d bytes written)", err, n, len(b))
+		case p.exitedOrGone() || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EIO):
 			return n, ErrExited
-		}
-		if errors.Is(err, os.ErrClosed) {
+		case errors.Is(err, os.ErrClosed):
 			return n, ErrStdinClosed
 		}
 		return n, fmt.Errorf("failed to write stdin: %w", err)
 	}
 	return n, nil
+}
+
+// writeInput writes b to stdin in its turn, within ctx and timeout. It first writes
+// what the process takes at once; only then, with the rest, does it arm a deadline
+// (stdin is non-blocking, on Go's poller), which ctx ending moves to the past.
+func (p *Process) writeInput(ctx context.Context, b []byte, timeout time.Duration) (int, error) {
+	var deadline time.Time // set once something waits
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	select {
+	case p.writing <- struct{}{}:
+	default:
+		if err := p.waitTurn(ctx, deadline); err != nil {
+			return 0, err
+		}
+	}
+	defer func() { <-p.writing }()
+	if p.writeDeadline {
+		_ = p.stdin.SetWriteDeadline(time.Time{}) // the last slow writer's, maybe expired
+		p.writeDeadline = false
+	}
+	n, err := tryWrite(p.stdin, b)
+	if err != nil || n == len(b) {
+		return n, err
+	}
+	if ctx.Err() != nil {
+		return n, ErrInputBlocked
+	}
+	_ = p.stdin.SetWriteDeadline(deadline)
+	p.writeDeadline = true
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(fired)
+			_ = p.stdin.SetWriteDeadline(time.Unix(1, 0))
+		})
+		defer func() {
+			if !stop() {
+				<-fired // the deadline is set: the next writer replaces it
+			}
+		}()
+	}
+	m, err := p.stdin.Write(b[n:])
+	n += m
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, ErrInputBlocked
+	}
+	return n, err
+}
+
+// waitTurn waits for the write token, until ctx ends or deadline (if set) passes.
+func (p *Process) waitTurn(ctx context.Context, deadline time.Time) error {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case p.writing <- struct{}{}:
+		return nil
+	case <-expired:
+	case <-ctx.Done():
+	}
+	return ErrInputBlocked
 }
 
 // exitedOrGone reports whether the leader has exited (perhaps not yet published).
@@ -214,22 +300,35 @@ func (p *Process) exitedOrGone() bool {
 }
 
 // CloseStdin ends the process's input: it closes the stdin pipe, or on a PTY sends the
-// terminal's EOF character (^D), which a reader at the start of a line sees as EOF.
+// terminal's EOF character (^D), which a reader at the start of a line sees as EOF,
+// waiting at most DefaultInputTimeout for the process to take it (ErrInputBlocked).
 // Later Writes return ErrStdinClosed.
 func (p *Process) CloseStdin() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case p.exit != nil:
+		p.mu.Unlock()
 		return ErrExited
 	case p.stdinClosed:
+		p.mu.Unlock()
 		return nil
 	}
-	p.stdinClosed = true
-	if p.master != nil {
-		return sendEOF(p.master)
+	if p.master == nil {
+		p.stdinClosed = true
+		p.mu.Unlock()
+		return p.stdin.Close()
 	}
-	return p.stdin.Close()
+	p.mu.Unlock()
+	if _, err := p.writeInput(context.Background(), []byte{eofChar(p.master)}, DefaultInputTimeout); err != nil {
+		if errors.Is(err, ErrInputBlocked) {
+			return fmt.Errorf("failed to close stdin: %w", err)
+		}
+		return err
+	}
+	p.mu.Lock()
+	p.stdinClosed = true
+	p.mu.Unlock()
+	return nil
 }
 
 // Resize sets the PTY's window size (TIOCSWINSZ); the foreground job gets SIGWINCH.
@@ -253,26 +352,59 @@ func (p *Process) Resize(cols, rows uint16) error {
 // Attached returns the number of open subscriptions.
 func (p *Process) Attached() int { return int(p.attached.Load()) }
 
+// SubscribeOptions are the settings of a subscription made with SubscribeWith.
+type SubscribeOptions struct {
+	// Hold makes the subscriber a live reader the process waits for: while it is a
+	// whole ring behind, the process's output is not read (the process blocks in its
+	// writes, as on a terminal) until it reads on. A holder that takes nothing from the
+	// ring for HoldBound while the process waits for it stops holding: output goes on
+	// without it, and it gets a gap event when it reads again (then holds again).
+	// Without Hold, a subscriber that falls behind only gets a gap.
+	Hold bool
+	// HoldBound bounds how long a holder that makes no progress keeps the process
+	// waiting. 0 means DefaultHoldBound.
+	HoldBound time.Duration
+}
+
 // Subscribe returns a subscription to the process's output from offset from; from < 0
-// means the current end (live output only), and from beyond the end is the end.
+// means the current end (live output only), and from beyond the end is the end. The
+// subscriber does not hold the process back (see SubscribeWith).
 func (p *Process) Subscribe(from int64) *Subscription {
+	return p.SubscribeWith(from, SubscribeOptions{})
+}
+
+// SubscribeWith is Subscribe with options: SubscribeOptions.Hold makes a live reader
+// that the process waits for, within a bound.
+func (p *Process) SubscribeWith(from int64, o SubscribeOptions) *Subscription {
 	if _, end := p.ring.offsets(); from < 0 || from > end {
 		from = end
 	}
 	p.attached.Add(1)
-	return &Subscription{p: p, pos: from, closed: make(chan struct{})}
+	s := &Subscription{p: p, pos: from, closed: make(chan struct{})}
+	if o.Hold {
+		bound := o.HoldBound
+		if bound <= 0 {
+			bound = DefaultHoldBound
+		}
+		s.hold = &holder{pos: from, last: time.Now(), bound: bound}
+		p.ring.addHolder(s.hold)
+	}
+	return s
 }
 
 // Subscription delivers a process's events in offset order: a gap if the asked-for
 // bytes already left the ring, the buffered output, live output, then the exit. After
 // the exit event, and after Close, Next returns io.EOF. A subscriber that falls behind
-// the ring gets a gap event with the exact range it missed; it never slows the process
-// or other subscribers.
+// the ring gets a gap event with the exact range it missed. A plain subscriber never
+// slows the process or other subscribers; a holding one (SubscribeOptions.Hold) makes
+// the process wait for it while it keeps reading, and for at most its bound when it
+// stops.
 //
 // One goroutine calls Next; Close is safe from any goroutine and idempotent.
 type Subscription struct {
 	p        *Process
 	pos      int64
+	hold     *holder // nil unless the subscriber holds the process back
 	exitSent bool
 	once     sync.Once
 	closed   chan struct{}
@@ -321,7 +453,7 @@ func (s *Subscription) take(max int64) (Event, <-chan struct{}, error) {
 	if s.exitSent {
 		return Event{}, nil, io.EOF
 	}
-	ev, next, wait, ok := s.p.ring.read(s.pos, max)
+	ev, next, wait, ok := s.p.ring.read(s.hold, s.pos, max)
 	if !ok {
 		return Event{}, wait, nil
 	}
@@ -361,6 +493,9 @@ func (s *Subscription) Close() {
 	s.once.Do(func() {
 		close(s.closed)
 		s.p.ring.forget(s)
+		if s.hold != nil {
+			s.p.ring.removeHolder(s.hold)
+		}
 		s.p.attached.Add(-1)
 	})
 }

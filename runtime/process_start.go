@@ -137,7 +137,7 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 		sb: s, id: id, argv: o.Argv, cwd: dir, tag: o.Tag, label: o.Label,
 		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
 		g: &procGroup{session: o.PTY != nil}, ring: newRing(s.cfg.OutputBufferBytes),
-		done: make(chan struct{}),
+		done: make(chan struct{}), writing: make(chan struct{}, 1),
 	}
 	if o.Command != "" {
 		p.command, p.argv = o.Command, nil
@@ -221,7 +221,7 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 	}
 	cmd.WaitDelay = drainBound
 	_ = cmd.Wait()
-	drain(readers, stop.stop, files...)
+	drain(readers, stop.stop, p.ring.heldFor, files...)
 	stop.close()
 	closeAll(files...)
 	st := ExitStatus{Code: -1} // unknown: only if the wait itself failed
@@ -256,21 +256,31 @@ func (p *Process) publishExit(st ExitStatus, keep time.Duration) {
 	close(p.done)
 }
 
-// drain waits for the readers of files to reach EOF, for at most drainBound; then it
-// calls stop (if not nil) and makes their reads fail so they return. done is closed
-// when the readers are finished.
-func drain(done <-chan struct{}, stop func(), files ...*os.File) {
+// drain waits for the readers of files to reach EOF, for at most drainBound of time
+// they spend reading (time spent waiting for a holding subscriber, as reported by held,
+// does not count: that output is still being delivered, and each wait is bounded by the
+// holder's bound); then it calls stop (if not nil) and makes their reads fail so they
+// return. done is closed when the readers are finished.
+func drain(done <-chan struct{}, stop func(), held func() time.Duration, files ...*os.File) {
 	select {
 	case <-done: // the usual case: the tree is dead and the pipes are at EOF
 		return
 	default:
 	}
+	began, held0 := time.Now(), held()
 	t := time.NewTimer(drainBound)
 	defer t.Stop()
-	select {
-	case <-done:
-		return
-	case <-t.C:
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		used := time.Since(began) - (held() - held0)
+		if used >= drainBound {
+			break
+		}
+		t.Reset(drainBound - used)
 	}
 	if stop != nil {
 		stop()

@@ -66,8 +66,9 @@ func setWinsize(m *os.File, cols, rows uint16) error {
 	})
 }
 
-// sendEOF writes the terminal's VEOF character (normally ^D) to the master m.
-func sendEOF(m *os.File) error {
+// eofChar returns the terminal's VEOF character (normally ^D), which written to the
+// master m ends the input of a reader at the start of a line.
+func eofChar(m *os.File) byte {
 	eof := byte(4)
 	_ = control(m, func(fd int) error {
 		t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
@@ -76,8 +77,7 @@ func sendEOF(m *os.File) error {
 		}
 		return err
 	})
-	_, err := m.Write([]byte{eof})
-	return err
+	return eof
 }
 
 func control(f *os.File, fn func(fd int) error) error {

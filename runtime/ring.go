@@ -3,6 +3,7 @@ package runtime
 import (
 	"sort"
 	"sync"
+	"time"
 )
 
 const (
@@ -22,8 +23,11 @@ type streamTag struct {
 }
 
 // ring is the bounded output buffer of one process, addressed by absolute offset across
-// its streams. Writers never block on readers: a reader that falls behind the oldest
-// retained byte is told about the gap when it next reads.
+// its streams. A reader that falls behind the oldest retained byte is told about the
+// gap when it next reads. Holders (see ring_hold.go) are readers the writer waits for:
+// append reports how much room is left before a byte a holder has not read would be
+// dropped, and the process's output reader stops reading the process (waitRoom) while
+// there is none, as a terminal does.
 //
 // ring is safe for concurrent use. Readers wait on the channel returned by read, which is
 // closed by the next write or by close.
@@ -38,6 +42,13 @@ type ring struct {
 	exit    *ExitStatus
 	wait    chan struct{}  // non-nil while a reader waits
 	notify  map[any]func() // one-shot callbacks of readers that wait without a goroutine
+
+	holders      map[*holder]struct{}
+	blockedSince time.Time     // when the writer found no room, while it has none
+	room         chan struct{} // non-nil while a writer waits for room; closed when it changes
+	waiters      int           // writers in waitRoom
+	waitStart    time.Time     // when waiters last became non-zero
+	heldTotal    time.Duration // time with waiters, before waitStart
 }
 
 func newRing(max int) *ring {
@@ -45,19 +56,21 @@ func newRing(max int) *ring {
 }
 
 // write appends p, tagged with stream, dropping the oldest bytes beyond the ring's size,
-// and wakes waiting readers.
-func (r *ring) write(stream Stream, p []byte) {
-	r.append(stream, p, true)
+// and wakes waiting readers. It returns the room left (see append).
+func (r *ring) write(stream Stream, p []byte) int {
+	return r.append(stream, p, true)
 }
 
 // append is write; with wake false, waiting readers are not woken yet (see wake), so
-// a writer with more data at hand can batch it into one wake-up.
-func (r *ring) append(stream Stream, p []byte, wake bool) {
+// a writer with more data at hand can batch it into one wake-up. It returns how many
+// bytes may be appended next without dropping one a holder has not read; the writer
+// keeps to that, and waits (waitRoom) when it is 0.
+func (r *ring) append(stream Stream, p []byte, wake bool) int {
 	if len(p) == 0 {
 		if wake {
 			r.wake()
 		}
-		return
+		return r.freeRoom()
 	}
 	r.mu.Lock()
 	if n := len(r.tags); n == r.tagHead || r.tags[n-1].stream != stream {
@@ -78,11 +91,21 @@ func (r *ring) append(stream Stream, p []byte, wake bool) {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
+	room, _ := r.roomLocked(1)
 	if !wake {
 		r.mu.Unlock()
-		return
+		return room
 	}
 	r.wakeUnlock()
+	return room
+}
+
+// freeRoom returns the room a writer has now (see append).
+func (r *ring) freeRoom() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	room, _ := r.roomLocked(1)
+	return room
 }
 
 // wake wakes waiting readers.
@@ -193,10 +216,19 @@ func (r *ring) offsets() (start, end int64) {
 // read returns the next event for a reader at pos, with at most max bytes of output,
 // and the position after it. When there is nothing to read yet it returns ok == false
 // and a channel closed by the next change. It returns the exit event (ok, Kind
-// EventExit) once all output up to the end was read.
-func (r *ring) read(pos, max int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
+// EventExit) once all output up to the end was read. h, when not nil, is the reader's
+// holder: its position and progress are updated.
+func (r *ring) read(h *holder, pos, max int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ev, next, wait, ok = r.readLocked(pos, max)
+	if ok && h != nil {
+		r.advancedLocked(h, next)
+	}
+	return ev, next, wait, ok
+}
+
+func (r *ring) readLocked(pos, max int64) (ev Event, next int64, wait <-chan struct{}, ok bool) {
 	if pos < r.start {
 		return Event{Kind: EventGap, From: pos, To: r.start}, r.start, nil, true
 	}

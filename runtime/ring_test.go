@@ -18,7 +18,7 @@ type ringWrite struct {
 func readAll(r *ring, pos int64) []Event {
 	var evs []Event
 	for {
-		ev, next, _, ok := r.read(pos, maxEventBytes)
+		ev, next, _, ok := r.read(nil, pos, maxEventBytes)
 		if !ok {
 			return evs
 		}
@@ -155,7 +155,7 @@ func TestRingHammer(t *testing.T) {
 		rwg.Go(func() {
 			pos, gaps, bytesRead := int64(0), int64(0), int64(0)
 			for {
-				ev, next, wait, ok := r.read(pos, maxEventBytes)
+				ev, next, wait, ok := r.read(nil, pos, maxEventBytes)
 				if !ok {
 					select {
 					case <-wait:

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strconv"
 	"strings"
@@ -81,6 +85,70 @@ func TestForcedExitKillsProcesses(t *testing.T) {
 		t.Fatalf("serve exited with %d, want 130 (forced): %s", code, n.log.String())
 	}
 	waitGone(t, tree)
+}
+
+// TestShutdownWithBlockedInput: input stuck on a PTY whose process does not read it
+// (its input queue full) does not hold a shutdown up: serve exits cleanly within its
+// grace, and no process of the tree is left.
+func TestShutdownWithBlockedInput(t *testing.T) {
+	const tok = "e2e-token"
+	n := startNode(t, tok)
+	n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
+	proc := n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & exec sleep 300","pty":true}`)
+	tree := waitTree(t, pidOf(t, proc), 2)
+	id := proc[strings.Index(proc, `"id":"`)+6:]
+	id = id[:strings.IndexByte(id, '"')]
+	input := `{"text":"` + strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef01234567890123\\n", 12<<10) + `"}`
+	path := "/v1/sandboxes/sd1/processes/" + id + "/input"
+	// The first input fills the queue, and is refused once the input timeout passes.
+	if st, body := n.postStatus(tok, path, input, nil); st != http.StatusServiceUnavailable {
+		t.Fatalf("input to a process that does not read it: %d %s", st, body)
+	}
+	// The next one waits in the write while serve is told to stop: its body, larger
+	// than the socket buffers, is all sent once serve has read nearly all of it.
+	answered, sent := make(chan int, 1), make(chan struct{})
+	go func() {
+		st, b := n.postStatus(tok, path, input, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(sent) }})
+		t.Logf("second input: %d %s", st, b)
+		answered <- st
+	}()
+	select {
+	case <-sent:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second input was not sent")
+	}
+	n.signal(t, syscall.SIGTERM)
+	began := time.Now()
+	if code := waitExit(t, n); code != 0 {
+		t.Fatalf("serve exited with %d: %s", code, n.log.String())
+	}
+	t.Logf("serve exited %v after SIGTERM", time.Since(began).Round(time.Millisecond))
+	waitGone(t, tree)
+	select {
+	case st := <-answered:
+		t.Logf("the blocked input was answered %d", st)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the blocked input never got an answer")
+	}
+}
+
+// postStatus sends a POST, traced by trace if not nil, and returns its status (0 if it
+// got no answer within a minute) and body.
+func (n *node) postStatus(token, path, body string, trace *httptrace.ClientTrace) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if trace != nil {
+		ctx = httptrace.WithClientTrace(ctx, trace)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+n.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // pidOf returns the pid field of a process object.

@@ -351,7 +351,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	s.metrics.sseClients.Inc()
 	defer s.metrics.sseClients.Dec()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
-	return s.pumpOutputSSE(ctx, sse, sub)
+	return s.pumpOutputSSE(ctx, sse, sub, sb, p.ID())
 }
 
 // subscribeLive subscribes a live stream (WebSocket or SSE) to p's output from offset
@@ -370,10 +370,14 @@ func startOffset(p *runtime.Process, from int64, given bool) int64 {
 	return p.Info().OutputDropped
 }
 
-func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime.Subscription) error {
+// pumpOutputSSE sends the output of process id of sandbox sb from sub, until the exit.
+func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime.Subscription, sb, id string) error {
 	pumpSSE(ctx, sse, sub.Next, func(ev runtime.Event) error {
-		if ev.Kind == runtime.EventOutput {
+		switch ev.Kind {
+		case runtime.EventOutput:
 			s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
+		case runtime.EventExit:
+			s.settleExit(ctx, sb, id)
 		}
 		return writeOutputEvent(sse, ev)
 	})

@@ -113,13 +113,14 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 
 	s.metrics.wsClients.Inc()
 	ctx, cancel := context.WithCancel(s.streamCtx)
-	a := &wsAttachment{s: s, ctx: ctx, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub, start: start}
+	sb, began := r.PathValue("sb"), time.Now()
+	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub,
+		start: start, sandbox: sb, process: p.ID()}
 	a.idle.L = &a.mu
 	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
 	// through a read deadline; an idle client's connection stays open, so a
 	// shutting-down server can still say why it closes.
 	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
-	sb, began := r.PathValue("sb"), time.Now()
 	go func() {
 		defer s.bg.Done()
 		readErr := s.readWS(cc, conn, p)
@@ -128,11 +129,15 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		a.stop() // the pump is done: its subscription's offset is the client's
 		s.log.Info("websocket detached", "sandbox", sb, "process", p.ID(), "offset", sub.Offset(),
 			"for", time.Since(began).Round(time.Millisecond), "why", readErr)
+		code, reason := a.closing()
 		switch {
 		case s.streamCtx.Err() != nil:
 			conn.Close(websocket.StatusServiceRestart, "server shutting down")
 		case errors.Is(readErr, errInputBlocked):
 			conn.Close(websocket.StatusTryAgainLater, "process is not reading its input")
+		case code != 0: // the sender finished: the exit was sent, or the client stalled
+			_ = cc.conn.SetReadDeadline(time.Time{}) // the close handshake reads the reply
+			conn.Close(code, reason)
 		}
 		s.wsWatch.remove(a.ww)
 		sub.Close()
@@ -161,14 +166,6 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request) (conn *websock
 		return nil, nil, false
 	}
 	return conn, hj.hijacked, true
-}
-
-// closeStalled closes with 1013 the connection of a client whose write failed because
-// it read nothing for the write timeout.
-func closeStalled(ww *wsWriter, err error) {
-	if errors.Is(err, errStalled) {
-		ww.conn.Close(websocket.StatusTryAgainLater, "client too slow")
-	}
 }
 
 func (s *Server) writeWSEvent(ctx context.Context, ww *wsWriter, ev runtime.Event) error {

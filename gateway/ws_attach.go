@@ -24,13 +24,20 @@ import (
 // The pump sends the ready message, then output, gaps and the exit, until the stream
 // ends, the client goes away or the server shuts down. One sender (a pump or an inline
 // send) runs at a time: the one that set pumping.
+//
+// Only the reader goroutine closes the connection with a status: coder/websocket's
+// close handshake reads from the connection, which the reader may be peeking at
+// (clientConn.waitReadable). A sender that wants the connection closed calls finish.
 type wsAttachment struct {
-	s     *Server
-	ctx   context.Context // ends when the client goes away or the server shuts down
-	ww    *wsWriter
-	sock  net.Conn // the client's connection, under ww's WebSocket
-	sub   *runtime.Subscription
-	start int64
+	s      *Server
+	ctx    context.Context // ends when the client goes away or the server shuts down
+	cancel context.CancelFunc
+	ww     *wsWriter
+	sock   net.Conn // the client's connection, under ww's WebSocket
+	sub    *runtime.Subscription
+	start  int64
+	// sandbox and process name the stream's process, for settling its exit.
+	sandbox, process string
 
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when pumping turns false
@@ -38,6 +45,10 @@ type wsAttachment struct {
 	stopped bool           // no pump may start any more
 	ready   bool           // the ready message was sent; only senders touch it, one at a time
 	held    *runtime.Event // taken by an inline send, for the next pump to send
+	// closeCode and closeReason are what finish asked the reader goroutine to close
+	// the connection with (closeCode 0: nothing asked).
+	closeCode   websocket.StatusCode
+	closeReason string
 }
 
 const (
@@ -100,14 +111,37 @@ func (a *wsAttachment) sendInline() bool {
 		return false
 	}
 	if err := a.s.writeWSEvent(a.ctx, a.ww, ev); err != nil {
-		if errors.Is(err, errStalled) {
-			a.s.bg.Add(1)
-			go func() { defer a.s.bg.Done(); closeStalled(a.ww, err) }()
-		}
+		a.finishStalled(err)
 		a.park()
 		return true
 	}
 	return a.caughtUp()
+}
+
+// finish ends the attachment: the reader goroutine stops and, once the sender is done,
+// closes the connection with code and reason (the first asked for wins).
+func (a *wsAttachment) finish(code websocket.StatusCode, reason string) {
+	a.mu.Lock()
+	if a.closeCode == 0 {
+		a.closeCode, a.closeReason = code, reason
+	}
+	a.mu.Unlock()
+	a.cancel()
+}
+
+// finishStalled finishes with 1013 when err says the client read nothing for the
+// write timeout; any other write error means the client or the server went away.
+func (a *wsAttachment) finishStalled(err error) {
+	if errors.Is(err, errStalled) {
+		a.finish(websocket.StatusTryAgainLater, "client too slow")
+	}
+}
+
+// closing returns what finish asked for; call it after stop.
+func (a *wsAttachment) closing() (websocket.StatusCode, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closeCode, a.closeReason
 }
 
 // caughtUp ends a send with nothing left to send: the sender parks and asks to be
@@ -151,7 +185,7 @@ func (a *wsAttachment) pump() {
 	defer a.s.wsPumps.Add(-1)
 	if !a.ready {
 		if err := writeControl(a.ctx, a.ww, wsControl{Type: "ready", Offset: &a.start}); err != nil {
-			closeStalled(a.ww, err)
+			a.finishStalled(err)
 			a.park()
 			return
 		}
@@ -169,13 +203,16 @@ func (a *wsAttachment) pump() {
 			}
 			continue
 		}
+		if ev.Kind == runtime.EventExit {
+			a.s.settleExit(a.ctx, a.sandbox, a.process)
+		}
 		if err := a.s.writeWSEvent(a.ctx, a.ww, ev); err != nil {
-			closeStalled(a.ww, err)
+			a.finishStalled(err)
 			a.park()
 			return
 		}
 		if ev.Kind == runtime.EventExit {
-			a.ww.conn.Close(websocket.StatusNormalClosure, "")
+			a.finish(websocket.StatusNormalClosure, "")
 			a.park()
 			return
 		}

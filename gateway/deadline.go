@@ -24,15 +24,22 @@ import (
 //     deadline is cleared, so a long exec after it, and net/http's check for a client
 //     that hangs up, are not cut off. Requests without a body (SSE and WebSocket among
 //     them) get no read deadline at all.
-//  3. An error answered before the body was read (a 401, a 400 from the path, a 413) is
+//  3. A response other than a stream (SSE and WebSocket have their own) gets a write
+//     deadline of ResponseWriteTimeout when it starts writing, pushed back as it goes
+//     (statusRecorder.arm), so a client that stops reading a large answer frees its
+//     connection and goroutine. It is cleared when the next request on the connection
+//     starts: net/http keeps a connection's deadline from one request to the next.
+//  4. An error answered before the body was read (a 401, a 400 from the path, a 413) is
 //     sent with Connection: close and the read deadline set to now: net/http would
 //     otherwise try to read and discard the unread body before it reads the next
 //     request, and a client that never sends it would hold the connection forever.
 const (
 	defaultReadHeaderTimeout = 10 * time.Second
 	defaultBodyReadTimeout   = 30 * time.Second
-	defaultIdleTimeout       = 2 * time.Minute
-	defaultMaxHeaderBytes    = 64 << 10
+	// defaultResponseWriteTimeout bounds each wait of a response for its client.
+	defaultResponseWriteTimeout = 30 * time.Second
+	defaultIdleTimeout          = 2 * time.Minute
+	defaultMaxHeaderBytes       = 64 << 10
 	// unreadBodyGrace is how long, after an error answered before the body was read,
 	// net/http may go on reading (and discarding) up to 256 KiB of that body. A client
 	// that is sending it is not reset while it still writes; a silent one holds its

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -148,5 +149,45 @@ func TestHeaderLimit(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
+	}
+}
+
+// TestResponseWriteDeadline: a client that asks for a large file and reads nothing
+// frees its handler once the response write timeout passes; without the deadline the
+// handler would wait on the full socket for as long as the client stays connected.
+func TestResponseWriteDeadline(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.ResponseWriteTimeout = 300 * time.Millisecond }})
+	ts.sandbox("big")
+	// More than the loopback socket buffers of both ends can hold.
+	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/big/files?path=f", strings.Repeat("x", maxFileBody))
+	route := `route="GET /v1/sandboxes/{sb}/files"`
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "GET /v1/sandboxes/big/files?path=f HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testToken + "\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	// The wrapper counts a request once its handler has returned.
+	eventually(t, 20*time.Second, "the stalled download's handler to return", func() bool {
+		r := ts.doToken(testAdminToken, "GET", "/metrics", nil)
+		for _, line := range strings.Split(string(r.body), "\n") {
+			if strings.HasPrefix(line, "sandgate_http_requests_total{") && strings.Contains(line, route) {
+				return true
+			}
+		}
+		return false
+	})
+	got, _ := io.ReadAll(c) // what the kernel buffered, then the close
+	if len(got) >= maxFileBody {
+		t.Fatalf("the client got all %d bytes: the server did not give up on it", len(got))
 	}
 }

@@ -95,16 +95,20 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps to the real writer so
-// http.ResponseController and websocket.Accept still reach Flush and Hijack.
+// http.ResponseController and websocket.Accept still reach Flush and Hijack. With a
+// writeTimeout it also gives the response its write deadline (deadline.go, step 3).
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status       int
+	writeTimeout time.Duration // 0: the route's streams set their own deadlines
+	deadline     time.Time
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
 	}
+	s.arm()
 	s.ResponseWriter.WriteHeader(code)
 }
 
@@ -112,7 +116,22 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	s.arm()
 	return s.ResponseWriter.Write(b)
+}
+
+// arm sets the write deadline writeTimeout from now; it is moved only once a tenth of
+// the timeout has passed, so a response written in many pieces arms few timers.
+func (s *statusRecorder) arm() {
+	if s.writeTimeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if d := s.deadline.Sub(now); d > s.writeTimeout-s.writeTimeout/10 {
+		return
+	}
+	s.deadline = now.Add(s.writeTimeout)
+	_ = http.NewResponseController(s.ResponseWriter).SetWriteDeadline(s.deadline)
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -141,6 +141,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", reqID)
 		rec := &statusRecorder{ResponseWriter: w}
+		if !rt.queryToken { // not a stream: its response gets a write deadline
+			rec.writeTimeout = s.cfg.ResponseWriteTimeout
+			// Cleared: the previous response on this connection may have left one.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		}
 		err := s.serveRoute(rec, r, rt)
 		if err != nil {
 			s.writeError(rec, r, err)

@@ -73,6 +73,11 @@ type Config struct {
 	// connection is cut: it bounds each wait for more of the body, not the whole body,
 	// so a slow upload that keeps going is never cut. Defaults to 30 s.
 	BodyReadTimeout time.Duration
+	// ResponseWriteTimeout is how long a response (other than an SSE or WebSocket
+	// stream, which have their own deadlines) may wait for a client that reads nothing
+	// before its connection is cut; like BodyReadTimeout it bounds each wait, so a slow
+	// download that keeps reading is never cut. Defaults to 30 s.
+	ResponseWriteTimeout time.Duration
 	// IdleTimeout bounds how long a kept-alive connection waits for its next request.
 	// Defaults to 2 min.
 	IdleTimeout time.Duration
@@ -221,6 +226,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.BodyReadTimeout <= 0 {
 		c.BodyReadTimeout = defaultBodyReadTimeout
+	}
+	if c.ResponseWriteTimeout <= 0 {
+		c.ResponseWriteTimeout = defaultResponseWriteTimeout
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = defaultIdleTimeout

@@ -39,7 +39,9 @@ type Node struct {
 
 // Open starts a node on cfg: it opens storage (unless given), creates the workspace
 // root and loads every persisted alarm into the timer heap. Actors are activated lazily,
-// on their first request or alarm.
+// on their first request or alarm. A damaged storage file is served but for the
+// sandboxes whose records cannot be read (see BoltStore); one that cannot be opened at
+// all is an error matching ErrCorrupt.
 func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -50,7 +52,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{})}
 	if n.store == nil {
-		s, err := OpenBolt(filepath.Join(c.DataDir, "actors.db"))
+		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -64,6 +66,11 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrCorrupt) {
+		// A damaged sandbox index: the store has logged it; the sandboxes it could
+		// list have their alarms, the others wake on their next request.
+		err = nil
+	}
 	if err != nil {
 		n.alarms.close()
 		if n.ownsStore {

@@ -1,0 +1,239 @@
+package actor
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// How BoltStore contains a damaged file.
+//
+// bbolt keeps no checksums on its B+tree pages: it trusts what it reads, and it panics
+// when a page is not what it should be ("invalid page type", "Page expected to be: 12,
+// but self identifies as ..."), or faults when a damaged page points outside the file.
+// Left alone, one bad page takes down the whole node, on every restart, for every
+// tenant. So every walk of one sandbox's records (Read, the committer's transactions,
+// the scan in Sandboxes, the check at open) runs with panic-on-fault set and a recover,
+// and a panic becomes a *CorruptError for that sandbox alone:
+//
+//  1. The sandbox is remembered as damaged (damageSet) until the store is reopened, and
+//     its Reads and Writes fail at once, without walking the bad page again.
+//  2. A group commit that panics is rolled back by bbolt and retried one batch at a
+//     time; only the batch that panics alone fails (see commitPending).
+//  3. Sandboxes skips damaged sandboxes: their records, labels and tenant included,
+//     cannot be read, so no list can show them to anyone.
+//  4. OpenBolt walks every sandbox's records once, so the damage is logged and counted
+//     at start, not found by the first unlucky request.
+//
+// The recovers cost a deferred call per Read, per cursor step and per transaction
+// (BenchmarkBoltRead, BenchmarkGroupCommit). Pages that are damaged but still look
+// valid cannot be told apart from good ones: bbolt reads what is there.
+
+// Damage is one part of a BoltStore's file that could not be read.
+type Damage struct {
+	// Sandbox is the sandbox whose records could not be read, or "" for the sandbox
+	// index (then sandboxes listed after the damaged page are not known).
+	Sandbox string
+	// Detail is what bbolt reported, usually naming the page.
+	Detail string
+}
+
+// damageSet remembers what could not be read. Its methods are safe for concurrent use;
+// get is on every Read and Write, so it takes no lock while nothing is damaged.
+type damageSet struct {
+	path string
+	log  *slog.Logger
+
+	n  atomic.Int32 // len(list)
+	mu sync.Mutex   // protects following
+	m  map[string]*CorruptError
+	// list is every damage found, in the order found.
+	list []Damage
+}
+
+// get returns the *CorruptError of a sandbox known to be damaged, or nil.
+func (d *damageSet) get(sandbox string) error {
+	if d.n.Load() == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.m[sandbox]; e != nil {
+		return e
+	}
+	return nil
+}
+
+// mark records that sandbox's records (or, for "", the index) could not be read, logs
+// it the first time, and returns the error its callers get from now on.
+func (d *damageSet) mark(sandbox, detail string) *CorruptError {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.m[sandbox]; e != nil {
+		return e
+	}
+	if d.m == nil {
+		d.m = map[string]*CorruptError{}
+	}
+	e := &CorruptError{Sandbox: sandbox, Detail: detail}
+	d.m[sandbox] = e
+	d.list = append(d.list, Damage{Sandbox: sandbox, Detail: detail})
+	d.n.Store(int32(len(d.list)))
+	what := "sandbox records"
+	if sandbox == "" {
+		what = "sandbox index (sandboxes after the damaged page are not listed)"
+	}
+	d.log.Error("actor: storage damaged: could not read "+what+"; serving the rest",
+		"file", d.path, "sandbox", sandbox, "detail", detail,
+		"fix", "restore the file from a backup and restart; the damaged sandbox answers 503 until then")
+	return e
+}
+
+// Damaged returns what the store could not read so far: found by the check at open or
+// by a later read or write, in the order found. It is safe for concurrent use.
+func (s *BoltStore) Damaged() []Damage {
+	s.damage.mu.Lock()
+	defer s.damage.mu.Unlock()
+	return slices.Clone(s.damage.list)
+}
+
+// damageReporter is the optional capability of a Storage that knows which sandboxes'
+// records it could not read (BoltStore); Node.Stats reports it.
+type damageReporter interface {
+	Damaged() []Damage
+}
+
+var _ damageReporter = (*BoltStore)(nil)
+
+// panicDetail describes a recovered panic for a Damage.
+func panicDetail(p any) string {
+	if err, ok := p.(error); ok {
+		return "bbolt: " + err.Error()
+	}
+	return fmt.Sprintf("bbolt: %v", p)
+}
+
+// isFault reports whether p is a memory fault turned into a panic by panic-on-fault:
+// a damaged page that points outside the mapped file.
+func isFault(p any) bool {
+	_, ok := p.(interface{ Addr() uintptr })
+	return ok
+}
+
+// update runs fn in a write transaction and turns a panic into damaged (bbolt rolls the
+// transaction back as the panic passes). Every panic counts: fn is applyBatch, whose
+// only way to panic is a page bbolt cannot read.
+func (s *BoltStore) update(fn func(tx *bolt.Tx) error) (err error, damaged string) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err, damaged = nil, panicDetail(p)
+		}
+	}()
+	return s.db.Update(fn), ""
+}
+
+// getContained is b.Get(key) with a panic turned into damaged.
+func getContained(b *bolt.Bucket, key []byte) (v []byte, damaged string) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, damaged = nil, panicDetail(p)
+		}
+	}()
+	return b.Get(key), ""
+}
+
+// catch is deferred by the boltReader's cursor steps: a panic there means a page of
+// this sandbox's records is damaged. The step returns nils, the reader answers nothing
+// more, and Read returns the damage.
+func (r *boltReader) catch() {
+	if p := recover(); p != nil {
+		r.broken = panicDetail(p)
+	}
+}
+
+// The cursor steps of a boltReader, each contained. A method each, not one taking a
+// method value, which would allocate on every step.
+
+func (r *boltReader) seek(key []byte) (k, v []byte) {
+	if r.broken != "" {
+		return nil, nil
+	}
+	defer r.catch()
+	return r.c.Seek(key)
+}
+
+func (r *boltReader) first() (k, v []byte) {
+	if r.broken != "" {
+		return nil, nil
+	}
+	defer r.catch()
+	return r.c.First()
+}
+
+func (r *boltReader) next() (k, v []byte) {
+	if r.broken != "" {
+		return nil, nil
+	}
+	defer r.catch()
+	return r.c.Next()
+}
+
+func (r *boltReader) prev() (k, v []byte) {
+	if r.broken != "" {
+		return nil, nil
+	}
+	defer r.catch()
+	return r.c.Prev()
+}
+
+func (r *boltReader) last() (k, v []byte) {
+	if r.broken != "" {
+		return nil, nil
+	}
+	defer r.catch()
+	return r.c.Last()
+}
+
+// checkAll walks every indexed sandbox's epoch and records once, at open, and marks
+// those it cannot read. It returns how many sandboxes it walked.
+func (s *BoltStore) checkAll() int {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	walked := 0
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		data, epochs := tx.Bucket(bucketData), tx.Bucket(bucketEpochs)
+		ids := &boltReader{c: tx.Bucket(bucketIndex).Cursor()}
+		for id, _ := ids.first(); id != nil; id, _ = ids.next() {
+			walked++
+			if detail := walkSandbox(data, epochs, id); detail != "" {
+				s.damage.mark(string(id), detail)
+			}
+		}
+		if ids.broken != "" {
+			s.damage.mark("", ids.broken)
+		}
+		return nil
+	})
+	return walked
+}
+
+// walkSandbox reads every record of one sandbox and reports what panicked, or "".
+func walkSandbox(data, epochs *bolt.Bucket, id []byte) (detail string) {
+	defer func() {
+		if p := recover(); p != nil {
+			detail = panicDetail(p)
+		}
+	}()
+	epochs.Get(id)
+	pfx := dataKey(string(id), nil)
+	c := data.Cursor()
+	for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Next() {
+	}
+	return ""
+}

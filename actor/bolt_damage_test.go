@@ -3,7 +3,6 @@ package actor
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,106 +12,23 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/sandgate/sandgate/actor/actortest"
 )
-
-// The on-disk page layout of bbolt (go.etcd.io/bbolt/internal/common/page.go), read
-// here to find which page holds a key: a 16-byte header (id u64, flags u16, count u16,
-// overflow u32), then count 16-byte elements. A branch element is pos u32, ksize u32,
-// pgid u64; a leaf element is flags u32, pos u32, ksize u32, vsize u32. pos counts
-// from the element's own start.
-const (
-	pageHeaderSize = 16
-	pageElemSize   = 16
-	pageBranch     = 0x01
-	pageLeaf       = 0x02
-)
-
-// leafPage is one leaf page of a bucket and the keys on it.
-type leafPage struct {
-	id   uint64
-	keys [][]byte
-}
-
-// bucketLeaves returns every leaf page of a top-level bucket of the (closed) bbolt file
-// at path, in key order, by reading the pages from the file.
-func bucketLeaves(tb testing.TB, path string, bucket []byte) (leaves []leafPage, pageSize int) {
-	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	must(tb, err)
-	var root uint64
-	must(tb, db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket(bucket).Root())
-		return nil
-	}))
-	pageSize = db.Info().PageSize
-	must(tb, db.Close())
-	if root == 0 {
-		tb.Fatalf("bucket %q is inline: give it more data", bucket)
-	}
-	file, err := os.ReadFile(path)
-	must(tb, err)
-	var walk func(id uint64)
-	walk = func(id uint64) {
-		p := file[int(id)*pageSize:]
-		flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
-		for i := range count {
-			e := p[pageHeaderSize+i*pageElemSize:]
-			switch flags {
-			case pageBranch:
-				walk(binary.LittleEndian.Uint64(e[8:]))
-			case pageLeaf:
-				pos, ksize := binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
-				if i == 0 {
-					leaves = append(leaves, leafPage{id: id})
-				}
-				l := &leaves[len(leaves)-1]
-				l.keys = append(l.keys, bytes.Clone(e[pos:pos+ksize]))
-			default:
-				tb.Fatalf("page %d: flags %#x", id, flags)
-			}
-		}
-	}
-	walk(root)
-	return leaves, pageSize
-}
-
-// damagePage overwrites page id of the file at path with garbage, as a bad sector or
-// a torn write would leave it; bbolt then panics on reaching it.
-func damagePage(tb testing.TB, path string, id uint64, pageSize int) {
-	tb.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	must(tb, err)
-	defer f.Close()
-	_, err = f.WriteAt(bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, pageSize/4), int64(id)*int64(pageSize))
-	must(tb, err)
-	must(tb, f.Sync())
-}
 
 // damageSandboxPage damages the leaf page of the data bucket that holds key of sandbox,
 // which must hold nothing of any other sandbox, and returns its id.
 func damageSandboxPage(tb testing.TB, path, sandbox string, key []byte) uint64 {
 	tb.Helper()
-	leaves, pageSize := bucketLeaves(tb, path, bucketData)
-	want, pfx := dataKey(sandbox, key), dataKey(sandbox, nil)
-	for _, l := range leaves {
-		has := false
-		for _, k := range l.keys {
-			if !bytes.HasPrefix(k, pfx) {
-				has = false
-				break
-			}
-			has = has || bytes.Equal(k, want)
-		}
-		if has {
-			damagePage(tb, path, l.id, pageSize)
-			return l.id
-		}
+	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketData))
+	must(tb, err)
+	l, ok := actortest.OnlyLeafWith(leaves, dataKey(sandbox, nil), dataKey(sandbox, key))
+	if !ok {
+		tb.Fatalf("no leaf page holds %q and nothing of other sandboxes", dataKey(sandbox, key))
 	}
-	tb.Fatalf("no leaf page holds %q and nothing of other sandboxes", want)
-	return 0
+	_, err = actortest.DamagePage(path, l.ID, pageSize)
+	must(tb, err)
+	return l.ID
 }
 
 // bigEvents appends n events of about 2 KiB to sandbox id, so that its records fill
@@ -249,24 +165,19 @@ func TestDamagedPageInGroupCommit(t *testing.T) {
 		must(t, s.Write(ctx, b))
 	}
 	must(t, s.Close())
-	leaves, pageSize := bucketLeaves(t, path, bucketData)
+	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketData))
+	must(t, err)
 	s, err = OpenBolt(path)
 	must(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	// Damaged while open: the store reads the page from its mapping of the file.
-	var victimPage uint64
-	for _, l := range leaves {
-		if bytes.HasPrefix(l.keys[0], []byte("zz-victim\x00")) && bytes.Equal(l.keys[len(l.keys)-1], dataKey("zz-victim", keyMeta)) {
-			victimPage = l.id
-		}
-	}
-	if victimPage == 0 {
+	victim, ok := actortest.OnlyLeafWith(leaves, dataKey("zz-victim", nil), dataKey("zz-victim", keyMeta))
+	if !ok {
 		t.Fatal("no leaf page of zz-victim's alone holds its meta key")
 	}
-	file, err := os.ReadFile(path)
+	victimPage := victim.ID
+	// Damaged while open: the store reads the page from its mapping of the file.
+	good, err := actortest.DamagePage(path, victimPage, pageSize)
 	must(t, err)
-	good := bytes.Clone(file[int(victimPage)*pageSize : int(victimPage+1)*pageSize])
-	damagePage(t, path, victimPage, pageSize)
 
 	// Queue the two batches under one hold of the lock: whichever run of the committer
 	// takes them takes both, as one group in one transaction.
@@ -323,9 +234,10 @@ func TestUnopenableStorage(t *testing.T) {
 	mustCreate(t, n, "a1")
 	closeNode(t, n)
 	path := filepath.Join(n.cfg.DataDir, "actors.db")
-	pageSize := os.Getpagesize()
-	damagePage(t, path, 0, pageSize)
-	damagePage(t, path, 1, pageSize)
+	for _, id := range []uint64{0, 1} {
+		_, err := actortest.DamagePage(path, id, os.Getpagesize())
+		must(t, err)
+	}
 	before, err := os.ReadFile(path)
 	must(t, err)
 

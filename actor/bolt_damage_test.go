@@ -17,8 +17,9 @@ import (
 )
 
 // damageSandboxPage damages the leaf page of the data bucket that holds key of sandbox,
-// which must hold nothing of any other sandbox, and returns its id.
-func damageSandboxPage(tb testing.TB, path, sandbox string, key []byte) uint64 {
+// which must hold nothing of any other sandbox, with damage (actortest.DamagePage or
+// ScramblePage), and returns its id.
+func damageSandboxPage(tb testing.TB, path, sandbox string, key []byte, damage func(string, uint64, int) ([]byte, error)) uint64 {
 	tb.Helper()
 	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketData))
 	must(tb, err)
@@ -26,7 +27,7 @@ func damageSandboxPage(tb testing.TB, path, sandbox string, key []byte) uint64 {
 	if !ok {
 		tb.Fatalf("no leaf page holds %q and nothing of other sandboxes", dataKey(sandbox, key))
 	}
-	_, err = actortest.DamagePage(path, l.ID, pageSize)
+	_, err = damage(path, l.ID, pageSize)
 	must(tb, err)
 	return l.ID
 }
@@ -67,6 +68,24 @@ func (l *lockedBuffer) String() string {
 // every route, and the others read, write, list and delete as before.
 func TestDamagedSandboxIsContained(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		name   string
+		damage func(path string, id uint64, pageSize int) ([]byte, error)
+		detail string
+	}{
+		{"garbage page", actortest.DamagePage, "Page expected to be"},
+		// A page that still looks like a leaf but points outside the file: a fault.
+		{"scrambled elements", actortest.ScramblePage, "invalid memory address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testDamagedSandbox(t, tc.damage, tc.detail)
+		})
+	}
+}
+
+func testDamagedSandbox(t *testing.T, damage func(string, uint64, int) ([]byte, error), detail string) {
 	n := newTestNode(t, nil)
 	for _, id := range []string{"a1", "b2", "zz-victim"} { // the victim sorts last
 		mustCreate(t, n, id)
@@ -75,7 +94,7 @@ func TestDamagedSandboxIsContained(t *testing.T) {
 	bigEvents(t, n, "zz-victim", 20)
 	closeNode(t, n)
 	path := filepath.Join(n.cfg.DataDir, "actors.db")
-	page := damageSandboxPage(t, path, "zz-victim", keyMeta)
+	page := damageSandboxPage(t, path, "zz-victim", keyMeta, damage)
 
 	logs := &lockedBuffer{}
 	cfg := *n.cfg
@@ -85,8 +104,11 @@ func TestDamagedSandboxIsContained(t *testing.T) {
 	if got := n.Stats().UnreadableSandboxes; got != 1 {
 		t.Errorf("UnreadableSandboxes = %d after open, want 1", got)
 	}
-	if l := logs.String(); !strings.Contains(l, "zz-victim") || !strings.Contains(l, fmt.Sprint(page)) || !strings.Contains(l, path) {
-		t.Errorf("open logged no line naming the sandbox, page %d and file: %s", page, l)
+	if l := logs.String(); !strings.Contains(l, "zz-victim") || !strings.Contains(l, detail) || !strings.Contains(l, path) {
+		t.Errorf("open logged no line naming the sandbox, the damage (%q) and the file: %s", detail, l)
+	}
+	if d := n.store.(*BoltStore).Damaged(); len(d) != 1 || d[0].Sandbox != "zz-victim" {
+		t.Errorf("Damaged() = %+v, want zz-victim's page %d", d, page)
 	}
 
 	ctx := tctx(t)

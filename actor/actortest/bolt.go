@@ -124,3 +124,41 @@ func DamagePage(path string, id uint64, pageSize int) (was []byte, err error) {
 	}
 	return was, f.Sync()
 }
+
+// ScramblePage keeps the header of page id of the file at path (its id and type stay
+// right) but points every element's key and value 2 GiB past the page, so that bbolt
+// reads outside the file: a memory fault, not a panic, unless the reader has asked
+// for panics on faults. It syncs the file and returns the page as it was.
+func ScramblePage(path string, id uint64, pageSize int) (was []byte, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	off := int64(id) * int64(pageSize)
+	was = make([]byte, pageSize)
+	if _, err := f.ReadAt(was, off); err != nil {
+		return nil, err
+	}
+	p := make([]byte, pageSize)
+	copy(p, was[:pageHeaderSize])
+	count := (pageSize - pageHeaderSize) / pageElemSize
+	binary.LittleEndian.PutUint16(p[10:], uint16(count))
+	for i := range count {
+		// A leaf element (flags, pos, ksize, vsize) or a branch one (pos, ksize, pgid):
+		// either way a 64-byte key at 2 GiB - 64 KiB from the element.
+		e := p[pageHeaderSize+i*pageElemSize:]
+		if was[8]&pageBranch != 0 {
+			binary.LittleEndian.PutUint32(e, 0x7fff0000)
+			binary.LittleEndian.PutUint32(e[4:], 64)
+			continue
+		}
+		binary.LittleEndian.PutUint32(e[4:], 0x7fff0000)
+		binary.LittleEndian.PutUint32(e[8:], 64)
+		binary.LittleEndian.PutUint32(e[12:], 64)
+	}
+	if _, err := f.WriteAt(p, off); err != nil {
+		return nil, err
+	}
+	return was, f.Sync()
+}

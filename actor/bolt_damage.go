@@ -30,6 +30,10 @@ import (
 //     cannot be read, so no list can show them to anyone.
 //  4. OpenBolt walks every sandbox's records once, so the damage is logged and counted
 //     at start, not found by the first unlucky request.
+//  5. A damaged page of the sandbox index (which only lists sandboxes) ends Sandboxes
+//     with an error after the sandboxes before it: Node.Open serves on, lists fail.
+//     Every write puts its sandbox in the index, so a sandbox listed on that page
+//     fails its next write and is then known damaged like the others.
 //
 // The recovers cost a deferred call per Read, per cursor step and per transaction. On
 // the loaded 2-core VM, 30 interleaved runs of BenchmarkBoltRead (a Get, a 8-key Scan

@@ -273,3 +273,59 @@ func TestUnopenableStorage(t *testing.T) {
 		t.Error("Open changed the damaged file")
 	}
 }
+
+// TestDamagedIndex: a damaged page of the sandbox index (which only lists sandboxes)
+// does not stop a node from opening, and every sandbox's records still read and
+// write; a list fails with ErrCorrupt after the sandboxes before the damaged page.
+func TestDamagedIndex(t *testing.T) {
+	t.Parallel()
+	ctx := tctx(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "actors.db")
+	s, err := OpenBolt(path)
+	must(t, err)
+	var wg sync.WaitGroup
+	for i := range 400 {
+		wg.Go(func() {
+			if err := s.Write(ctx, &Batch{Sandbox: fmt.Sprintf("sb%03d", i), Ops: []Op{{Key: []byte("k"), Value: []byte("v")}}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	must(t, s.Close())
+	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketIndex))
+	must(t, err)
+	if len(leaves) < 2 {
+		t.Fatalf("the index has %d leaf pages, want several", len(leaves))
+	}
+	last := leaves[len(leaves)-1]
+	_, err = actortest.DamagePage(path, last.ID, pageSize)
+	must(t, err)
+
+	n, err := Open(ctx, &Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	t.Cleanup(func() { must(t, n.Close(context.Background())) })
+	var listed []string
+	err = n.store.Sandboxes(ctx, nil, func(id string, _ []byte) error { listed = append(listed, id); return nil })
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Sandbox != "" || !strings.Contains(err.Error(), "list of sandboxes") {
+		t.Errorf("Sandboxes = %v, want a *CorruptError for the index", err)
+	}
+	if want := 400 - len(last.Keys); len(listed) != want {
+		t.Errorf("listed %d sandboxes before the damaged page, want %d", len(listed), want)
+	}
+	_, err = n.ListSandboxes(ctx, nil)
+	wantErr(t, err, ErrCorrupt)
+	// A write puts its sandbox in the index: one listed on the damaged page fails (and
+	// is then known damaged); the others write and read.
+	inLast := string(last.Keys[0])
+	wantErr(t, n.store.Write(ctx, &Batch{Sandbox: inLast, Ops: []Op{{Key: []byte("k2"), Value: []byte("v2")}}}), ErrCorrupt)
+	must(t, n.store.Write(ctx, &Batch{Sandbox: "sb000", Ops: []Op{{Key: []byte("k2"), Value: []byte("v2")}}}))
+	must(t, n.store.Read(ctx, "sb000", func(r Reader) error {
+		if string(r.Get([]byte("k"))) != "v" || string(r.Get([]byte("k2"))) != "v2" {
+			return errors.New("records of sb000 lost")
+		}
+		return nil
+	}))
+}

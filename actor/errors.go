@@ -127,13 +127,16 @@ func RetryAfter(err error) time.Duration {
 // CorruptError says which sandbox's stored records could not be read, and why. It
 // matches ErrCorrupt and ErrUnavailable with errors.Is.
 type CorruptError struct {
-	Sandbox string
+	Sandbox string // "" for the index of sandboxes, which lists them
 	Detail  string // what the store found, e.g. a page that is not what it should be
 }
 
 // Error returns e.g. `sandbox "x" is unavailable: its stored state could not be read
 // (page 12 is damaged)`.
 func (e *CorruptError) Error() string {
+	if e.Sandbox == "" {
+		return fmt.Sprintf("actor: the list of sandboxes is unavailable: its stored state could not be read (%s)", e.Detail)
+	}
 	return fmt.Sprintf("actor: sandbox %q is unavailable: its stored state could not be read (%s)", e.Sandbox, e.Detail)
 }
 

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -62,15 +61,15 @@ func OpenBolt(path string) (*BoltStore, error) { return openBolt(path, slog.Defa
 func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
 	s := &BoltStore{kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.damage.path, s.damage.log = path, log
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err, damaged := openContained(path)
+	if damaged != "" {
+		return nil, unopenable(path, damaged)
+	}
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
-			return nil, unopenable(path, err.Error())
-		}
 		return nil, fmt.Errorf("actor: failed to open storage %s: %w", path, err)
 	}
 	s.db = db
-	err, damaged := s.update(func(tx *bolt.Tx) error {
+	err, damaged = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketData, bucketIndex, bucketEpochs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -91,13 +90,6 @@ func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
 	return s, nil
 }
 
-// unopenable is the error for a storage file too damaged to open. Nothing is discarded
-// or rewritten: the operator decides.
-func unopenable(path, detail string) error {
-	return fmt.Errorf("%w: failed to open storage %s: %s; the file is damaged where every sandbox depends on it "+
-		"(meta pages, root or free list): restore it from a backup, or move it aside to start with empty storage "+
-		"(its sandboxes are then lost)", ErrCorrupt, path, detail)
-}
 
 func dataKey(sandbox string, key []byte) []byte {
 	k := make([]byte, 0, len(sandbox)+1+len(key))

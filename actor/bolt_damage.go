@@ -2,14 +2,19 @@ package actor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // How BoltStore contains a damaged file.
@@ -157,6 +162,44 @@ func getContained(b *bolt.Bucket, key []byte) (v []byte, damaged string) {
 		}
 	}()
 	return b.Get(key), ""
+}
+
+// openContained is bolt.Open with a panic (a damaged free list panics as it is loaded)
+// turned into damaged. The file bbolt opened is then closed here, which releases its
+// lock: bbolt gives no handle to close after a panic.
+func openContained(path string) (db *bolt.DB, err error, damaged string) {
+	var f *os.File
+	opts := &bolt.Options{Timeout: 5 * time.Second, OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		var err error
+		f, err = os.OpenFile(name, flag, mode)
+		return f, err
+	}}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			db, err, damaged = nil, nil, panicDetail(p)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, opts)
+	if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
+		return nil, nil, "bbolt: " + err.Error()
+	}
+	return db, err, ""
+}
+
+// unopenable is the error for a storage file too damaged to open. Nothing is discarded
+// or rewritten: the operator decides.
+func unopenable(path, detail string) error {
+	fix := "restore it from a backup, or move it aside to start with empty storage (its sandboxes are then lost)"
+	if strings.Contains(detail, "freelist") {
+		fix = "its free list alone can be rebuilt with `bbolt surgery freelist abandon " + path + " --output NEW` " +
+			"(go.etcd.io/bbolt/cmd/bbolt), then NEW moved in its place; or " + fix
+	}
+	return fmt.Errorf("%w: failed to open storage %s: %s; the file is damaged where every sandbox depends on it "+
+		"(meta pages, free list or bucket roots): %s", ErrCorrupt, path, detail, fix)
 }
 
 // catch is deferred by the boltReader's cursor steps: a panic there means a page of

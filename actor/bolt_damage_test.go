@@ -3,6 +3,7 @@ package actor
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,30 +248,53 @@ func TestDamagedPageInGroupCommit(t *testing.T) {
 	}
 }
 
-// TestUnopenableStorage: a file whose two meta pages are both damaged cannot be served
-// at all; Open fails with ErrCorrupt, naming the file and what to do, and leaves the
-// file as it was.
+// TestUnopenableStorage: a file damaged where every sandbox depends on it cannot be
+// served at all; Open fails with ErrCorrupt, naming the file and what to do, leaves the
+// file as it was and holds nothing open (leakcheck), so the operator can mend it.
 func TestUnopenableStorage(t *testing.T) {
 	t.Parallel()
-	n := newTestNode(t, nil)
-	mustCreate(t, n, "a1")
-	closeNode(t, n)
-	path := filepath.Join(n.cfg.DataDir, "actors.db")
-	for _, id := range []uint64{0, 1} {
-		_, err := actortest.DamagePage(path, id, os.Getpagesize())
-		must(t, err)
+	// Meta pages are 0 and 1; each names the free list's page at byte 48
+	// (go.etcd.io/bbolt/internal/common/meta.go).
+	metas := func(file []byte, pageSize int) []uint64 { return []uint64{0, 1} }
+	freelist := func(file []byte, pageSize int) []uint64 {
+		return []uint64{binary.LittleEndian.Uint64(file[48:]), binary.LittleEndian.Uint64(file[pageSize+48:])}
 	}
-	before, err := os.ReadFile(path)
-	must(t, err)
+	tests := []struct {
+		name  string
+		pages func(file []byte, pageSize int) []uint64
+		fix   string
+	}{
+		{"both meta pages", metas, "restore it from a backup"},
+		{"free list", freelist, "bbolt surgery freelist abandon"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := newTestNode(t, nil)
+			mustCreate(t, n, "a1")
+			mustCreate(t, n, "b1")
+			must(t, n.DeleteSandbox(tctx(t), "b1")) // something on the free list
+			closeNode(t, n)
+			path := filepath.Join(n.cfg.DataDir, "actors.db")
+			file, err := os.ReadFile(path)
+			must(t, err)
+			for _, id := range tc.pages(file, os.Getpagesize()) {
+				_, err := actortest.DamagePage(path, id, os.Getpagesize())
+				must(t, err)
+			}
+			before, err := os.ReadFile(path)
+			must(t, err)
 
-	_, err = Open(context.Background(), n.cfg)
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "restore it from a backup") {
-		t.Fatalf("Open = %v, want ErrCorrupt naming %s and what to do", err, path)
-	}
-	after, err := os.ReadFile(path)
-	must(t, err)
-	if !bytes.Equal(before, after) {
-		t.Error("Open changed the damaged file")
+			_, err = Open(context.Background(), n.cfg)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.fix) {
+				t.Fatalf("Open = %v, want ErrCorrupt naming %s and saying %q", err, path, tc.fix)
+			}
+			after, err := os.ReadFile(path)
+			must(t, err)
+			if !bytes.Equal(before, after) {
+				t.Error("Open changed the damaged file")
+			}
+		})
 	}
 }
 

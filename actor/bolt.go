@@ -90,7 +90,6 @@ func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
 	return s, nil
 }
 
-
 func dataKey(sandbox string, key []byte) []byte {
 	k := make([]byte, 0, len(sandbox)+1+len(key))
 	k = append(k, sandbox...)

@@ -353,3 +353,32 @@ func TestDamagedIndex(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestDamageSetHammer: marks and lookups from many goroutines at once agree: each
+// sandbox is recorded once, and every lookup after its mark returns the same error.
+func TestDamageSetHammer(t *testing.T) {
+	t.Parallel()
+	d := &damageSet{path: "x.db", log: slog.New(slog.DiscardHandler)}
+	const workers, ids = 8, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range ids {
+				id := fmt.Sprintf("sb%02d", (i+w*7)%ids)
+				e := d.mark(id, "detail")
+				if got := d.get(id); got != error(e) {
+					t.Errorf("get(%s) = %v, want the marked %p", id, got, e)
+					return
+				}
+				_ = d.get("never-marked")
+			}
+		})
+	}
+	wg.Wait()
+	if len(d.list) != ids || int(d.n.Load()) != ids || len(d.m) != ids {
+		t.Errorf("list %d, n %d, map %d; want %d each", len(d.list), d.n.Load(), len(d.m), ids)
+	}
+	if d.get("never-marked") != nil {
+		t.Error("an unmarked sandbox is damaged")
+	}
+}

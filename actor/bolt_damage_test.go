@@ -382,3 +382,57 @@ func TestDamageSetHammer(t *testing.T) {
 		t.Error("an unmarked sandbox is damaged")
 	}
 }
+
+// TestDamagedWhileActive: a page under an active sandbox's records is damaged while the
+// node runs. Its next write fails with ErrCorrupt (the activation is dropped, as after
+// any failed commit), later requests fail at once, and another active sandbox writing
+// at the same time is not disturbed.
+func TestDamagedWhileActive(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	for _, id := range []string{"a1", "zz-victim"} {
+		mustCreate(t, n, id)
+	}
+	bigEvents(t, n, "zz-victim", 20)
+	closeNode(t, n)
+	path := filepath.Join(n.cfg.DataDir, "actors.db")
+	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketData))
+	must(t, err)
+	n = reopen(t, n.cfg, n.clock)
+	ctx := tctx(t)
+	for _, id := range []string{"a1", "zz-victim"} {
+		_, err := n.GetSandbox(ctx, id) // active, its state loaded
+		must(t, err)
+	}
+	damaged := 0
+	for _, l := range leaves {
+		if _, ok := actortest.OnlyLeafWith([]actortest.Leaf{l}, dataKey("zz-victim", nil), l.Keys[0]); ok {
+			_, err := actortest.DamagePage(path, l.ID, pageSize)
+			must(t, err)
+			damaged++
+		}
+	}
+	if damaged == 0 {
+		t.Fatal("no leaf page holds zz-victim's records alone")
+	}
+
+	errs := make(chan error, 10)
+	for range 5 {
+		go func() { _, err := n.PostEvent(ctx, "a1", "agent.x", nil); errs <- err }()
+	}
+	_, err = n.PostEvent(ctx, "zz-victim", "agent.x", nil)
+	if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "failed to save") {
+		t.Fatalf("write to the damaged sandbox: %v, want ErrCorrupt from its commit", err)
+	}
+	for range 5 {
+		must(t, <-errs)
+	}
+	_, err = n.GetSandbox(ctx, "zz-victim")
+	wantErr(t, err, ErrCorrupt)
+	if got := eventTypes(t, n, "a1"); len(got) != 6 {
+		t.Errorf("a1 has events %v, want sandbox.created and 5 agent.x", got)
+	}
+	if got := n.Stats().UnreadableSandboxes; got != 1 {
+		t.Errorf("UnreadableSandboxes = %d, want 1", got)
+	}
+}

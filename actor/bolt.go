@@ -139,7 +139,7 @@ func (s *BoltStore) Sandboxes(ctx context.Context, key []byte, fn func(id string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketData)
 		ids := &boltReader{c: tx.Bucket(bucketIndex).Cursor()}
-		for k, _ := ids.first(); k != nil; k, _ = ids.next() {
+		for k, _ := ids.first(); k != nil; k, _ = ids.nextIn(span{}) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -328,3 +328,58 @@ func TestDamagedWhileActive(t *testing.T) {
 		t.Errorf("UnreadableSandboxes = %d, want 1", got)
 	}
 }
+
+// TestDamageNextDoor: a damaged page that holds only the next sandbox's records is not
+// this sandbox's damage, although finding the end of this sandbox's records steps onto
+// it: the check at open, scans and lookups of the sandbox before it read on.
+func TestDamageNextDoor(t *testing.T) {
+	t.Parallel()
+	ctx := tctx(t)
+	path := filepath.Join(t.TempDir(), "actors.db")
+	s, err := OpenBolt(path)
+	must(t, err)
+	// Records this big go two to a leaf page (bbolt's minimum): a1's two fill one, and
+	// b2's first two the next.
+	big := bytes.Repeat([]byte("x"), 3000)
+	for _, sb := range []struct {
+		id   string
+		keys []string
+	}{{"a1", []string{"c", "e1"}}, {"b2", []string{"c", "e1", "e2", "e3", "e4"}}} {
+		b := &Batch{Sandbox: sb.id}
+		for _, k := range sb.keys {
+			b.Put([]byte(k), big)
+		}
+		must(t, s.Write(ctx, b))
+	}
+	must(t, s.Close())
+	leaves, pageSize, err := actortest.BoltLeaves(path, string(bucketData))
+	must(t, err)
+	next, ok := actortest.OnlyLeafWith(leaves, dataKey("b2", nil), dataKey("b2", []byte("c")))
+	if !ok || leaves[0].ID == next.ID {
+		t.Fatal("b2's first record is not on a page of its own")
+	}
+	_, err = actortest.DamagePage(path, next.ID, pageSize)
+	must(t, err)
+
+	s, err = OpenBolt(path)
+	must(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	if d := s.Damaged(); len(d) != 1 || d[0].Sandbox != "b2" {
+		t.Errorf("Damaged() = %+v, want b2 alone", d)
+	}
+	must(t, s.Read(ctx, "a1", func(r Reader) error {
+		var keys []string
+		r.Scan(nil, nil, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+		r.Scan([]byte("e"), nil, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+		r.Scan([]byte("z"), nil, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+		if fmt.Sprint(keys) != "[c e1 e1]" || r.Get([]byte("zz")) != nil || r.Get([]byte("e1")) == nil {
+			return fmt.Errorf("a1 reads %v", keys)
+		}
+		return nil
+	}))
+	must(t, s.Write(ctx, &Batch{Sandbox: "a1", Ops: []Op{{Key: []byte("e3"), Value: []byte("v")}}}))
+	wantErr(t, s.Read(ctx, "b2", func(r Reader) error { r.Get([]byte("c")); return nil }), ErrCorrupt)
+	if d := s.Damaged(); len(d) != 1 {
+		t.Errorf("Damaged() = %+v, want b2 alone", d)
+	}
+}

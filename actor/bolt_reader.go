@@ -16,7 +16,9 @@ type boltReader struct {
 
 func (r *boltReader) Get(key []byte) []byte {
 	full := append(r.pfx[:len(r.pfx):len(r.pfx)], key...)
-	k, v := r.seek(full)
+	// Seek steps on to the next page when key would be past the last of its own; a
+	// panic there is not key's (see pastEnd).
+	k, v := r.seekIn(full, span{p: full, exact: true})
 	if !bytes.Equal(k, full) {
 		return nil
 	}
@@ -29,7 +31,9 @@ func (r *boltReader) Scan(prefix, from []byte, fn func(k, v []byte) bool) {
 	if bytes.Compare(from, prefix) > 0 {
 		start = append(r.pfx[:len(r.pfx):len(r.pfx)], from...)
 	}
-	for k, v := r.seek(start); k != nil && bytes.HasPrefix(k, p); k, v = r.next() {
+	// The step past the last key with prefix p may land on the next page, which may
+	// hold only later keys: a panic there is not this range's (see pastEnd).
+	for k, v := r.seekIn(start, span{p: p}); k != nil && bytes.HasPrefix(k, p); k, v = r.nextIn(span{p: p}) {
 		if !fn(k[len(r.pfx):], v) {
 			return
 		}
@@ -43,7 +47,7 @@ func (r *boltReader) Last(prefix []byte) ([]byte, []byte) {
 	var k, v []byte
 	if end == nil {
 		k, v = r.last()
-	} else if k, _ = r.seek(end); k == nil {
+	} else if k, _ = r.seekIn(end, span{}); k == nil {
 		k, v = r.last()
 	} else {
 		k, v = r.prev()

@@ -271,7 +271,7 @@ func applyBatch(tx *bolt.Tx, b *Batch) error {
 	if b.DeleteSandbox {
 		pfx := dataKey(b.Sandbox, nil)
 		c := data.Cursor()
-		for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Seek(pfx) {
+		for k := seekWithin(c, pfx); k != nil && bytes.HasPrefix(k, pfx); k = seekWithin(c, pfx) {
 			if err := c.Delete(); err != nil {
 				return err
 			}

@@ -282,6 +282,23 @@ func (r *boltReader) last() (k, v []byte) {
 	return r.c.Last()
 }
 
+// seekWithin is c.Seek(p) for a walk of the keys with prefix p inside a write
+// transaction. A panic on a page past them (see pastEnd) is the end of the walk; any
+// other goes on up and fails the transaction. Seek only reads, so the transaction is
+// unchanged by the panic.
+func seekWithin(c *bolt.Cursor, p []byte) (k []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			if end := prefixEnd(p); end == nil || !pastEnd(c.Bucket(), r, end) {
+				panic(r)
+			}
+			k = nil
+		}
+	}()
+	k, _ = c.Seek(p)
+	return k
+}
+
 // checkAll walks every indexed sandbox's epoch and records once, at open, and marks
 // those it cannot read. It returns how many sandboxes it walked.
 func (s *BoltStore) checkAll() int {

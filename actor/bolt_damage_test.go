@@ -378,6 +378,14 @@ func TestDamageNextDoor(t *testing.T) {
 		return nil
 	}))
 	must(t, s.Write(ctx, &Batch{Sandbox: "a1", Ops: []Op{{Key: []byte("e3"), Value: []byte("v")}}}))
+	// Deleting a1 walks its keys until the first that is not a1's: onto b2's page.
+	must(t, s.Write(ctx, &Batch{Sandbox: "a1", DeleteSandbox: true}))
+	must(t, s.Read(ctx, "a1", func(r Reader) error {
+		if r.Get([]byte("c")) != nil {
+			return errors.New("a1 was not deleted")
+		}
+		return nil
+	}))
 	wantErr(t, s.Read(ctx, "b2", func(r Reader) error { r.Get([]byte("c")); return nil }), ErrCorrupt)
 	if d := s.Damaged(); len(d) != 1 {
 		t.Errorf("Damaged() = %+v, want b2 alone", d)

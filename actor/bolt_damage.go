@@ -129,7 +129,19 @@ type damageReporter interface {
 	Damaged() []Damage
 }
 
-var _ damageReporter = (*BoltStore)(nil)
+// damageKnower is the optional capability of a Storage that remembers which sandboxes'
+// records it could not read (BoltStore): Node activates none of them.
+type damageKnower interface {
+	// damaged returns the error a known damaged sandbox's Read and Write return, or nil.
+	damaged(sandbox string) error
+}
+
+var (
+	_ damageReporter = (*BoltStore)(nil)
+	_ damageKnower   = (*BoltStore)(nil)
+)
+
+func (s *BoltStore) damaged(sandbox string) error { return s.damage.get(sandbox) }
 
 // panicDetail describes a recovered panic for a Damage.
 func panicDetail(p any) string {

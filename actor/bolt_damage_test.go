@@ -122,6 +122,7 @@ func testDamagedSandbox(t *testing.T, damage func(string, uint64, int) ([]byte, 
 		{"create over it", func() error { _, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: "zz-victim"}); return err }},
 		{"delete", func() error { return n.DeleteSandbox(ctx, "zz-victim") }},
 	}
+	activations := n.activations.Load()
 	for _, tc := range victim {
 		t.Run("victim "+tc.name, func(t *testing.T) {
 			err := tc.call()
@@ -130,6 +131,10 @@ func testDamagedSandbox(t *testing.T, damage func(string, uint64, int) ([]byte, 
 				t.Fatalf("err = %v, want a *CorruptError for zz-victim", err)
 			}
 		})
+	}
+
+	if got := n.activations.Load() - activations; got != 0 {
+		t.Errorf("%d activations of the known damaged sandbox, want none", got)
 	}
 
 	others := []struct {

@@ -121,6 +121,11 @@ func (n *Node) actorFor(id string) (*sbActor, error) {
 	if a := n.actors[id]; a != nil {
 		return a, nil
 	}
+	if d, ok := n.store.(damageKnower); ok {
+		if err := d.damaged(id); err != nil {
+			return nil, err // known unreadable: no activation that would fail at once
+		}
+	}
 	a := newActor(n, id)
 	n.actors[id] = a
 	n.activations.Add(1)

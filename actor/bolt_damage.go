@@ -215,9 +215,16 @@ func unopenable(path, detail string) error {
 		fix = "its free list alone can be rebuilt with `bbolt surgery freelist abandon " + path + " --output NEW` " +
 			"(go.etcd.io/bbolt/cmd/bbolt), then NEW moved in its place; or " + fix
 	}
-	return fmt.Errorf("%w: failed to open storage %s: %s; the file is damaged where every sandbox depends on it "+
-		"(meta pages, free list or bucket roots): %s", ErrCorrupt, path, detail, fix)
+	return &unopenableError{msg: fmt.Sprintf("actor: failed to open storage %s: %s; the file is damaged where every "+
+		"sandbox depends on it (meta pages, free list or bucket roots): %s", path, detail, fix)}
 }
+
+// unopenableError is a storage file too damaged to open. It matches ErrCorrupt.
+type unopenableError struct{ msg string }
+
+func (e *unopenableError) Error() string { return e.msg }
+
+func (e *unopenableError) Is(target error) bool { return target == ErrCorrupt }
 
 // span is the key range a cursor step reads: the keys with prefix p, or (exact) the
 // key p alone; none (p nil) when unknown. Its end is computed only after a panic, so

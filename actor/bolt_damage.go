@@ -27,18 +27,23 @@ import (
 // the scan in Sandboxes, the check at open) runs with panic-on-fault set and a recover,
 // and a panic becomes a *CorruptError for that sandbox alone:
 //
-//  0. Only panics on the sandbox's own pages count: a lookup reads only the page where
-//     its key belongs, and a step past the end of a range onto a damaged page that
-//     holds only later keys is the end of the range (bolt_pages.go).
-//  1. The sandbox is remembered as damaged (damageSet) until the store is reopened, and
-//     its Reads and Writes fail at once, without walking the bad page again.
-//  2. A group commit that panics is rolled back by bbolt and retried one batch at a
-//     time; only the batch that panics alone fails (see commitPending).
-//  3. Sandboxes skips damaged sandboxes: their records, labels and tenant included,
+//  1. Only panics on the sandbox's own pages count: a lookup reads only the page where
+//     its key belongs, and a step past the end of a range (a scan's, a delete's) onto
+//     a damaged page that holds only later keys is the end of the range
+//     (bolt_pages.go).
+//  2. The sandbox is remembered as damaged (damageSet) until the store is reopened, and
+//     its Reads and Writes fail at once, without walking the bad page again; Node
+//     does not even activate it.
+//  3. A group commit that panics is rolled back by bbolt and retried one batch at a
+//     time; only the batch that panics alone fails (see commitPending). A commit that
+//     merges a nearly empty page with a damaged neighbour fails its batch too: bbolt
+//     offers no way round that page.
+//  4. Sandboxes skips damaged sandboxes: their records, labels and tenant included,
 //     cannot be read, so no list can show them to anyone.
-//  4. OpenBolt walks every sandbox's records once, so the damage is logged and counted
-//     at start, not found by the first unlucky request.
-//  5. A damaged page of the sandbox index (which only lists sandboxes) ends Sandboxes
+//  5. OpenBolt walks every sandbox's records once, so the damage is logged and counted
+//     at start, not found by the first unlucky request. A file bbolt cannot open at
+//     all (both meta pages, the free list) is an error naming the file and what to do.
+//  6. A damaged page of the sandbox index (which only lists sandboxes) ends Sandboxes
 //     with an error after the sandboxes before it: Node.Open serves on, lists fail.
 //     Every write puts its sandbox in the index, so a sandbox listed on that page
 //     fails its next write and is then known damaged like the others.
@@ -111,7 +116,7 @@ func (d *damageSet) mark(sandbox, detail string) *CorruptError {
 	}
 	d.log.Error("actor: storage damaged: could not read "+what+"; serving the rest",
 		"file", d.path, "sandbox", sandbox, "detail", detail,
-		"fix", "restore the file from a backup and restart; the damaged sandbox answers 503 until then")
+		"fix", "restore the file from a backup and restart; until then the sandbox is unavailable")
 	return e
 }
 

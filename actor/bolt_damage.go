@@ -150,6 +150,9 @@ func (s *BoltStore) damaged(sandbox string) error { return s.damage.get(sandbox)
 
 // panicDetail describes a recovered panic for a Damage.
 func panicDetail(p any) string {
+	if isFault(p) {
+		return fmt.Sprintf("bbolt: memory fault reading the mapped file: %v", p)
+	}
 	if err, ok := p.(error); ok {
 		return "bbolt: " + err.Error()
 	}

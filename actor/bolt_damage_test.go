@@ -73,8 +73,9 @@ func TestDamagedSandboxIsContained(t *testing.T) {
 		detail string
 	}{
 		{"garbage page", actortest.DamagePage, "Page expected to be"},
-		// A page that still looks like a leaf but points outside the file: a fault.
-		{"scrambled elements", actortest.ScramblePage, "invalid memory address"},
+		// A page that still looks like a leaf but points past the end of the file: a
+		// fault (SIGBUS), turned into a panic by panic-on-fault.
+		{"scrambled elements", actortest.ScramblePage, "memory fault"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

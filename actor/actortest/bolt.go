@@ -126,15 +126,33 @@ func DamagePage(path string, id uint64, pageSize int) (was []byte, err error) {
 }
 
 // ScramblePage keeps the header of page id of the file at path (its id and type stay
-// right) but points every element's key and value 2 GiB past the page, so that bbolt
-// reads outside the file: a memory fault, not a panic, unless the reader has asked
-// for panics on faults. It syncs the file and returns the page as it was.
+// right) but points every element's key and value at the end of the file, inside the
+// memory bbolt maps for it (the file's size rounded up to a power of two, at least
+// 32 KiB: go.etcd.io/bbolt/db.go mmapSize), where reading is a SIGBUS: a memory fault,
+// not a panic, unless the reader has asked for panics on faults. When the file's size
+// is a power of two it adds a page of zeros, so that the mapping runs past it. It syncs
+// the file and returns the page as it was. Faults happen only until the file grows.
 func ScramblePage(path string, id uint64, pageSize int) (was []byte, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	mapped := int64(32 << 10)
+	for mapped < size {
+		mapped *= 2
+	}
+	if mapped == size {
+		size += int64(pageSize)
+		if err := f.Truncate(size); err != nil {
+			return nil, err
+		}
+	}
 	off := int64(id) * int64(pageSize)
 	was = make([]byte, pageSize)
 	if _, err := f.ReadAt(was, off); err != nil {
@@ -145,15 +163,16 @@ func ScramblePage(path string, id uint64, pageSize int) (was []byte, err error) 
 	count := (pageSize - pageHeaderSize) / pageElemSize
 	binary.LittleEndian.PutUint16(p[10:], uint16(count))
 	for i := range count {
-		// A leaf element (flags, pos, ksize, vsize) or a branch one (pos, ksize, pgid):
-		// either way a 64-byte key at 2 GiB - 64 KiB from the element.
+		// pos counts from the element; the key (64 bytes) then starts at the end of the
+		// file. A leaf element is flags, pos, ksize, vsize; a branch one pos, ksize, pgid.
 		e := p[pageHeaderSize+i*pageElemSize:]
+		pos := uint32(size - off - int64(pageHeaderSize+i*pageElemSize))
 		if was[8]&pageBranch != 0 {
-			binary.LittleEndian.PutUint32(e, 0x7fff0000)
+			binary.LittleEndian.PutUint32(e, pos)
 			binary.LittleEndian.PutUint32(e[4:], 64)
 			continue
 		}
-		binary.LittleEndian.PutUint32(e[4:], 0x7fff0000)
+		binary.LittleEndian.PutUint32(e[4:], pos)
 		binary.LittleEndian.PutUint32(e[8:], 64)
 		binary.LittleEndian.PutUint32(e[12:], 64)
 	}

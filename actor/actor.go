@@ -78,6 +78,12 @@ func (a *sbActor) ctx() context.Context {
 func (a *sbActor) run() {
 	defer a.n.wg.Done()
 	loadErr := a.load()
+	if errors.Is(loadErr, ErrCorrupt) {
+		// The store logged the damage when it found it; every request answers it
+		// without walking the damaged page again.
+		a.stop(loadErr)
+		return
+	}
 	if loadErr != nil {
 		a.n.log.Error("actor: failed to activate", "sandbox", a.id, "err", loadErr)
 		a.stop(fmt.Errorf("%w: failed to load sandbox %q: %v", ErrUnavailable, a.id, loadErr))

@@ -6,8 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -26,8 +27,12 @@ var (
 // BoltStore is a Storage on one bbolt file. Concurrent Writes are committed together by
 // one committer goroutine: while one transaction syncs, the next batches queue up and go
 // into the following transaction (group commit). All methods are safe for concurrent use.
+//
+// A damaged file is contained per sandbox: a sandbox whose records bbolt cannot read
+// fails with a *CorruptError and the rest are served (see bolt_damage.go).
 type BoltStore struct {
-	db *bolt.DB
+	db     *bolt.DB
+	damage damageSet
 
 	mu      sync.Mutex // protects following
 	pending []*pendingWrite
@@ -47,12 +52,24 @@ type pendingWrite struct {
 var _ Storage = (*BoltStore)(nil)
 
 // OpenBolt opens (creating if needed) a bbolt store at path and starts its committer.
-func OpenBolt(path string) (*BoltStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("actor: failed to open storage: %w", err)
+// It walks every sandbox's records once and logs (to slog.Default) those it cannot
+// read; [BoltStore.Damaged] returns them. A file that cannot be opened at all, such as
+// one whose two meta pages are both damaged, is an error matching ErrCorrupt that
+// names the file and what to do.
+func OpenBolt(path string) (*BoltStore, error) { return openBolt(path, slog.Default()) }
+
+func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
+	s := &BoltStore{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s.damage.path, s.damage.log = path, log
+	db, err, damaged := openContained(path)
+	if damaged != "" {
+		return nil, unopenable(path, damaged)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	if err != nil {
+		return nil, fmt.Errorf("actor: failed to open storage %s: %w", path, err)
+	}
+	s.db = db
+	err, damaged = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketData, bucketIndex, bucketEpochs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -60,11 +77,14 @@ func OpenBolt(path string) (*BoltStore, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || damaged != "" {
 		_ = db.Close()
-		return nil, fmt.Errorf("actor: failed to create buckets: %w", err)
+		if damaged != "" {
+			return nil, unopenable(path, damaged)
+		}
+		return nil, fmt.Errorf("actor: failed to create buckets in %s: %w", path, err)
 	}
-	s := &BoltStore{db: db, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s.checkAll()
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -78,91 +98,73 @@ func dataKey(sandbox string, key []byte) []byte {
 }
 
 // Read implements Storage.
-func (s *BoltStore) Read(ctx context.Context, sandbox string, fn func(r Reader) error) error {
+func (s *BoltStore) Read(ctx context.Context, sandbox string, fn func(r Reader) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return fn(&boltReader{c: tx.Bucket(bucketData).Cursor(), pfx: dataKey(sandbox, nil)})
+	if err := s.damage.get(sandbox); err != nil {
+		return err
+	}
+	r := &boltReader{pfx: dataKey(sandbox, nil)}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		// A fault outside the cursor steps (fn reading a value whose damaged length
+		// runs past the file) is damage too; any other panic is fn's own.
+		if p := recover(); p != nil {
+			if !isFault(p) {
+				panic(p)
+			}
+			err = s.damage.mark(sandbox, panicDetail(p))
+		}
+	}()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r.c = tx.Bucket(bucketData).Cursor()
+		return fn(r)
 	})
+	if r.broken != "" {
+		return s.damage.mark(sandbox, r.broken)
+	}
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err
 }
 
-type boltReader struct {
-	c   *bolt.Cursor
-	pfx []byte
-}
-
-func (r *boltReader) Get(key []byte) []byte {
-	full := append(r.pfx[:len(r.pfx):len(r.pfx)], key...)
-	k, v := r.c.Seek(full)
-	if !bytes.Equal(k, full) {
-		return nil
-	}
-	return v
-}
-
-func (r *boltReader) Scan(prefix, from []byte, fn func(k, v []byte) bool) {
-	p := append(r.pfx[:len(r.pfx):len(r.pfx)], prefix...)
-	start := p
-	if bytes.Compare(from, prefix) > 0 {
-		start = append(r.pfx[:len(r.pfx):len(r.pfx)], from...)
-	}
-	for k, v := r.c.Seek(start); k != nil && bytes.HasPrefix(k, p); k, v = r.c.Next() {
-		if !fn(k[len(r.pfx):], v) {
-			return
-		}
-	}
-}
-
-func (r *boltReader) Last(prefix []byte) ([]byte, []byte) {
-	p := append(r.pfx[:len(r.pfx):len(r.pfx)], prefix...)
-	// Seek to the first key after every key with prefix p, then step back.
-	end := prefixEnd(p)
-	var k, v []byte
-	if end == nil {
-		k, v = r.c.Last()
-	} else if k, _ = r.c.Seek(end); k == nil {
-		k, v = r.c.Last()
-	} else {
-		k, v = r.c.Prev()
-	}
-	if k == nil || !bytes.HasPrefix(k, p) {
-		return nil, nil
-	}
-	return k[len(r.pfx):], v
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p, or nil.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
-// Sandboxes implements Storage.
+// Sandboxes implements Storage. A sandbox whose records cannot be read is skipped, as
+// its Read and Write fail; a damaged sandbox index ends the walk with an error matching
+// ErrCorrupt after the sandboxes before the damaged page (bolt_damage.go).
 func (s *BoltStore) Sandboxes(ctx context.Context, key []byte, fn func(id string, val []byte) error) error {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var broken string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketData)
-		return tx.Bucket(bucketIndex).ForEach(func(id, _ []byte) error {
+		ids := &boltReader{c: tx.Bucket(bucketIndex).Cursor()}
+		for k, _ := ids.first(); k != nil; k, _ = ids.nextIn(span{}) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			id := string(k)
+			if s.damage.get(id) != nil {
+				continue
+			}
 			var v []byte
 			if key != nil {
-				v = data.Get(dataKey(string(id), key))
+				var damaged string
+				if v, damaged = getContained(data, dataKey(id, key)); damaged != "" {
+					s.damage.mark(id, damaged)
+					continue
+				}
 			}
-			return fn(string(id), v)
-		})
+			if err := fn(id, v); err != nil {
+				return err
+			}
+		}
+		broken = ids.broken
+		return nil
 	})
+	if err == nil && broken != "" {
+		return s.damage.mark("", broken)
+	}
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
@@ -176,6 +178,9 @@ func (s *BoltStore) Write(ctx context.Context, b *Batch) error {
 	}
 	if b.Sandbox == "" || bytes.IndexByte([]byte(b.Sandbox), 0) >= 0 {
 		return fmt.Errorf("%w: bad sandbox id %q", ErrInvalid, b.Sandbox)
+	}
+	if err := s.damage.get(b.Sandbox); err != nil {
+		return err
 	}
 	w := &pendingWrite{b: b, ch: make(chan struct{})}
 	s.mu.Lock()
@@ -218,7 +223,7 @@ func (s *BoltStore) commitPending() {
 	if len(group) == 0 {
 		return
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err, damaged := s.update(func(tx *bolt.Tx) error {
 		for _, w := range group {
 			w.err = applyBatch(tx, w.b)
 			if w.err != nil && !errors.Is(w.err, ErrFenced) {
@@ -227,11 +232,13 @@ func (s *BoltStore) commitPending() {
 		}
 		return nil
 	})
-	if err != nil {
-		// One batch broke the transaction; retry each alone so one bad batch cannot
-		// fail the others.
+	if err != nil || damaged != "" {
+		// One batch broke the transaction (or walked into a damaged page, and bbolt
+		// rolled it back); retry each alone so one bad batch cannot fail the others.
 		for _, w := range group {
-			w.err = s.db.Update(func(tx *bolt.Tx) error { return applyBatch(tx, w.b) })
+			if w.err, damaged = s.update(func(tx *bolt.Tx) error { return applyBatch(tx, w.b) }); damaged != "" {
+				w.err = s.damage.mark(w.b.Sandbox, damaged)
+			}
 		}
 	}
 	for _, w := range group {
@@ -264,7 +271,7 @@ func applyBatch(tx *bolt.Tx, b *Batch) error {
 	if b.DeleteSandbox {
 		pfx := dataKey(b.Sandbox, nil)
 		c := data.Cursor()
-		for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Seek(pfx) {
+		for k := seekWithin(c, pfx); k != nil && bytes.HasPrefix(k, pfx); k = seekWithin(c, pfx) {
 			if err := c.Delete(); err != nil {
 				return err
 			}

@@ -36,6 +36,11 @@ var (
 	ErrFenced = errors.New("actor: write fenced by a newer owner epoch")
 	// ErrClosed is returned by a Storage used after Close.
 	ErrClosed = errors.New("actor: storage closed")
+	// ErrCorrupt means a sandbox's stored records could not be read: the storage file
+	// is damaged where they are. That sandbox fails until the file is repaired and the
+	// node restarted; other sandboxes are unaffected. Errors returned for it are a
+	// *CorruptError, which also matches ErrUnavailable.
+	ErrCorrupt = errors.New("actor: stored state could not be read")
 )
 
 // NotFoundError says what was not found. It matches ErrNotFound with errors.Is.
@@ -120,3 +125,22 @@ func RetryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// CorruptError says which sandbox's stored records could not be read, and why. It
+// matches ErrCorrupt and ErrUnavailable with errors.Is.
+type CorruptError struct {
+	Sandbox string // "" for the index of sandboxes, which lists them
+	Detail  string // what the store found, e.g. a page that is not what it should be
+}
+
+// Error returns e.g. `sandbox "x" is unavailable: its stored state could not be read
+// (page 12 is damaged)`.
+func (e *CorruptError) Error() string {
+	if e.Sandbox == "" {
+		return fmt.Sprintf("actor: the list of sandboxes is unavailable: its stored state could not be read (%s)", e.Detail)
+	}
+	return fmt.Sprintf("actor: sandbox %q is unavailable: its stored state could not be read (%s)", e.Sandbox, e.Detail)
+}
+
+// Is reports whether target is ErrCorrupt or ErrUnavailable.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt || target == ErrUnavailable }

@@ -41,8 +41,10 @@ type Node struct {
 
 // Open starts a node on cfg: it opens storage (unless given), creates the workspace
 // root, loads every persisted alarm into the timer heap and indexes every sandbox's
-// owner tenant (see SandboxTenant). Actors are activated lazily,
-// on their first request or alarm.
+// owner tenant (see SandboxTenant). Actors are activated lazily, on their first request
+// or alarm. A damaged storage file is served but for the sandboxes whose records cannot
+// be read (see BoltStore); one that cannot be opened at all is an error matching
+// ErrCorrupt.
 func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -53,7 +55,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{})}
 	if n.store == nil {
-		s, err := OpenBolt(filepath.Join(c.DataDir, "actors.db"))
+		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -68,6 +70,11 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrCorrupt) {
+		// A damaged sandbox index: the store has logged it; the sandboxes it could
+		// list have their alarms, the others wake on their next request.
+		err = nil
+	}
 	if err != nil {
 		n.alarms.close()
 		if n.ownsStore {
@@ -89,12 +96,26 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		n.owners.load(id, t)
 		return nil
 	})
+	if errors.Is(err, ErrCorrupt) {
+		// A damaged sandbox index (logged by the store): the sandboxes it could list
+		// are indexed; the others are unknown until the file is restored.
+		err = nil
+	}
 	if err != nil {
 		n.alarms.close()
 		if n.ownsStore {
 			_ = n.store.Close()
 		}
 		return nil, fmt.Errorf("actor: failed to index sandbox owners: %w", err)
+	}
+	// A sandbox whose records cannot be read has an owner nobody can tell: it is
+	// indexed as unknown, so its requests reach it and answer that it is unavailable.
+	if d, ok := n.store.(damageReporter); ok {
+		for _, dmg := range d.Damaged() {
+			if dmg.Sandbox != "" {
+				n.owners.load(dmg.Sandbox, "")
+			}
+		}
 	}
 	return n, nil
 }
@@ -138,6 +159,11 @@ func (n *Node) actorFor(id string) (*sbActor, error) {
 	}
 	if a := n.actors[id]; a != nil {
 		return a, nil
+	}
+	if d, ok := n.store.(damageKnower); ok {
+		if err := d.damaged(id); err != nil {
+			return nil, err // known unreadable: no activation that would fail at once
+		}
 	}
 	a := newActor(n, id)
 	n.actors[id] = a

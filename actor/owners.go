@@ -154,7 +154,8 @@ func tenantOrDefault(t string) string {
 // SandboxTenant returns the tenant that owns sandbox id, from memory (it never
 // activates a sandbox); ok is false when the node has no such sandbox. A sandbox being
 // created is not known until its create is durable, nor a deleted one after its delete
-// is. The tenant is "" for a sandbox whose stored record could not be read.
+// is. The tenant is "" for a sandbox whose stored records could not be read (a damaged
+// storage file): nobody can tell its owner.
 func (n *Node) SandboxTenant(id string) (tenant string, ok bool) { return n.owners.owner(id) }
 
 // TenantSandboxes returns how many sandboxes tenant has on this node, creates in

@@ -76,14 +76,13 @@ func (st *sessionState) info() runtime.SessionInfo {
 // turn, so the reply, released after the commit, is never ahead of the event log. The
 // shell itself is closed by the command's completion turn, or when work ends.
 func (a *sbActor) sessionInfo(st *sessionState) runtime.SessionInfo {
-	if st.live != nil && !st.rec.Dead {
-		if in := st.live.Info(); in.Status == runtime.SessionStatus("dead") {
-			a.markDead(st, in.DeadReason)
-			a.saveSession(st)
-			a.dirty = true
-		}
+	in := st.info() // once: the shell may die between two looks
+	if in.Status == runtime.SessionStatus("dead") && !st.rec.Dead {
+		a.markDead(st, in.DeadReason)
+		a.saveSession(st)
+		a.dirty = true
 	}
-	return st.info()
+	return in
 }
 
 // markDead records st's death (session.dead), once.

@@ -7,14 +7,26 @@ type Stats struct {
 	// Processes, Sessions and Terminals sum the counts of the active sandboxes, as of
 	// each one's last turn.
 	Processes, Sessions, Terminals int
+	// UnreadableSandboxes counts sandboxes whose stored records the storage could not
+	// read (a damaged file): they answer ErrCorrupt until it is repaired and the node
+	// restarted. Found at open and by later reads and writes.
+	UnreadableSandboxes int
 }
 
 // Stats sums what the active sandboxes last published. It never waits for an actor, so
 // it is cheap enough for every metrics scrape; it is safe for concurrent use.
 func (n *Node) Stats() Stats {
+	var st Stats
+	if d, ok := n.store.(damageReporter); ok {
+		for _, dm := range d.Damaged() {
+			if dm.Sandbox != "" {
+				st.UnreadableSandboxes++
+			}
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st := Stats{ActiveSandboxes: len(n.actors)}
+	st.ActiveSandboxes = len(n.actors)
 	for _, a := range n.actors {
 		if in := a.info.Load(); in != nil {
 			st.Processes += in.Counts.Processes

@@ -13,6 +13,10 @@ import "context"
 // Fencing: every Batch carries the writer's owner epoch. A store remembers the highest
 // epoch it accepted per sandbox and rejects a batch with a lower one with ErrFenced,
 // without applying any of it. Epochs survive DeleteSandbox.
+//
+// Damage: a store that cannot read one sandbox's records (a damaged file) fails that
+// sandbox's Read and Write with an error matching ErrCorrupt, skips it in Sandboxes,
+// and goes on serving the others.
 type Storage interface {
 	// Read runs fn with a consistent view of one sandbox's records. The Reader and the
 	// slices it returns are valid only until fn returns.

@@ -29,7 +29,9 @@ var errorRules = []errorRule{
 	{[]error{actor.ErrExpired}, http.StatusGone, codeExpired},
 	{[]error{actor.ErrTooLarge}, http.StatusRequestEntityTooLarge, codeTooLarge},
 	{[]error{actor.ErrBudgetExceeded, runtime.ErrTooManyProcesses}, http.StatusTooManyRequests, codeBudgetExceeded},
-	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable}, http.StatusServiceUnavailable, codeUnavailable},
+	// A sandbox whose stored records cannot be read (actor.ErrCorrupt: a damaged
+	// actors.db) is unavailable; its message says so, and the other sandboxes serve.
+	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable, actor.ErrCorrupt}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is

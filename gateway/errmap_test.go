@@ -35,3 +35,34 @@ func TestErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestCorruptIsUnavailable: a sandbox whose stored records cannot be read answers 503
+// unavailable with a Retry-After, and the message says its stored state could not be
+// read.
+func TestCorruptIsUnavailable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		msg  string
+	}{
+		{"typed", &actor.CorruptError{Sandbox: "sb1", Detail: "bbolt: invalid page type: 12: 0"},
+			`sandbox "sb1" is unavailable: its stored state could not be read (bbolt: invalid page type: 12: 0)`},
+		{"wrapped", fmt.Errorf("actor: failed to read events: %w", &actor.CorruptError{Sandbox: "sb1", Detail: "x"}),
+			`failed to read events: sandbox "sb1" is unavailable: its stored state could not be read (x)`},
+		{"sentinel", fmt.Errorf("%w: sandbox %q", actor.ErrCorrupt, "sb2"),
+			`stored state could not be read: sandbox "sb2"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := toAPIError(tt.err)
+			if e.Status != http.StatusServiceUnavailable || e.Code != codeUnavailable || e.Message != tt.msg {
+				t.Errorf("%d %s %q, want 503 unavailable %q", e.Status, e.Code, e.Message, tt.msg)
+			}
+			if e.RetryAfter <= 0 {
+				t.Errorf("no Retry-After")
+			}
+		})
+	}
+}

@@ -68,6 +68,8 @@ func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
 		gauge("sandgate_processes", "Processes of active sandboxes, terminals included.", func(s actor.Stats) int { return s.Processes }),
 		gauge("sandgate_sessions", "Shell sessions of active sandboxes.", func(s actor.Stats) int { return s.Sessions }),
 		gauge("sandgate_terminals", "Terminals of active sandboxes.", func(s actor.Stats) int { return s.Terminals }),
+		gauge("sandgate_storage_unreadable_sandboxes", "Sandboxes whose stored records could not be read (damaged actors.db); they answer 503 until it is repaired and the node restarted.",
+			func(s actor.Stats) int { return s.UnreadableSandboxes }),
 	}
 }
 

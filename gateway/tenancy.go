@@ -39,8 +39,11 @@ func principalOf(ctx context.Context) Principal {
 // tenantOf returns the tenant that the request's token belongs to.
 func tenantOf(ctx context.Context) string { return principalOf(ctx).Tenant }
 
-// sees reports whether p may see a sandbox owned by tenant owner.
-func (p Principal) sees(owner string) bool { return p.Admin || (owner != "" && owner == p.Tenant) }
+// sees reports whether p may see a sandbox owned by tenant owner. An owner of "" is a
+// sandbox whose stored records cannot be read: every token reaches it and is told it
+// is unavailable (503), which its real owner needs to know, at the price of telling
+// other tenants that the id exists.
+func (p Principal) sees(owner string) bool { return p.Admin || owner == "" || owner == p.Tenant }
 
 // checkSandboxAccess is the one tenancy check of every route with a {sb}, run by
 // serveRoute: a sandbox that does not exist, and one that belongs to another tenant,

@@ -10,7 +10,7 @@ import (
 )
 
 // sseHeartbeat is how often an idle SSE stream gets a comment line, so proxies and
-// clients can tell a quiet stream from a dead one (every 15 s, as gateway/openapi.json says).
+// clients can tell a quiet stream from a dead one (gateway/openapi.json: every 15 s).
 const sseHeartbeat = 15 * time.Second
 
 // sseWriter writes Server-Sent Events. Writes are buffered and flushed per event, so a

@@ -64,58 +64,12 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	n.hub.subs = map[string]map[*EventSubscription]struct{}{}
 	n.owners = newOwners(c.MaxSandboxesPerTenant)
 	n.alarms = newAlarms(c.Clock, n.fireAlarm)
-	err = n.store.Sandboxes(ctx, keyAlarm, func(id string, v []byte) error {
-		if at, ok := decodeAlarm(v); ok {
-			n.alarms.set(id, at)
-		}
-		return nil
-	})
-	if errors.Is(err, ErrCorrupt) {
-		// A damaged sandbox index: the store has logged it; the sandboxes it could
-		// list have their alarms, the others wake on their next request.
-		err = nil
-	}
-	if err != nil {
+	if err := n.loadIndexes(ctx); err != nil {
 		n.alarms.close()
 		if n.ownsStore {
 			_ = n.store.Close()
 		}
-		return nil, fmt.Errorf("actor: failed to load alarms: %w", err)
-	}
-	names := map[string]string{} // one copy of each tenant name, however many sandboxes
-	err = n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
-		if v == nil {
-			return nil
-		}
-		t := recordTenant(v)
-		if name, ok := names[t]; ok {
-			t = name
-		} else {
-			names[t] = t
-		}
-		n.owners.load(id, t)
-		return nil
-	})
-	if errors.Is(err, ErrCorrupt) {
-		// A damaged sandbox index (logged by the store): the sandboxes it could list
-		// are indexed; the others are unknown until the file is restored.
-		err = nil
-	}
-	if err != nil {
-		n.alarms.close()
-		if n.ownsStore {
-			_ = n.store.Close()
-		}
-		return nil, fmt.Errorf("actor: failed to index sandbox owners: %w", err)
-	}
-	// A sandbox whose records cannot be read has an owner nobody can tell: it is
-	// indexed as unknown, so its requests reach it and answer that it is unavailable.
-	if d, ok := n.store.(damageReporter); ok {
-		for _, dmg := range d.Damaged() {
-			if dmg.Sandbox != "" {
-				n.owners.load(dmg.Sandbox, "")
-			}
-		}
+		return nil, err
 	}
 	return n, nil
 }
@@ -206,3 +160,46 @@ func (n *Node) epoch(id string) uint64 {
 }
 
 var errStopped = errors.New("actor: activation stopped")
+
+// loadIndexes fills what a node keeps in memory of every stored sandbox: the alarm
+// heap and the owner index. A damaged sandbox index (ErrCorrupt, logged by the store)
+// is not fatal: the sandboxes it could list are loaded, the others wake and are found
+// on their next request once the file is restored.
+func (n *Node) loadIndexes(ctx context.Context) error {
+	err := n.store.Sandboxes(ctx, keyAlarm, func(id string, v []byte) error {
+		if at, ok := decodeAlarm(v); ok {
+			n.alarms.set(id, at)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("actor: failed to load alarms: %w", err)
+	}
+	names := map[string]string{} // one copy of each tenant name, however many sandboxes
+	err = n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
+		if v == nil {
+			return nil
+		}
+		t := recordTenant(v)
+		if name, ok := names[t]; ok {
+			t = name
+		} else {
+			names[t] = t
+		}
+		n.owners.load(id, t)
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("actor: failed to index sandbox owners: %w", err)
+	}
+	// A sandbox whose records cannot be read has an owner nobody can tell: it is
+	// indexed as unknown, so its requests reach it and answer that it is unavailable.
+	if d, ok := n.store.(damageReporter); ok {
+		for _, dmg := range d.Damaged() {
+			if dmg.Sandbox != "" {
+				n.owners.load(dmg.Sandbox, "")
+			}
+		}
+	}
+	return nil
+}

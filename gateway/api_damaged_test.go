@@ -1,59 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sandgate/sandgate/actor/actortest"
 )
-
-// serveOn starts a real gateway on a loopback port over data directory dir. stop shuts
-// it down (also at cleanup, if not done before).
-func serveOn(t *testing.T, dir string) (ts *testServer, stop func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(context.Background(), &Config{
-		Listen:  ln.Addr().String(),
-		DataDir: dir,
-		Tokens:  testTokens(),
-		NodeID:  "n1",
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(ln) }()
-	ts = &testServer{t: t, srv: srv, url: "http://" + ln.Addr().String(), client: &http.Client{Transport: &http.Transport{}}}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-		ts.client.CloseIdleConnections()
-	}
-	t.Cleanup(stop)
-	return ts, stop
-}
 
 // TestDamagedSandboxAnswers503: after a restart on an actors.db with a damaged page
 // under one sandbox's records, the server starts; that sandbox answers 503 unavailable
@@ -62,7 +17,7 @@ func serveOn(t *testing.T, dir string) (ts *testServer, stop func()) {
 func TestDamagedSandboxAnswers503(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ts, stop := serveOn(t, dir)
+	ts, stop := startServerOn(t, dir)
 	pad := map[string]any{"type": "agent.pad", "data": map[string]string{"pad": strings.Repeat("x", 2000)}}
 	for _, id := range []string{"a1", "b2", "zz-victim"} { // the victim sorts last
 		ts.sandbox(id)
@@ -90,7 +45,7 @@ func TestDamagedSandboxAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ts, _ = serveOn(t, dir)
+	ts, _ = startServerOn(t, dir)
 	victim := []struct{ method, path string }{
 		{"GET", "/v1/sandboxes/zz-victim"},
 		{"GET", "/v1/sandboxes/zz-victim"},

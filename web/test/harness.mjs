@@ -94,12 +94,16 @@ export async function startServer({ token = 'web-test-token', extraArgs = [] } =
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgate-web-'));
   const port = await freePort();
   const raftPort = await freePort();
+  // Pages loaded through startProxy come from another origin (the proxy's port): the
+  // server lets them open WebSockets as an operator would, with --allowed-origins.
+  const proxyPort = await freePort();
   const args = [
     'serve',
     '--listen', `127.0.0.1:${port}`,
     '--raft-listen', `127.0.0.1:${raftPort}`,
     '--data', path.join(dir, 'data'),
     '--token', token,
+    '--allowed-origins', `127.0.0.1:${proxyPort}`,
     ...extraArgs,
   ];
   let log = '';
@@ -112,6 +116,7 @@ export async function startServer({ token = 'web-test-token', extraArgs = [] } =
   const server = {
     base: run.base,
     port,
+    proxyPort,
     token,
     log: () => log,
     async stop() {
@@ -164,10 +169,11 @@ export async function launchBrowser() {
   };
 }
 
-// startProxy forwards 127.0.0.1:<port> to the server byte for byte. Pages loaded through
-// it open their WebSockets through it too (they use same-origin URLs), so cutting its
-// sockets is a real network failure as the page sees it.
-export async function startProxy(targetPort) {
+// startProxy forwards 127.0.0.1:<listenPort> (server.proxyPort, an origin the server
+// allows) to the server byte for byte. Pages loaded through it open their WebSockets
+// through it too (they use same-origin URLs), so cutting its sockets is a real network
+// failure as the page sees it.
+export async function startProxy(targetPort, listenPort) {
   const conns = new Set();
   let holdRule = null; // { bytes, resolve }
   let held = null; // the connection holdWebSocketAfter stopped
@@ -214,7 +220,10 @@ export async function startProxy(targetPort) {
     c.upstream.resetAndDestroy();
     conns.delete(c);
   }
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listenPort, '127.0.0.1', resolve);
+  });
   const port = server.address().port;
   return {
     base: `http://127.0.0.1:${port}`,

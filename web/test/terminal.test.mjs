@@ -86,7 +86,7 @@ describe('terminal page', () => {
   });
 
   test('a cut connection resumes output exactly: every number once, in order', async () => {
-    const proxy = await startProxy(server.port);
+    const proxy = await startProxy(server.port, server.proxyPort);
     try {
       // Enough scrollback for all 200000 lines, and a narrow window to keep it small.
       const page = await browser.newPage();
@@ -131,7 +131,7 @@ describe('terminal page', () => {
   });
 
   test('output lost while away is marked, and the rest follows in order', async () => {
-    const proxy = await startProxy(server.port);
+    const proxy = await startProxy(server.port, server.proxyPort);
     try {
       const page = await browser.newPage();
       await page.setViewportSize({ width: 420, height: 360 });

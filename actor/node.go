@@ -24,8 +24,9 @@ type Node struct {
 	log       *slog.Logger
 	alarms    *alarms
 	hub       hub
-	seqBase   seqBase // counters a new sandbox starts after (seqbase.go)
-	owners    *owners // sandbox id → tenant, loaded at Open
+	seqBase   seqBase  // counters a new sandbox starts after (seqbase.go)
+	owners    *owners  // sandbox id → tenant, loaded at Open
+	running   runIndex // sandboxes that may hold running records (running.go)
 
 	mu      sync.Mutex // protects following
 	actors  map[string]*sbActor
@@ -71,6 +72,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil, err
 	}
+	n.recoverRunning(ctx)
 	return n, nil
 }
 
@@ -93,6 +95,9 @@ func (n *Node) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			n.closeErr = fmt.Errorf("actor: failed to close node: %w", ctx.Err())
 			return // storage stays open: actors may still write
+		}
+		if err := n.running.flush(n.store); err != nil {
+			n.log.Error("actor: failed to drop run index entries", "err", err)
 		}
 		if n.ownsStore {
 			if err := n.store.Close(); err != nil {

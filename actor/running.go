@@ -134,7 +134,7 @@ func (x *runIndex) clearStaleLocked() {
 // running gets its entry dropped. Errors are logged: the sandboxes concerned are
 // recovered on their next activation.
 func (n *Node) recoverRunning(ctx context.Context) {
-	ids, err := n.running.load(ctx, n.store)
+	ids, err := n.runIdx.load(ctx, n.store)
 	if err != nil {
 		n.log.Error("actor: processes running at the last stop are not recorded as exited until their sandboxes wake", "err", err)
 		return
@@ -150,11 +150,13 @@ func (n *Node) recoverRunning(ctx context.Context) {
 	}
 }
 
-// indexRunning lists the sandbox in the run index before it starts a process.
+// indexRunning lists the sandbox in the run index before it starts a process. If the
+// start fails, the entry is released again after this group's commit.
 func (a *sbActor) indexRunning() error {
-	if err := a.n.running.add(a.n.store, a.id); err != nil {
+	if err := a.n.runIdx.add(a.n.store, a.id); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	a.releaseRunning()
 	return nil
 }
 
@@ -188,7 +190,7 @@ func (a *sbActor) dropRunning(id string) {
 func (a *sbActor) releaseRunning() {
 	a.afterCommit(func() {
 		if len(a.sb.running) == 0 && len(a.sb.lost) == 0 {
-			a.n.running.release(a.id)
+			a.n.runIdx.release(a.id)
 		}
 	})
 }

@@ -170,3 +170,21 @@ func TestRunningDeleted(t *testing.T) {
 		t.Fatalf("%d process.exited events after the crash, %d before", got, before)
 	}
 }
+
+// TestRunIndexFailedStart: a process that fails to start leaves no index entry behind
+// (it is dropped with the index's next write).
+func TestRunIndexFailedStart(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "fs")
+	mustCreate(t, n, "ok")
+	if _, err := n.StartProcess(ctx, "fs", runtime.StartOptions{Argv: []string{"/nonexistent/sandgate-test"}}); err == nil {
+		t.Fatal("a missing program started")
+	}
+	_, err := n.StartProcess(ctx, "ok", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
+	if ids := runIndexed(t, n); len(ids) != 1 || ids[0] != "ok" {
+		t.Fatalf("run index %v, want [ok]", ids)
+	}
+}

@@ -3,6 +3,10 @@ package actor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	goruntime "runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +190,116 @@ func TestRunIndexFailedStart(t *testing.T) {
 	must(t, err)
 	if ids := runIndexed(t, n); len(ids) != 1 || ids[0] != "ok" {
 		t.Fatalf("run index %v, want [ok]", ids)
+	}
+}
+
+// TestRunIndexHammer runs adds, releases and flushes of the run index at once, as many
+// actors and a closing node would: while an actor holds its entry (between add and
+// release) the entry is durable, whatever the others' writes delete.
+func TestRunIndexHammer(t *testing.T) {
+	t.Parallel()
+	st := openTestBolt(t)
+	var x runIndex
+	if _, err := x.load(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(id string) bool {
+		var ok bool
+		must(t, st.Read(context.Background(), nodeRecords, func(r Reader) error {
+			ok = r.Get(idKey(pfxRunIndex, id)) != nil
+			return nil
+		}))
+		return ok
+	}
+	const actors, rounds = 8, 50
+	errs := make(chan error, actors+1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			if err := x.flush(st); err != nil {
+				errs <- err
+				return
+			}
+			goruntime.Gosched()
+		}
+	}()
+	for g := range actors {
+		go func() {
+			for i := range rounds {
+				id := fmt.Sprintf("sb%d-%d", g, i%3)
+				if err := x.add(st, id); err != nil {
+					errs <- err
+					return
+				}
+				if !listed(id) {
+					errs <- fmt.Errorf("%s not durable while held", id)
+					return
+				}
+				x.release(id)
+			}
+			errs <- nil
+		}()
+	}
+	for range actors {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	if err := <-errs; err != nil {
+		t.Error(err)
+	}
+	must(t, x.flush(st))
+	if ids, err := x.load(context.Background(), st); err != nil || len(ids) != 0 {
+		t.Fatalf("entries left after every release and a flush: %v %v", ids, err)
+	}
+}
+
+// TestRunIndexSequence checks the run index's durable entries after sequences of adds,
+// releases and flushes.
+func TestRunIndexSequence(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ops  []string // "add X", "release X", "flush"
+		want []string // durable entries at the end
+	}{
+		{name: "held", ops: []string{"add a"}, want: []string{"a"}},
+		{name: "released then flushed", ops: []string{"add a", "release a", "flush"}, want: nil},
+		{name: "released, kept until a write", ops: []string{"add a", "release a"}, want: []string{"a"}},
+		{name: "dropped by another's add", ops: []string{"add a", "release a", "add b"}, want: []string{"b"}},
+		{name: "taken again before the flush", ops: []string{"add a", "release a", "add a", "flush"}, want: []string{"a"}},
+		{name: "taken again before another's add", ops: []string{"add a", "release a", "add a", "add b"}, want: []string{"a", "b"}},
+		{name: "release of an unlisted one", ops: []string{"release a", "flush"}, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := openTestBolt(t)
+			var x runIndex
+			for _, op := range tc.ops {
+				verb, id, _ := strings.Cut(op, " ")
+				switch verb {
+				case "add":
+					must(t, x.add(st, id))
+				case "release":
+					x.release(id)
+				case "flush":
+					must(t, x.flush(st))
+				}
+			}
+			var y runIndex // what a restart reads
+			got, err := y.load(context.Background(), st)
+			must(t, err)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("entries %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

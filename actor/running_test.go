@@ -303,3 +303,23 @@ func TestRunIndexSequence(t *testing.T) {
 		})
 	}
 }
+
+// TestRunningRecordedAfterDroppedActivation: an activation dropped by an internal error
+// ends its processes without recording them; the next activation records them.
+func TestRunningRecordedAfterDroppedActivation(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	mustCreate(t, n, "dr")
+	p, err := n.StartProcess(ctx, "dr", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
+	_, err = call(ctx, n.Node, "dr", func(a *sbActor) (int, error) { panic("test: drop the activation") })
+	wantErr(t, err, ErrUnavailable)
+	eventually(t, 10*time.Second, "exit recorded", func() bool {
+		_, err := n.GetSandbox(ctx, "dr") // activates again
+		return err == nil && exitRecorded(t, n, "dr", p.ID)
+	})
+	if d := exitedEvents(t, n, "dr")[p.ID]; d["reason"] != lostReason {
+		t.Fatalf("process.exited %v", d)
+	}
+}

@@ -10,10 +10,11 @@ import (
 	"time"
 )
 
-// TestCrashRecordsRunningProcesses: serve killed with SIGKILL while a process runs
-// records that process as exited on its next start on the same --data, without any
-// request for the sandbox first: GET /events has its process.exited (exit_code and
-// signal null, reason "server_crashed"), and the process object says exited.
+// TestCrashRecordsRunningProcesses: serve killed with SIGKILL while a process and a
+// terminal's shell run records both as exited on its next start on the same --data,
+// without any request for the sandbox first: GET /events has their process.exited
+// (exit_code and signal null, reason "server_crashed"), and the process object says
+// exited.
 func TestCrashRecordsRunningProcesses(t *testing.T) {
 	const tok = "e2e-token"
 	data := t.TempDir()
@@ -27,6 +28,17 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 	// The sweep that ends leftovers at start is not this test's subject: end the
 	// process here, if it is still the one started (its pid may have been reused).
 	t.Cleanup(func() { killIfCmdline(t, proc.PID, "sleep\x00297\x00") })
+	// A terminal's shell is a process too.
+	status, body := n.request(t, tok, "PUT", "/v1/sandboxes/cr1/terminals/t1", `{}`)
+	var term struct{ Process string }
+	if status/100 != 2 || json.Unmarshal([]byte(body), &term) != nil || term.Process == "" {
+		t.Fatalf("PUT terminal: %d %s", status, body)
+	}
+	_, body = n.request(t, tok, "GET", "/v1/sandboxes/cr1/processes/"+term.Process, "")
+	shell := pidOf(t, body)
+	shellCmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", shell))
+	must(t, err)
+	t.Cleanup(func() { killIfCmdline(t, shell, string(shellCmd)) })
 
 	if err := n.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -36,10 +48,10 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 	}
 
 	n2 := startNode(t, tok, "--data", data)
-	var exited map[string]any
-	for deadline := time.Now().Add(10 * time.Second); exited == nil; time.Sleep(20 * time.Millisecond) {
+	exits := map[string]map[string]any{}
+	for deadline := time.Now().Add(10 * time.Second); len(exits) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no process.exited for %s 10s after the restart: %s", proc.ID, n2.log.String())
+			t.Fatalf("process.exited for %v of %s and %s 10s after the restart: %s", exits, proc.ID, term.Process, n2.log.String())
 		}
 		status, body := n2.request(t, tok, "GET", "/v1/sandboxes/cr1/events", "")
 		if status != http.StatusOK {
@@ -53,15 +65,17 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 		}
 		must(t, json.Unmarshal([]byte(body), &page))
 		for _, e := range page.Events {
-			if e.Type == "process.exited" && e.Data["id"] == proc.ID {
-				exited = e.Data
+			if id, _ := e.Data["id"].(string); e.Type == "process.exited" && (id == proc.ID || id == term.Process) {
+				exits[id] = e.Data
 			}
 		}
 	}
-	if exited["exit_code"] != nil || exited["signal"] != nil || exited["reason"] != "server_crashed" {
-		t.Fatalf("process.exited data %v", exited)
+	for id, d := range exits {
+		if d["exit_code"] != nil || d["signal"] != nil || d["reason"] != "server_crashed" {
+			t.Fatalf("process.exited of %s: %v", id, d)
+		}
 	}
-	status, body := n2.request(t, tok, "GET", "/v1/sandboxes/cr1/processes/"+proc.ID, "")
+	status, body = n2.request(t, tok, "GET", "/v1/sandboxes/cr1/processes/"+proc.ID, "")
 	var obj map[string]any
 	must(t, json.Unmarshal([]byte(body), &obj))
 	if status != http.StatusOK || obj["status"] != "exited" || obj["exit_code"] != nil || obj["signal"] != nil ||

@@ -49,14 +49,24 @@ type exitedRec struct {
 	ExitedAt  time.Time `json:"end"`
 	Offset    int64     `json:"off,omitempty"`
 	Until     time.Time `json:"until"` // Config.Clock time after which it is dropped
+	// Running marks the record saved when the process started (running.go): its exit
+	// is not recorded yet, and KeepMS is its keep time. Lost marks one recorded as
+	// exited after a crash: its exit status is unknown.
+	Running bool  `json:"run,omitempty"`
+	Lost    bool  `json:"lost,omitempty"`
+	KeepMS  int64 `json:"keep,omitempty"`
 }
 
 func (r *exitedRec) info() runtime.ProcessInfo {
 	end := r.ExitedAt
+	var exit *runtime.ExitStatus // unknown for a lost process: exit_code and signal null
+	if !r.Lost {
+		exit = &runtime.ExitStatus{Code: r.Code, Signal: r.Signal}
+	}
 	return runtime.ProcessInfo{
 		ID: r.ID, Command: r.Command, Argv: slices.Clone(r.Argv), Cwd: r.Cwd, PID: r.PID, PTY: r.PTY,
 		Cols: r.Cols, Rows: r.Rows, Tag: r.Tag, Label: r.Label, Session: r.Session,
-		Status: runtime.StatusExited, Exit: &runtime.ExitStatus{Code: r.Code, Signal: r.Signal},
+		Status: runtime.StatusExited, Exit: exit,
 		CreatedAt: r.CreatedAt, ExitedAt: &end, OutputOffset: r.Offset, OutputDropped: r.Offset,
 	}
 }
@@ -87,16 +97,25 @@ func (a *sbActor) saveExited(p *runtime.Process) {
 		a.sb.exited = map[string]*exitedRec{}
 	}
 	a.sb.exited[r.ID] = r
-	a.write().Put(idKey(pfxExited, r.ID), mustJSON(r))
+	a.write().Put(idKey(pfxExited, r.ID), mustJSON(r)) // over its running record
+	a.dropRunning(r.ID)
 }
 
-// loadExited reads the saved records of exited processes (activation).
+// loadExited reads the saved records of exited processes (activation). Running
+// records are of processes no runtime runs any more: they go to lost, for recordLost.
 func (w *sandboxWork) loadExited(r Reader) error {
 	var err error
 	r.Scan(pfxExited, nil, func(_, v []byte) bool {
 		rec := &exitedRec{}
 		if err = json.Unmarshal(v, rec); err != nil {
 			return false
+		}
+		if rec.Running {
+			if w.lost == nil {
+				w.lost = map[string]*exitedRec{}
+			}
+			w.lost[rec.ID] = rec
+			return true
 		}
 		if w.exited == nil {
 			w.exited = map[string]*exitedRec{}
@@ -121,9 +140,13 @@ func (a *sbActor) pruneExited() {
 	}
 }
 
-// forgetExited deletes process id's saved record (DELETE of the process). It reports
-// whether there was one.
+// forgetExited deletes process id's saved record (DELETE of the process), its running
+// record too. It reports whether there was an exited one.
 func (a *sbActor) forgetExited(id string) bool {
+	if _, ok := a.sb.running[id]; ok {
+		a.write().Delete(idKey(pfxExited, id))
+		a.dropRunning(id)
+	}
 	if _, ok := a.sb.exited[id]; !ok {
 		return false
 	}

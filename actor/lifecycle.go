@@ -9,8 +9,10 @@ import (
 )
 
 // load reads the sandbox's durable state; a missing record leaves the actor absent.
+// Processes recorded as running that no runtime runs any more are recorded as exited
+// by the first turn (running.go).
 func (a *sbActor) load() error {
-	return a.n.store.Read(context.Background(), a.id, func(r Reader) error {
+	err := a.n.store.Read(context.Background(), a.id, func(r Reader) error {
 		m := r.Get(keyMeta)
 		if m == nil {
 			return nil
@@ -28,6 +30,10 @@ func (a *sbActor) load() error {
 		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
 		return a.sb.load(a, r)
 	})
+	if err == nil && len(a.sb.lost) > 0 {
+		a.postSelf(func(a *sbActor) (any, error) { a.recordLost(); return nil, nil })
+	}
+	return err
 }
 
 // loadCounters reads the event and message counters. The message queue itself is not

@@ -24,8 +24,9 @@ type Node struct {
 	log       *slog.Logger
 	alarms    *alarms
 	hub       hub
-	seqBase   seqBase // counters a new sandbox starts after (seqbase.go)
-	owners    *owners // sandbox id → tenant, loaded at Open
+	seqBase   seqBase  // counters a new sandbox starts after (seqbase.go)
+	owners    *owners  // sandbox id → tenant, loaded at Open
+	runIdx    runIndex // sandboxes that may hold running records (running.go)
 
 	mu      sync.Mutex // protects following
 	actors  map[string]*sbActor
@@ -42,9 +43,10 @@ type Node struct {
 // Open starts a node on cfg: it opens storage (unless given), creates the workspace
 // root, loads every persisted alarm into the timer heap and indexes every sandbox's
 // owner tenant (see SandboxTenant). Actors are activated lazily, on their first request
-// or alarm. A damaged storage file is served but for the sandboxes whose records cannot
-// be read (see BoltStore); one that cannot be opened at all is an error matching
-// ErrCorrupt.
+// or alarm, except those that had processes running when the node last stopped without
+// ending them: they are activated at once to record those exits (running.go). A
+// damaged storage file is served but for the sandboxes whose records cannot be read
+// (see BoltStore); one that cannot be opened at all is an error matching ErrCorrupt.
 func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -71,6 +73,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil, err
 	}
+	n.recoverRunning(ctx)
 	return n, nil
 }
 
@@ -93,6 +96,9 @@ func (n *Node) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			n.closeErr = fmt.Errorf("actor: failed to close node: %w", ctx.Err())
 			return // storage stays open: actors may still write
+		}
+		if err := n.runIdx.flush(n.store); err != nil {
+			n.log.Error("actor: failed to drop run index entries", "err", err)
 		}
 		if n.ownsStore {
 			if err := n.store.Close(); err != nil {

@@ -95,6 +95,9 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 		if err := a.checkProcessBudget(rt); err != nil {
 			return runtime.ProcessInfo{}, err
 		}
+		if err := a.indexRunning(); err != nil {
+			return runtime.ProcessInfo{}, err
+		}
 		p, err := rt.Start(a.ctx(), o)
 		if err != nil {
 			// runtime's error already says "failed to start process".
@@ -107,6 +110,7 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 			}
 			a.sb.keep[p.ID()] = o.Keep
 		}
+		a.saveRunning(p) // so a crash cannot leave it unrecorded (running.go)
 		a.emit("process.created", processEventData(p.Info()))
 		a.dirty = true
 		return a.procInfo(p), nil // after process.created: a fast exit is recorded after it

@@ -108,6 +108,9 @@ func (a *sbActor) startTerminal(st *terminalState) error {
 	if err := a.checkProcessBudget(rt); err != nil {
 		return err
 	}
+	if err := a.indexRunning(); err != nil {
+		return err
+	}
 	p, err := rt.StartTerminal(a.ctx(), runtime.TerminalOptions{ID: st.rec.ID, Cols: st.rec.Cols, Rows: st.rec.Rows,
 		Cwd: a.defaultCwd(st.rec.Cwd), Env: maps.Clone(st.rec.Env), Shell: st.rec.Shell})
 	if err != nil {
@@ -116,6 +119,7 @@ func (a *sbActor) startTerminal(st *terminalState) error {
 	}
 	st.proc, st.seen = p, runtime.WinSize{Cols: st.rec.Cols, Rows: st.rec.Rows}
 	a.watch(p)
+	a.saveRunning(p) // so a crash cannot leave it unrecorded (running.go)
 	a.emit("process.created", processEventData(p.Info()))
 	a.dirty = true
 	return nil

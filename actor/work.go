@@ -21,6 +21,8 @@ type sandboxWork struct {
 	procs     map[string]*runtime.Process // started, exit not yet recorded
 	keep      map[string]time.Duration    // StartOptions.Keep of procs, where given
 	exited    map[string]*exitedRec       // saved records of exited processes (exited.go)
+	running   map[string]*exitedRec       // saved running records of procs (running.go)
+	lost      map[string]*exitedRec       // running records found at activation, to record as exited
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
 	execs     int // exec calls running, counted in the process budget
@@ -91,7 +93,10 @@ func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
 
 // forget drops remembered sessions, terminals and exited processes (sandbox deleted).
 func (w *sandboxWork) forget(a *sbActor) {
-	w.sessions, w.terminals, w.procs, w.keep, w.exited = nil, nil, nil, nil, nil
+	if len(w.running) > 0 || len(w.lost) > 0 {
+		a.releaseRunning() // the delete removes the records
+	}
+	w.sessions, w.terminals, w.procs, w.keep, w.exited, w.running, w.lost = nil, nil, nil, nil, nil, nil, nil
 }
 
 // runtime returns the sandbox's runtime, starting it if needed.

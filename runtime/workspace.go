@@ -54,6 +54,57 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	return w, nil
 }
 
+// OpenWorkspaceIn opens directory name of parent as a workspace, through an os.Root of
+// parent. name must be one path element naming a directory that is parent's own entry:
+// a symlink there, even to a directory inside parent, is refused with ErrInvalid and
+// nothing it points to is touched. So a process that swaps its workspace directory for
+// a symlink (to the host's / or another workspace) cannot turn file access elsewhere.
+// A missing directory is ErrFileNotFound.
+func OpenWorkspaceIn(parent, name string) (_ *Workspace, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: failed to open workspace %q: %w", name, wsMapErr(err))
+		}
+	}()
+	if name == "" || name == "." || !filepath.IsLocal(name) || strings.ContainsRune(name, filepath.Separator) {
+		return nil, fmt.Errorf("%w: not one path element", ErrInvalid)
+	}
+	abs, err := filepath.Abs(parent)
+	if err != nil {
+		return nil, err
+	}
+	outer, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer outer.Close()
+	// Lstat does not follow name; OpenRoot would, inside parent. The directory opened
+	// must be the one Lstat saw, or name was swapped in between.
+	fi, err := outer.Lstat(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: the workspace directory is a symlink", ErrInvalid)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%w: the workspace is not a directory", ErrInvalid)
+	}
+	root, err := outer.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := root.Stat("."); err != nil || !os.SameFile(fi, got) {
+		root.Close()
+		return nil, fmt.Errorf("%w: the workspace directory was replaced while being opened", ErrInvalid)
+	}
+	dir := filepath.Join(abs, name)
+	w := &Workspace{dir: dir, prefixes: []string{dir}, root: root}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		w.prefixes = append(w.prefixes, filepath.Join(real, name))
+	}
+	return w, nil
+}
+
 // Dir returns the workspace's absolute path.
 func (w *Workspace) Dir() string { return w.dir }
 

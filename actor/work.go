@@ -23,7 +23,8 @@ type sandboxWork struct {
 	exited    map[string]*exitedRec       // saved records of exited processes (exited.go)
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
-	execs     int // exec calls running, counted in the process budget
+	execs     int       // exec calls running, counted in the process budget
+	disk      diskMeter // cached workspace disk usage (usage.go)
 }
 
 // load reads remembered sessions and terminals.
@@ -92,6 +93,7 @@ func (w *sandboxWork) counts(a *sbActor) (procs, sessions, terminals int) {
 // forget drops remembered sessions, terminals and exited processes (sandbox deleted).
 func (w *sandboxWork) forget(a *sbActor) {
 	w.sessions, w.terminals, w.procs, w.keep, w.exited = nil, nil, nil, nil, nil
+	w.disk = diskMeter{}
 }
 
 // runtime returns the sandbox's runtime, starting it if needed.
@@ -99,13 +101,8 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	if a.sb.rt != nil {
 		return a.sb.rt, nil
 	}
-	b := a.rec.Budget.budget()
-	// The runtime's cap is the operator's maximum, a backstop; the sandbox's budget, which
-	// a policy reload may change, is enforced by checkProcessBudget.
-	rt, err := runtime.New(&runtime.Config{
-		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
-		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
-	})
+	cfg := a.runtimeConfig()
+	rt, err := runtime.New(&cfg)
 	if err != nil {
 		// The sandbox cannot run anything: it is failed, with the reason, until deleted.
 		a.fail(err.Error())
@@ -113,6 +110,19 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	}
 	a.sb.rt = rt
 	return rt, nil
+}
+
+// runtimeConfig is the runtime configuration of the sandbox: its workspace, env and
+// budget. The runtime's process cap is the operator's maximum, a backstop; the sandbox's
+// budget, which a policy reload may change, is enforced by checkProcessBudget. Memory,
+// pids and CPU are for a runtime driver that enforces them.
+func (a *sbActor) runtimeConfig() runtime.Config {
+	b := a.n.recBudget(a.rec.Budget)
+	return runtime.Config{
+		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
+		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
+		MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis,
+	}
 }
 
 // endWork ends every process of the sandbox (session shells and terminals included);

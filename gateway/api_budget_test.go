@@ -125,4 +125,3 @@ func TestBudgetDefaultAboveMax(t *testing.T) {
 		t.Fatalf("err = %v, want a start-up error naming pids", err)
 	}
 }
-

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime"
 )
@@ -94,4 +96,56 @@ func TestDiskUsageBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkUsage measures what usage costs: a turn that computes usage (its disk figure
+// cached) and a GetSandbox turn against a turn that does nothing, and a disk walk of a
+// 2,000-file workspace against listing it.
+func BenchmarkUsage(b *testing.B) {
+	n := newTestNode(b, nil)
+	mustCreate(b, n, "bench")
+	dir := n.workspaceDir("bench")
+	for i := range 2000 {
+		must(b, os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644))
+	}
+	ctx := tctx(b)
+	noop := func(a *sbActor) (int, error) { return 1, nil }
+	const rounds = 5000
+	usage := func(a *sbActor) (int, error) { a.usageNow(); return 1, nil }
+	var noopNs, usageNs, getNs, listNs, walkNs float64
+	for range b.N {
+		start := time.Now()
+		for range rounds {
+			if _, err := call(ctx, n.Node, "bench", noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+		noopNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		for range rounds {
+			if _, err := call(ctx, n.Node, "bench", usage); err != nil {
+				b.Fatal(err)
+			}
+		}
+		usageNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		for range rounds {
+			if _, err := n.GetSandbox(ctx, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		getNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		if _, err := os.ReadDir(dir); err != nil {
+			b.Fatal(err)
+		}
+		listNs += float64(time.Since(start).Nanoseconds())
+		start = time.Now()
+		diskUsage(dir, diskWalkLimit)
+		walkNs += float64(time.Since(start).Nanoseconds())
+	}
+	b.ReportMetric(usageNs/noopNs, "usage_x_noop_turn")
+	b.ReportMetric(getNs/noopNs, "get_x_noop_turn")
+	b.ReportMetric(walkNs/float64(b.N)/1e6, "walk_2000_ms")
+	b.ReportMetric(walkNs/listNs, "walk_x_readdir")
 }

@@ -21,10 +21,13 @@ type Config struct {
 	// Storage holds durable state. Nil → OpenBolt(DataDir/actors.db), closed by
 	// Node.Close; a Storage passed in is not closed by the Node.
 	Storage Storage
-	// Policy decides budgets at create. Nil → DefaultPolicy(Limits).
+	// Policy decides budgets at create. Nil → DefaultPolicy(Defaults).
 	Policy Policy
-	// Limits are the operator's defaults and maxima; zero fields → DefaultBudget().
-	// Every policy result is clamped to them.
+	// Defaults are the operator's default budget: a policy result's unset fields take
+	// them. Zero fields → DefaultBudget()'s, narrowed to Limits (OperatorBudgets).
+	Defaults Budget
+	// Limits are the operator's maxima; every policy result is clamped to them. Zero
+	// fields → the default's. A default above its maximum is ErrInvalid.
 	Limits Budget
 	// Clock drives alarms, idle TTL and passivation. Nil → the real clock.
 	Clock Clock
@@ -57,6 +60,9 @@ type Config struct {
 	Driver runtime.Driver
 	// Logger receives operational logs. Nil → slog.Default().
 	Logger *slog.Logger
+
+	// runtimeUsage replaces the runtime's own usage report (usage.go) in tests.
+	runtimeUsage func(*runtime.Sandbox) (memoryBytes int64, pids int)
 }
 
 // Defaults for Config fields.
@@ -83,9 +89,11 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.NodeID == "" {
 		cfg.NodeID, _ = os.Hostname()
 	}
-	cfg.Limits = cfg.Limits.WithDefaults()
+	if cfg.Defaults, cfg.Limits, err = OperatorBudgets(cfg.Defaults, cfg.Limits); err != nil {
+		return cfg, err
+	}
 	if cfg.Policy == nil {
-		cfg.Policy = DefaultPolicy(cfg.Limits)
+		cfg.Policy = DefaultPolicy(cfg.Defaults)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}

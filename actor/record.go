@@ -62,13 +62,21 @@ type budgetRec struct {
 	MaxProcesses      int   `json:"max_processes"`
 	MaxExecTimeout    int64 `json:"max_exec_timeout_ms"`
 	OutputBufferBytes int   `json:"output_buffer_bytes"`
+	// Fields added with isolation; a record made before them has zeros, which take the
+	// operator's defaults (Node.recBudget).
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	Pids        int    `json:"pids,omitempty"`
+	CPUMillis   int    `json:"cpu_millis,omitempty"`
+	DiskBytes   int64  `json:"disk_bytes,omitempty"`
+	Network     string `json:"network,omitempty"`
 }
 
 func toBudgetRec(b Budget) budgetRec {
 	return budgetRec{
 		IdleTTL: b.IdleTTL.Milliseconds(), MaxDuration: b.MaxDuration.Milliseconds(),
 		MaxProcesses: b.MaxProcesses, MaxExecTimeout: b.MaxExecTimeout.Milliseconds(),
-		OutputBufferBytes: b.OutputBufferBytes,
+		OutputBufferBytes: b.OutputBufferBytes, MemoryBytes: b.MemoryBytes, Pids: b.Pids,
+		CPUMillis: b.CPUMillis, DiskBytes: b.DiskBytes, Network: string(b.Network),
 	}
 }
 
@@ -76,9 +84,14 @@ func (b budgetRec) budget() Budget {
 	return Budget{
 		IdleTTL: time.Duration(b.IdleTTL) * time.Millisecond, MaxDuration: time.Duration(b.MaxDuration) * time.Millisecond,
 		MaxProcesses: b.MaxProcesses, MaxExecTimeout: time.Duration(b.MaxExecTimeout) * time.Millisecond,
-		OutputBufferBytes: b.OutputBufferBytes,
+		OutputBufferBytes: b.OutputBufferBytes, MemoryBytes: b.MemoryBytes, Pids: b.Pids,
+		CPUMillis: b.CPUMillis, DiskBytes: b.DiskBytes, Network: Network(b.Network),
 	}
 }
+
+// recBudget is the budget a record holds, with the fields a record made before they
+// existed filled from the operator's defaults.
+func (n *Node) recBudget(b budgetRec) Budget { return b.budget().fill(n.cfg.Defaults) }
 
 type eventRec struct {
 	Type string          `json:"t"`

@@ -7,7 +7,7 @@ import (
 )
 
 // RefreshBudget asks the policy again for sandbox sb's budget and applies it, clamped to
-// the operator's limits; the gateway calls it for every sandbox after a policy plugin
+// the operator's limits (unset fields: the operator's defaults); the gateway calls it for every sandbox after a policy plugin
 // reload. New limits hold for new work: processes already running are not ended, and a
 // process's output buffer keeps the size it started with. A changed budget is recorded
 // with a budget.changed event. It returns the budget now in force.
@@ -23,7 +23,7 @@ func (n *Node) RefreshBudget(ctx context.Context, sb string) (Budget, error) {
 		if err != nil {
 			return a.rec.Budget.budget(), fmt.Errorf("actor: failed to get budget for sandbox %q: %w", a.id, err)
 		}
-		next := toBudgetRec(b.clamp(a.n.cfg.Limits))
+		next := toBudgetRec(b.decide(a.n.cfg.Defaults, a.n.cfg.Limits))
 		if next == a.rec.Budget {
 			return next.budget(), nil
 		}

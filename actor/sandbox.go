@@ -32,16 +32,20 @@ type SandboxInfo struct {
 	Budget          Budget
 	Counts          struct{ Processes, Sessions, Terminals int }
 	FailReason      string
+	// Usage is what the sandbox uses now; nil unless it is active (in memory). A listed
+	// active sandbox shows it as of its last turn.
+	Usage *Usage
 }
 
 func (a *sbActor) infoNow() SandboxInfo {
 	r := a.rec
 	in := SandboxInfo{
 		ID: r.ID, State: r.State, Node: a.n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
-		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: a.n.recBudget(r.Budget),
 		FailReason: r.FailReason,
 	}
 	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
+	in.Usage = a.usageNow()
 	return in
 }
 
@@ -57,7 +61,7 @@ func (a *sbActor) publishInfo() {
 func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
 	in := SandboxInfo{
 		ID: r.ID, State: r.State, Node: n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
-		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: r.Budget.budget(),
+		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: n.recBudget(r.Budget),
 		FailReason: r.FailReason,
 	}
 	in.Counts.Sessions, in.Counts.Terminals = r.Sessions, r.Terminals
@@ -69,7 +73,7 @@ func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
 // sandbox belongs to spec.Tenant (DefaultTenant if empty): an id another tenant owns is
 // ErrConflict saying only that the id is not available, and a tenant already at
 // Config.MaxSandboxesPerTenant gets a *BudgetError. The budget comes from
-// Config.Policy, clamped to Config.Limits. The answer is sent once the sandbox and its
+// Config.Policy, its unset fields from Config.Defaults, clamped to Config.Limits. The answer is sent once the sandbox and its
 // sandbox.created event are durable.
 func (n *Node) CreateSandbox(ctx context.Context, spec SandboxSpec) (info SandboxInfo, created bool, err error) {
 	if spec.ID == "" {
@@ -129,7 +133,7 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	a.rec = &sandboxRec{
 		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
-		State: StateRunning, Budget: toBudgetRec(b.clamp(a.n.cfg.Limits)),
+		State: StateRunning, Budget: toBudgetRec(b.decide(a.n.cfg.Defaults, a.n.cfg.Limits)),
 	}
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
 	a.msgCount, a.msgDirty = 0, nil

@@ -7,6 +7,10 @@ type Stats struct {
 	// Processes, Sessions and Terminals sum the counts of the active sandboxes, as of
 	// each one's last turn.
 	Processes, Sessions, Terminals int
+	// MemoryBytes, Pids and DiskBytes sum the usage of the active sandboxes, as of each
+	// one's last turn.
+	MemoryBytes, DiskBytes int64
+	Pids                   int
 	// UnreadableSandboxes counts sandboxes whose stored records the storage could not
 	// read (a damaged file): they answer ErrCorrupt until it is repaired and the node
 	// restarted. Found at open and by later reads and writes.
@@ -32,6 +36,11 @@ func (n *Node) Stats() Stats {
 			st.Processes += in.Counts.Processes
 			st.Sessions += in.Counts.Sessions
 			st.Terminals += in.Counts.Terminals
+			if u := in.Usage; u != nil {
+				st.MemoryBytes += u.MemoryBytes
+				st.Pids += u.Pids
+				st.DiskBytes += u.DiskBytes
+			}
 		}
 	}
 	return st

@@ -25,7 +25,8 @@ type sandboxWork struct {
 	lost      map[string]*exitedRec       // running records found at activation, to record as exited
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
-	execs     int // exec calls running, counted in the process budget
+	execs     int       // exec calls running, counted in the process budget
+	disk      diskMeter // cached workspace disk usage (usage.go)
 }
 
 // load reads remembered sessions and terminals.
@@ -97,6 +98,7 @@ func (w *sandboxWork) forget(a *sbActor) {
 		a.releaseRunning() // the delete removes the records
 	}
 	w.sessions, w.terminals, w.procs, w.keep, w.exited, w.running, w.lost = nil, nil, nil, nil, nil, nil, nil
+	w.disk = diskMeter{}
 }
 
 // runtime returns the sandbox's runtime, starting it if needed.
@@ -104,13 +106,8 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	if a.sb.rt != nil {
 		return a.sb.rt, nil
 	}
-	b := a.rec.Budget.budget()
-	// The runtime's cap is the operator's maximum, a backstop; the sandbox's budget, which
-	// a policy reload may change, is enforced by checkProcessBudget.
-	rt, err := runtime.New(&runtime.Config{
-		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
-		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
-	})
+	cfg := a.runtimeConfig()
+	rt, err := runtime.New(&cfg)
 	if err != nil {
 		// The sandbox cannot run anything: it is failed, with the reason, until deleted.
 		a.fail(err.Error())
@@ -118,6 +115,19 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	}
 	a.sb.rt = rt
 	return rt, nil
+}
+
+// runtimeConfig is the runtime configuration of the sandbox: its workspace, env and
+// budget. The runtime's process cap is the operator's maximum, a backstop; the sandbox's
+// budget, which a policy reload may change, is enforced by checkProcessBudget. Memory,
+// pids and CPU are for a runtime driver that enforces them.
+func (a *sbActor) runtimeConfig() runtime.Config {
+	b := a.n.recBudget(a.rec.Budget)
+	return runtime.Config{
+		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
+		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
+		MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis,
+	}
 }
 
 // endWork ends every process of the sandbox (session shells and terminals included);

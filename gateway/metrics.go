@@ -57,19 +57,25 @@ func newMetrics() *metrics {
 }
 
 // nodeGauges reports the actor node's active sandboxes, processes, sessions and
-// terminals, read at scrape time.
+// terminals, and what the active sandboxes use, read at scrape time.
 func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
-	gauge := func(name, help string, f func(actor.Stats) int) prometheus.Collector {
+	gauge := func(name, help string, f func(actor.Stats) int64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) })
 	}
 	return []prometheus.Collector{
-		gauge("sandgate_active_sandboxes", "Sandbox actors in memory (not passivated).", func(s actor.Stats) int { return s.ActiveSandboxes }),
-		gauge("sandgate_processes", "Processes of active sandboxes, terminals included.", func(s actor.Stats) int { return s.Processes }),
-		gauge("sandgate_sessions", "Shell sessions of active sandboxes.", func(s actor.Stats) int { return s.Sessions }),
-		gauge("sandgate_terminals", "Terminals of active sandboxes.", func(s actor.Stats) int { return s.Terminals }),
+		gauge("sandgate_active_sandboxes", "Sandbox actors in memory (not passivated).", func(s actor.Stats) int64 { return int64(s.ActiveSandboxes) }),
+		gauge("sandgate_processes", "Processes of active sandboxes, terminals included.", func(s actor.Stats) int64 { return int64(s.Processes) }),
+		gauge("sandgate_sessions", "Shell sessions of active sandboxes.", func(s actor.Stats) int64 { return int64(s.Sessions) }),
+		gauge("sandgate_terminals", "Terminals of active sandboxes.", func(s actor.Stats) int64 { return int64(s.Terminals) }),
+		gauge("sandgate_usage_memory_bytes", "Memory used by the active sandboxes together, as of each one's last turn (measured by an isolating runtime driver).",
+			func(s actor.Stats) int64 { return s.MemoryBytes }),
+		gauge("sandgate_usage_pids", "Tasks (processes and threads) in the active sandboxes together, as of each one's last turn (measured by an isolating runtime driver).",
+			func(s actor.Stats) int64 { return int64(s.Pids) }),
+		gauge("sandgate_usage_disk_bytes", "Bytes allocated to the workspaces of the active sandboxes together, as of each one's last turn.",
+			func(s actor.Stats) int64 { return s.DiskBytes }),
 		gauge("sandgate_storage_unreadable_sandboxes", "Sandboxes whose stored records could not be read (damaged actors.db); they answer 503 until it is repaired and the node restarted.",
-			func(s actor.Stats) int { return s.UnreadableSandboxes }),
+			func(s actor.Stats) int64 { return int64(s.UnreadableSandboxes) }),
 	}
 }
 

@@ -47,6 +47,11 @@ func fromPluginBudget(b plugins.Budget) actor.Budget {
 		MaxProcesses:      int(b.MaxProcesses),
 		MaxExecTimeout:    time.Duration(b.MaxExecTimeoutMS) * time.Millisecond,
 		OutputBufferBytes: int(b.OutputBufferBytes),
+		MemoryBytes:       b.MemoryBytes,
+		Pids:              int(b.Pids),
+		CPUMillis:         int(b.CPUMillis),
+		DiskBytes:         b.DiskBytes,
+		Network:           actor.Network(b.Network),
 	}
 }
 
@@ -54,6 +59,7 @@ func toPluginBudget(b actor.Budget) plugins.Budget {
 	return plugins.Budget{
 		IdleTTLMS: b.IdleTTL.Milliseconds(), MaxDurationMS: b.MaxDuration.Milliseconds(),
 		MaxProcesses: int64(b.MaxProcesses), MaxExecTimeoutMS: b.MaxExecTimeout.Milliseconds(),
-		OutputBufferBytes: int64(b.OutputBufferBytes),
+		OutputBufferBytes: int64(b.OutputBufferBytes), MemoryBytes: b.MemoryBytes, Pids: int64(b.Pids),
+		CPUMillis: int64(b.CPUMillis), DiskBytes: b.DiskBytes, Network: plugins.Network(b.Network),
 	}
 }

@@ -12,11 +12,23 @@ import (
 // This file turns our packages' values into the JSON objects of the HTTP API (gateway/openapi.json).
 
 type budgetJSON struct {
-	IdleTTLMs         int64 `json:"idle_ttl_ms"`
-	MaxDurationMs     int64 `json:"max_duration_ms"`
-	MaxProcesses      int   `json:"max_processes"`
-	MaxExecTimeoutMs  int64 `json:"max_exec_timeout_ms"`
-	OutputBufferBytes int   `json:"output_buffer_bytes"`
+	IdleTTLMs         int64  `json:"idle_ttl_ms"`
+	MaxDurationMs     int64  `json:"max_duration_ms"`
+	MaxProcesses      int    `json:"max_processes"`
+	MaxExecTimeoutMs  int64  `json:"max_exec_timeout_ms"`
+	OutputBufferBytes int    `json:"output_buffer_bytes"`
+	MemoryBytes       int64  `json:"memory_bytes"`
+	Pids              int    `json:"pids"`
+	CPUMillis         int    `json:"cpu_millis"`
+	DiskBytes         int64  `json:"disk_bytes"`
+	Network           string `json:"network"`
+}
+
+// usageJSON is present on a sandbox only while it is active.
+type usageJSON struct {
+	MemoryBytes int64 `json:"memory_bytes"`
+	Pids        int   `json:"pids"`
+	DiskBytes   int64 `json:"disk_bytes"`
 }
 
 type countsJSON struct {
@@ -35,6 +47,7 @@ type sandboxJSON struct {
 	CreatedAt    time.Time         `json:"created_at"`
 	LastActiveAt time.Time         `json:"last_active_at"`
 	Budget       budgetJSON        `json:"budget"`
+	Usage        *usageJSON        `json:"usage,omitempty"`
 	Counts       countsJSON        `json:"counts"`
 	FailedReason string            `json:"failed_reason,omitempty"`
 }
@@ -45,14 +58,20 @@ func renderBudget(b actor.Budget) budgetJSON {
 	return budgetJSON{
 		IdleTTLMs: ms(b.IdleTTL), MaxDurationMs: ms(b.MaxDuration), MaxProcesses: b.MaxProcesses,
 		MaxExecTimeoutMs: ms(b.MaxExecTimeout), OutputBufferBytes: b.OutputBufferBytes,
+		MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis, DiskBytes: b.DiskBytes,
+		Network: string(b.Network),
 	}
 }
 
 func renderSandbox(i actor.SandboxInfo) sandboxJSON {
+	var usage *usageJSON
+	if u := i.Usage; u != nil {
+		usage = &usageJSON{MemoryBytes: u.MemoryBytes, Pids: u.Pids, DiskBytes: u.DiskBytes}
+	}
 	return sandboxJSON{
 		ID: i.ID, State: i.State, Node: i.Node, Labels: nonNilMap(i.Labels), Pool: i.Pool,
 		Tenant: i.Tenant, CreatedAt: i.CreatedAt.UTC(), LastActiveAt: i.LastActiveAt.UTC(),
-		Budget:       renderBudget(i.Budget),
+		Budget: renderBudget(i.Budget), Usage: usage,
 		Counts:       countsJSON{Processes: i.Counts.Processes, Sessions: i.Counts.Sessions, Terminals: i.Counts.Terminals},
 		FailedReason: i.FailReason,
 	}

@@ -58,8 +58,13 @@ type Config struct {
 	Policy RoutePolicy
 	// Budgets decides sandbox budgets; nil means the actor's built-in default policy.
 	Budgets actor.Policy
-	// Limits are the operator's budget defaults and maxima; zero fields mean the
-	// actor's defaults.
+	// Defaults are the operator's default budget: what a sandbox gets where the policy
+	// has no opinion (serve's --budget "default"). Zero fields mean the built-in
+	// defaults (actor.DefaultBudget), narrowed to Limits.
+	Defaults actor.Budget
+	// Limits are the operator's budget maxima (--budget "max"): every policy answer is
+	// clamped to them. Zero fields mean the default's. A default above its maximum is a
+	// start-up error.
 	Limits actor.Budget
 	// UI serves the browser pages (/, /t/{sb}/{t}, /assets/); nil serves none.
 	UI http.Handler
@@ -150,11 +155,12 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	node, err := actor.Open(ctx, &actor.Config{
-		NodeID:  c.NodeID,
-		DataDir: c.DataDir,
-		Policy:  c.Budgets,
-		Limits:  c.Limits,
-		Logger:  c.Logger,
+		NodeID:   c.NodeID,
+		DataDir:  c.DataDir,
+		Policy:   c.Budgets,
+		Defaults: c.Defaults,
+		Limits:   c.Limits,
+		Logger:   c.Logger,
 
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
 	})
@@ -244,6 +250,10 @@ func withDefaults(cfg *Config) (Config, error) {
 		if p.Tenant == "" {
 			return c, errors.New("gateway: a token has an empty tenant name")
 		}
+	}
+	var err error
+	if c.Defaults, c.Limits, err = actor.OperatorBudgets(c.Defaults, c.Limits); err != nil {
+		return c, fmt.Errorf("gateway: invalid operator budgets: %w", err)
 	}
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
 		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
@@ -379,14 +389,12 @@ func openPolicy(ctx context.Context, c *Config, reloads chan<- uint64) (*plugins
 	if c.PolicyFile == "" {
 		return nil, nil
 	}
-	limits := c.Limits.WithDefaults()
-	pb := toPluginBudget(limits)
 	host, err := plugins.New(ctx, &plugins.Config{
 		Path:          c.PolicyFile,
 		PluginConfig:  c.PolicyConfig,
 		CacheDir:      filepath.Join(c.DataDir, "plugin-cache"),
-		DefaultBudget: pb,
-		MaxBudget:     pb,
+		DefaultBudget: toPluginBudget(c.Defaults),
+		MaxBudget:     toPluginBudget(c.Limits),
 		CallTimeout:   c.PolicyTimeout,
 		OnReload: func(gen uint64) {
 			select { // a refresh already pending covers this generation too

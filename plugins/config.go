@@ -51,8 +51,9 @@ type Config struct {
 	// e.g. on SIGHUP).
 	PollInterval time.Duration
 
-	// DefaultBudget is a sandbox's budget when the plugin has no opinion or fails.
-	// Zero fields default to the API's example values.
+	// DefaultBudget is a sandbox's budget when the plugin has no opinion or fails, and
+	// what fields a plugin leaves unset (or, built for ABI version 1, does not know)
+	// take. Zero fields default to the API's example values.
 	DefaultBudget Budget
 	// MaxBudget is the operator's maxima; no budget exceeds it. Zero fields default to
 	// DefaultBudget's.
@@ -76,6 +77,11 @@ func DefaultConfig() Config {
 		MaxProcesses:      64,
 		MaxExecTimeoutMS:  10 * 60 * 1000,
 		OutputBufferBytes: 1 << 20,
+		MemoryBytes:       512 << 20,
+		Pids:              256,
+		CPUMillis:         1000,
+		DiskBytes:         1 << 30,
+		Network:           NetworkLoopback,
 	}
 	return Config{
 		PoolSize:           2 * goruntime.GOMAXPROCS(0),
@@ -135,12 +141,26 @@ func (c *Config) withDefaults() (Config, error) {
 	fill(&b.MaxProcesses, db.MaxProcesses)
 	fill(&b.MaxExecTimeoutMS, db.MaxExecTimeoutMS)
 	fill(&b.OutputBufferBytes, db.OutputBufferBytes)
+	fill(&b.MemoryBytes, db.MemoryBytes)
+	fill(&b.Pids, db.Pids)
+	fill(&b.CPUMillis, db.CPUMillis)
+	fill(&b.DiskBytes, db.DiskBytes)
+	if b.Network == "" {
+		b.Network = db.Network
+	}
 	m := &out.MaxBudget
 	fill(&m.IdleTTLMS, b.IdleTTLMS)
 	fill(&m.MaxDurationMS, b.MaxDurationMS)
 	fill(&m.MaxProcesses, b.MaxProcesses)
 	fill(&m.MaxExecTimeoutMS, b.MaxExecTimeoutMS)
 	fill(&m.OutputBufferBytes, b.OutputBufferBytes)
+	fill(&m.MemoryBytes, b.MemoryBytes)
+	fill(&m.Pids, b.Pids)
+	fill(&m.CPUMillis, b.CPUMillis)
+	fill(&m.DiskBytes, b.DiskBytes)
+	if m.Network == "" {
+		m.Network = b.Network
+	}
 	if out.Logger == nil {
 		out.Logger = d.Logger
 	}
@@ -175,6 +195,8 @@ func (c *Config) validate() error {
 	for _, p := range [][2]int64{
 		{d.IdleTTLMS, m.IdleTTLMS}, {d.MaxDurationMS, m.MaxDurationMS}, {d.MaxProcesses, m.MaxProcesses},
 		{d.MaxExecTimeoutMS, m.MaxExecTimeoutMS}, {d.OutputBufferBytes, m.OutputBufferBytes},
+		{d.MemoryBytes, m.MemoryBytes}, {d.Pids, m.Pids}, {d.CPUMillis, m.CPUMillis}, {d.DiskBytes, m.DiskBytes},
+		{int64(d.Network.code()), int64(m.Network.code())},
 	} {
 		if p[0] < 1 || p[0] > p[1] {
 			return bad("DefaultBudget %+v must be positive and within MaxBudget %+v", d, m)

@@ -158,21 +158,25 @@ func (h *Host) Budget(ctx context.Context, req *BudgetRequest) (Budget, error) {
 	h.stats.budget.calls.Add(1)
 	r := wire.BudgetRequest{
 		Tenant: req.Tenant, SandboxID: req.SandboxID, Labels: req.Labels, Reload: req.Reload,
-		Defaults: wire.Budget(h.cfg.DefaultBudget), Max: wire.Budget(h.cfg.MaxBudget),
+		Defaults: h.cfg.DefaultBudget.wire(), Max: h.cfg.MaxBudget.wire(),
 	}
 	var b Budget
 	_, err := h.do(ctx, &h.budget, &h.stats.budget, "budget",
 		func(in *instance) bool { return in.budget != nil },
 		func(ctx context.Context, in *instance) error {
+			// Each module is spoken to in its own ABI version: a version 1 module
+			// neither sees nor sets the fields added later, which take the defaults.
 			out, err := in.call(ctx, in.budget, func(buf []byte) []byte {
-				return wire.AppendBudgetRequest(buf, &r)
+				return wire.AppendBudgetRequestV(buf, &r, in.version)
 			})
 			if err != nil {
 				return err
 			}
-			if err := wire.DecodeBudget(out, (*wire.Budget)(&b)); err != nil {
+			var wb wire.Budget
+			if err := wire.DecodeBudgetV(out, &wb, in.version); err != nil {
 				return fmt.Errorf("%w: %w", ErrGarbage, err)
 			}
+			b = budgetOf(&wb)
 			return nil
 		})
 	if err != nil {

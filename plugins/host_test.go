@@ -56,7 +56,8 @@ func TestEchoRoute(t *testing.T) {
 
 func TestEchoBudgetIsClamped(t *testing.T) {
 	t.Parallel()
-	def := plugins.Budget{IdleTTLMS: 1000, MaxDurationMS: 2000, MaxProcesses: 8, MaxExecTimeoutMS: 3000, OutputBufferBytes: 4096}
+	def := plugins.Budget{IdleTTLMS: 1000, MaxDurationMS: 2000, MaxProcesses: 8, MaxExecTimeoutMS: 3000, OutputBufferBytes: 4096,
+		MemoryBytes: 1 << 20, Pids: 10, CPUMillis: 100, DiskBytes: 1 << 24, Network: plugins.NetworkNone}
 	max := def
 	max.MaxProcesses = 16
 	h := newHost(t, plugin(t, "echo"), func(c *plugins.Config) { c.DefaultBudget, c.MaxBudget = def, max })

@@ -29,6 +29,7 @@ type instance struct {
 	mem           api.Memory
 	alloc         api.Function
 	budget, route api.Function // nil when not exported
+	version       int          // ABI version the module exports, wire.MinVersion..wire.Version
 	inPtr, inCap  uint32       // request buffer from sandgate_alloc
 	calls         int
 	ctx           *callContext // what hook calls run under
@@ -72,9 +73,10 @@ func newInstance(ctx context.Context, g *generation) (_ *instance, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidModule, exportVersion, err)
 	}
-	if uint32(res[0]) != wire.Version {
-		return nil, fmt.Errorf("%w: ABI version %d, want %d", ErrInvalidModule, uint32(res[0]), wire.Version)
+	if v := uint32(res[0]); v < wire.MinVersion || v > wire.Version {
+		return nil, fmt.Errorf("%w: ABI version %d, want %d to %d", ErrInvalidModule, v, wire.MinVersion, wire.Version)
 	}
+	in.version = int(uint32(res[0]))
 	if initFn := mod.ExportedFunction(exportInit); initFn != nil {
 		if !sig(initFn, hookParams, []api.ValueType{api.ValueTypeI32}) {
 			return nil, fmt.Errorf("%w: %s has the wrong signature", ErrInvalidModule, exportInit)

@@ -1,16 +1,81 @@
 package plugins
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/sandgate/sandgate/plugins/internal/wire"
+)
 
 // Budget is a sandbox's resource budget, the API's budget object. In a plugin's answer a
 // zero field means the operator's default; the host clamps every field to
-// [1, operator maximum] so a plugin can only narrow the operator's maxima.
+// [1, operator maximum] so a plugin can only narrow the operator's maxima. A plugin of
+// ABI version 1 knows only the first five fields: the others take the operator's
+// defaults.
 type Budget struct {
-	IdleTTLMS         int64 `json:"idle_ttl_ms"`
-	MaxDurationMS     int64 `json:"max_duration_ms"`
-	MaxProcesses      int64 `json:"max_processes"`
-	MaxExecTimeoutMS  int64 `json:"max_exec_timeout_ms"`
-	OutputBufferBytes int64 `json:"output_buffer_bytes"`
+	IdleTTLMS         int64   `json:"idle_ttl_ms"`
+	MaxDurationMS     int64   `json:"max_duration_ms"`
+	MaxProcesses      int64   `json:"max_processes"`
+	MaxExecTimeoutMS  int64   `json:"max_exec_timeout_ms"`
+	OutputBufferBytes int64   `json:"output_buffer_bytes"`
+	MemoryBytes       int64   `json:"memory_bytes"`
+	Pids              int64   `json:"pids"`
+	CPUMillis         int64   `json:"cpu_millis"`
+	DiskBytes         int64   `json:"disk_bytes"`
+	Network           Network `json:"network"`
+}
+
+// Network is the network a sandbox may use, the API's "network". Ordered from the
+// narrowest: NetworkNone < NetworkLoopback < NetworkHost; "" means not set.
+type Network string
+
+// Network values.
+const (
+	NetworkNone     Network = "none"
+	NetworkLoopback Network = "loopback"
+	NetworkHost     Network = "host"
+)
+
+// code is n's encoding in the ABI; 0 (wire.NetworkDefault) for "" or an unknown value.
+func (n Network) code() byte {
+	switch n {
+	case NetworkNone:
+		return wire.NetworkNone
+	case NetworkLoopback:
+		return wire.NetworkLoopback
+	case NetworkHost:
+		return wire.NetworkHost
+	}
+	return wire.NetworkDefault
+}
+
+func networkOf(code byte) Network {
+	switch code {
+	case wire.NetworkNone:
+		return NetworkNone
+	case wire.NetworkLoopback:
+		return NetworkLoopback
+	case wire.NetworkHost:
+		return NetworkHost
+	}
+	return ""
+}
+
+func (b *Budget) wire() wire.Budget {
+	return wire.Budget{
+		IdleTTLMS: b.IdleTTLMS, MaxDurationMS: b.MaxDurationMS, MaxProcesses: b.MaxProcesses,
+		MaxExecTimeoutMS: b.MaxExecTimeoutMS, OutputBufferBytes: b.OutputBufferBytes,
+		MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis, DiskBytes: b.DiskBytes,
+		Network: b.Network.code(),
+	}
+}
+
+func budgetOf(w *wire.Budget) Budget {
+	return Budget{
+		IdleTTLMS: w.IdleTTLMS, MaxDurationMS: w.MaxDurationMS, MaxProcesses: w.MaxProcesses,
+		MaxExecTimeoutMS: w.MaxExecTimeoutMS, OutputBufferBytes: w.OutputBufferBytes,
+		MemoryBytes: w.MemoryBytes, Pids: w.Pids, CPUMillis: w.CPUMillis, DiskBytes: w.DiskBytes,
+		Network: networkOf(w.Network),
+	}
 }
 
 // BudgetRequest asks for the budget of a sandbox on create, or again after a reload
@@ -76,7 +141,7 @@ func (d Decision) Code() string {
 }
 
 // clamp narrows a plugin's budget to the operator's limits: zero fields take the
-// default, everything is capped at the maximum.
+// default, everything is capped at the maximum (the network by its order).
 func clamp(p, def, max Budget) Budget {
 	f := func(v, d, m int64) int64 {
 		if v <= 0 {
@@ -90,5 +155,10 @@ func clamp(p, def, max Budget) Budget {
 		MaxProcesses:      f(p.MaxProcesses, def.MaxProcesses, max.MaxProcesses),
 		MaxExecTimeoutMS:  f(p.MaxExecTimeoutMS, def.MaxExecTimeoutMS, max.MaxExecTimeoutMS),
 		OutputBufferBytes: f(p.OutputBufferBytes, def.OutputBufferBytes, max.OutputBufferBytes),
+		MemoryBytes:       f(p.MemoryBytes, def.MemoryBytes, max.MemoryBytes),
+		Pids:              f(p.Pids, def.Pids, max.Pids),
+		CPUMillis:         f(p.CPUMillis, def.CPUMillis, max.CPUMillis),
+		DiskBytes:         f(p.DiskBytes, def.DiskBytes, max.DiskBytes),
+		Network:           networkOf(byte(f(int64(p.Network.code()), int64(def.Network.code()), int64(max.Network.code())))),
 	}
 }

@@ -30,6 +30,12 @@ type Config struct {
 	KillGrace time.Duration
 	// Driver builds the processes. Default LocalDriver.
 	Driver Driver
+	// MemoryBytes, Pids and CPUMillis (1000 = one core) are the sandbox's resource
+	// limits, for a driver that can enforce them; 0 means no limit. LocalDriver ignores
+	// them.
+	MemoryBytes int64
+	Pids        int
+	CPUMillis   int
 }
 
 // DefaultConfig returns the defaults that New applies to zero fields. Dir has no

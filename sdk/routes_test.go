@@ -51,7 +51,10 @@ const (
 	sandboxJSON = `{"id": "dev1", "state": "running", "node": "n2", "labels": {"tenant": "acme"},
  "created_at": "2026-11-22T02:00:00Z", "last_active_at": "2026-11-22T02:05:00Z",
  "budget": {"idle_ttl_ms": 900000, "max_duration_ms": 86400000, "max_processes": 64,
-            "max_exec_timeout_ms": 600000, "output_buffer_bytes": 1048576},
+            "max_exec_timeout_ms": 600000, "output_buffer_bytes": 1048576,
+            "memory_bytes": 536870912, "pids": 256, "cpu_millis": 1000,
+            "disk_bytes": 1073741824, "network": "loopback"},
+ "usage": {"memory_bytes": 12582912, "pids": 3, "disk_bytes": 81920},
  "counts": {"processes": 2, "sessions": 1, "terminals": 1}}`
 	processJSON = `{"id": "proc_9f2c", "pid": 4242, "command": "npm run dev", "argv": null, "cwd": "/w",
  "pty": true, "tag": "web", "label": "Dev server", "session": null,
@@ -86,7 +89,9 @@ func TestRoutes(t *testing.T) {
 				sb := r.(*Sandbox)
 				want := Sandbox{ID: "dev1", State: SandboxRunning, Node: "n2", Labels: map[string]string{"tenant": "acme"},
 					CreatedAt: time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC), LastActiveAt: time.Date(2026, 11, 22, 2, 5, 0, 0, time.UTC),
-					Budget: Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 64, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1048576},
+					Budget: Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 64, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1048576,
+						MemoryBytes: 536870912, Pids: 256, CPUMillis: 1000, DiskBytes: 1073741824, Network: NetworkLoopback},
+					Usage:  &Usage{MemoryBytes: 12582912, Pids: 3, DiskBytes: 81920},
 					Counts: Counts{Processes: 2, Sessions: 1, Terminals: 1}}
 				if !reflect.DeepEqual(*sb, want) {
 					t.Errorf("sandbox = %+v\nwant %+v", *sb, want)

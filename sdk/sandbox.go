@@ -19,13 +19,41 @@ const (
 	SandboxFailed     SandboxState = "failed"
 )
 
-// Budget is what the policy decided for a sandbox.
+// Budget is what the policy decided for a sandbox. MemoryBytes, Pids, CPUMillis,
+// DiskBytes and Network are enforced by the server's isolating runtime driver.
 type Budget struct {
 	IdleTTLMS         int64 `json:"idle_ttl_ms"`
 	MaxDurationMS     int64 `json:"max_duration_ms"`
 	MaxProcesses      int   `json:"max_processes"`
 	MaxExecTimeoutMS  int64 `json:"max_exec_timeout_ms"`
 	OutputBufferBytes int64 `json:"output_buffer_bytes"`
+	// MemoryBytes is the memory all of the sandbox's processes may use together.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// Pids is how many tasks (processes and threads) may exist in it at once.
+	Pids int `json:"pids"`
+	// CPUMillis is its CPU quota: 1000 is one core.
+	CPUMillis int `json:"cpu_millis"`
+	// DiskBytes is the size of its workspace.
+	DiskBytes int64 `json:"disk_bytes"`
+	// Network is NetworkNone, NetworkLoopback or NetworkHost.
+	Network Network `json:"network"`
+}
+
+// Network is the network a sandbox may use.
+type Network string
+
+// The networks of the contract, from the narrowest.
+const (
+	NetworkNone     Network = "none"
+	NetworkLoopback Network = "loopback"
+	NetworkHost     Network = "host"
+)
+
+// Usage is what an active sandbox uses now.
+type Usage struct {
+	MemoryBytes int64 `json:"memory_bytes"`
+	Pids        int   `json:"pids"`
+	DiskBytes   int64 `json:"disk_bytes"`
 }
 
 // Counts is how many processes, sessions and terminals a sandbox has.
@@ -44,7 +72,9 @@ type Sandbox struct {
 	CreatedAt    time.Time         `json:"created_at"`
 	LastActiveAt time.Time         `json:"last_active_at"`
 	Budget       Budget            `json:"budget"`
-	Counts       Counts            `json:"counts"`
+	// Usage is set only while the sandbox is active (in memory on its node).
+	Usage  *Usage `json:"usage,omitempty"`
+	Counts Counts `json:"counts"`
 	// Tenant owns the sandbox: the tenant of the token that created it (an extension
 	// of the contract).
 	Tenant string `json:"tenant,omitempty"`

@@ -56,6 +56,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
+	budget := fs.String("budget", "", "JSON `file` of the operator's budget defaults and maxima: {\"default\": {...}, \"max\": {...}} with the budget object's fields")
 	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +100,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, "serve:", err)
 			return 2
 		}
+	}
+	if *budget != "" {
+		bs, err := gateway.LoadBudgets(*budget)
+		if err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return 2
+		}
+		cfg.Defaults, cfg.Limits = bs.Default, bs.Max
 	}
 	if cfg.Tokens, err = gateway.ServeTokens(*token, *tokens); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,6 +37,9 @@ func TestServeFlagErrors(t *testing.T) {
 		{"missing tokens file", []string{"--tokens", filepath.Join(dir, "nope.json")}, "failed to read tokens file"},
 		{"--token given to a tenant", []string{"--token", "t0", "--tokens", file("clash.json", `{"t0": "acme"}`)}, "always an admin"},
 		{"negative cap", []string{"--max-sandboxes-per-tenant", "-1"}, "--max-sandboxes-per-tenant"},
+		{"budget file with an unknown field", []string{"--budget", file("bfield.json", `{"max": {"memory": 1}}`)}, `unknown field "max.memory"`},
+		{"budget default above max", []string{"--budget", file("babove.json", `{"default": {"pids": 9}, "max": {"pids": 8}}`)}, "pids 9 is above its max 8"},
+		{"missing budget file", []string{"--budget", filepath.Join(dir, "nope-budget.json")}, "failed to read budget file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,4 +96,43 @@ func (n *node) request(tb testing.TB, token, method, path, body string) (int, st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestServeBudget: the real binary takes the operator's defaults and maxima from
+// --budget: a sandbox gets the defaults, and a bad file stops serve with exit code 2
+// naming the field.
+func TestServeBudget(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "budget.json")
+	if err := os.WriteFile(good, []byte(`{"default": {"memory_bytes": 268435456, "pids": 64, "network": "none"},
+		"max": {"memory_bytes": 1073741824, "pids": 128, "cpu_millis": 2000, "network": "host"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const admin = "tok-admin"
+	n := startNode(t, admin, "--budget", good)
+	body := n.post(t, admin, "/v1/sandboxes", `{"id":"b1"}`)
+	var sb struct {
+		Budget map[string]any `json:"budget"`
+	}
+	if err := json.Unmarshal([]byte(body), &sb); err != nil {
+		t.Fatalf("decode %q: %v", body, err)
+	}
+	for k, want := range map[string]any{"memory_bytes": 268435456.0, "pids": 64.0, "network": "none", "cpu_millis": 1000.0, "disk_bytes": 1073741824.0} {
+		if sb.Budget[k] != want {
+			t.Fatalf("budget %s = %v, want %v (budget %v)", k, sb.Budget[k], want, sb.Budget)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"default": {"memory_bytes": 1, "pid": 3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildBinary(t), "serve", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--budget", bad)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), `unknown field "default.pid"`) {
+		t.Fatalf("serve with a bad budget file: %v, stderr %q; want exit 2 naming default.pid", err, stderr.String())
+	}
 }

@@ -5,7 +5,18 @@ package guest
 import "github.com/sandgate/sandgate/plugins/internal/wire"
 
 // Budget is a sandbox's resource budget; a zero field means the operator's default.
+// Every field is narrowed to the operator's maximum by the host. Network is one of
+// NetworkNone, NetworkLoopback and NetworkHost (0: the operator's default).
 type Budget = wire.Budget
+
+// Network values of a [Budget], from the narrowest. The SDK speaks ABI version 2, the
+// first with MemoryBytes, Pids, CPUMillis, DiskBytes and Network.
+const (
+	NetworkDefault  = wire.NetworkDefault
+	NetworkNone     = wire.NetworkNone
+	NetworkLoopback = wire.NetworkLoopback
+	NetworkHost     = wire.NetworkHost
+)
 
 // BudgetRequest is what the host asks on sandbox create and after a reload: tenant,
 // sandbox id and labels, whether it is asked again after a reload, and the operator's

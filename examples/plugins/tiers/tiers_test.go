@@ -15,18 +15,24 @@ func TestMain(m *testing.M) { pluginstest.RunWithPlugin(m, ".", &wasm) }
 
 func TestTiers(t *testing.T) {
 	t.Parallel()
-	def := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 8, MaxExecTimeoutMS: 60000, OutputBufferBytes: 1 << 20}
-	max := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 64, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}
+	def := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 8, MaxExecTimeoutMS: 60000, OutputBufferBytes: 1 << 20,
+		MemoryBytes: 512 << 20, Pids: 256, CPUMillis: 1000, DiskBytes: 1 << 30, Network: plugins.NetworkLoopback}
+	max := plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 64, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20,
+		MemoryBytes: 2 << 30, Pids: 256, CPUMillis: 4000, DiskBytes: 1 << 30, Network: plugins.NetworkHost}
+	with := func(b plugins.Budget, f func(*plugins.Budget)) plugins.Budget { f(&b); return b }
 	tests := []struct {
 		name string
 		max  plugins.Budget
 		tier string
 		want plugins.Budget
 	}{
-		{name: "free", max: max, tier: "free",
-			want: plugins.Budget{IdleTTLMS: 60000, MaxDurationMS: 86400000, MaxProcesses: 2, MaxExecTimeoutMS: 5000, OutputBufferBytes: 1 << 20}},
-		{name: "pro", max: max, tier: "pro",
-			want: plugins.Budget{IdleTTLMS: 900000, MaxDurationMS: 86400000, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}},
+		{name: "free", max: max, tier: "free", want: with(def, func(b *plugins.Budget) {
+			b.IdleTTLMS, b.MaxProcesses, b.MaxExecTimeoutMS, b.MemoryBytes, b.Network = 60000, 2, 5000, 256<<20, plugins.NetworkNone
+		})},
+		{name: "pro", max: max, tier: "pro", want: with(def, func(b *plugins.Budget) {
+			// 4 GiB asked, 2 GiB allowed.
+			b.MaxProcesses, b.MaxExecTimeoutMS, b.MemoryBytes, b.CPUMillis, b.Network = 32, 600000, 2<<30, 2000, plugins.NetworkHost
+		})},
 		{name: "pro clamped by the operator", max: def, tier: "pro", want: def},
 		{name: "no tier", max: max, tier: "", want: def},
 		{name: "unknown tier", max: max, tier: "gold", want: def},

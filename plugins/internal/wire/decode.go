@@ -13,6 +13,7 @@ type decoder struct {
 	off    int
 	err    *DecodeError
 	borrow bool // strings alias b and are not checked for UTF-8 (views)
+	v      int  // ABI version of budgets; 0 means Version
 }
 
 func (d *decoder) fail(reason string) {
@@ -133,6 +134,20 @@ func (d *decoder) budget(b *Budget) {
 	b.MaxProcesses = d.int()
 	b.MaxExecTimeoutMS = d.int()
 	b.OutputBufferBytes = d.int()
+	if d.v == 1 {
+		b.MemoryBytes, b.Pids, b.CPUMillis, b.DiskBytes, b.Network = 0, 0, 0, 0, NetworkDefault
+		return
+	}
+	b.MemoryBytes = d.int()
+	b.Pids = d.int()
+	b.CPUMillis = d.int()
+	b.DiskBytes = d.int()
+	b.Network = d.byte()
+	if d.err == nil && b.Network > NetworkHost {
+		d.off--
+		d.fail("bad network")
+		b.Network = NetworkDefault
+	}
 }
 
 func (d *decoder) start(tag byte) {
@@ -156,9 +171,16 @@ func (d *decoder) finish() error {
 	return nil
 }
 
-// DecodeBudgetRequest decodes a [BudgetRequest] from b. It never keeps a reference to b.
+// DecodeBudgetRequest decodes a [BudgetRequest] in ABI version [Version] from b. It
+// never keeps a reference to b.
 func DecodeBudgetRequest(b []byte, r *BudgetRequest) error {
-	d := decoder{b: b}
+	return DecodeBudgetRequestV(b, r, Version)
+}
+
+// DecodeBudgetRequestV is DecodeBudgetRequest in ABI version v; a version 1 request
+// leaves the fields it does not have zero.
+func DecodeBudgetRequestV(b []byte, r *BudgetRequest, v int) error {
+	d := decoder{b: b, v: v}
 	return d.budgetRequest(r)
 }
 
@@ -208,9 +230,14 @@ func (d *decoder) routeRequest(r *RouteRequest) error {
 	return d.finish()
 }
 
-// DecodeBudget decodes a plugin's budget answer from b. It never keeps a reference to b.
-func DecodeBudget(b []byte, out *Budget) error {
-	d := decoder{b: b}
+// DecodeBudget decodes a plugin's budget answer in ABI version [Version] from b. It
+// never keeps a reference to b.
+func DecodeBudget(b []byte, out *Budget) error { return DecodeBudgetV(b, out, Version) }
+
+// DecodeBudgetV is DecodeBudget in ABI version v: a version 1 answer has no value for
+// the fields added later, which are left zero ("the operator's default").
+func DecodeBudgetV(b []byte, out *Budget, v int) error {
+	d := decoder{b: b, v: v}
 	d.start(TagBudget)
 	d.budget(out)
 	return d.finish()

@@ -5,8 +5,14 @@ import (
 	"slices"
 )
 
-// AppendBudgetRequest appends the encoding of r to dst.
+// AppendBudgetRequest appends the encoding of r to dst, in ABI version [Version].
 func AppendBudgetRequest(dst []byte, r *BudgetRequest) []byte {
+	return AppendBudgetRequestV(dst, r, Version)
+}
+
+// AppendBudgetRequestV appends the encoding of r in ABI version v to dst. Version 1
+// leaves out the budget fields it does not have.
+func AppendBudgetRequestV(dst []byte, r *BudgetRequest, v int) []byte {
 	dst = append(dst, TagBudgetRequest)
 	dst = appendString(dst, r.Tenant)
 	dst = appendString(dst, r.SandboxID)
@@ -16,8 +22,8 @@ func AppendBudgetRequest(dst []byte, r *BudgetRequest) []byte {
 	} else {
 		dst = append(dst, 0)
 	}
-	dst = appendBudgetFields(dst, &r.Defaults)
-	return appendBudgetFields(dst, &r.Max)
+	dst = appendBudgetFields(dst, &r.Defaults, v)
+	return appendBudgetFields(dst, &r.Max, v)
 }
 
 // AppendRouteRequest appends the encoding of r to dst.
@@ -35,11 +41,15 @@ func AppendRouteRequest(dst []byte, r *RouteRequest) []byte {
 	return dst
 }
 
-// AppendBudget appends the encoding of a plugin's budget answer to dst. Negative fields
-// are encoded as 0 (the operator's default).
-func AppendBudget(dst []byte, b *Budget) []byte {
+// AppendBudget appends the encoding of a plugin's budget answer to dst, in ABI version
+// [Version]. Negative fields, and a network other than the four values, are encoded as 0
+// (the operator's default).
+func AppendBudget(dst []byte, b *Budget) []byte { return AppendBudgetV(dst, b, Version) }
+
+// AppendBudgetV is AppendBudget in ABI version v.
+func AppendBudgetV(dst []byte, b *Budget, v int) []byte {
 	dst = append(dst, TagBudget)
-	return appendBudgetFields(dst, b)
+	return appendBudgetFields(dst, b, v)
 }
 
 // AppendDecision appends the encoding of a plugin's route answer to dst.
@@ -88,12 +98,25 @@ func appendShortDecision(dst []byte, verdict byte, status int, reason string) []
 	return dst
 }
 
-func appendBudgetFields(dst []byte, b *Budget) []byte {
-	for _, v := range [...]int64{b.IdleTTLMS, b.MaxDurationMS, b.MaxProcesses, b.MaxExecTimeoutMS, b.OutputBufferBytes} {
+func appendBudgetFields(dst []byte, b *Budget, version int) []byte {
+	fields := [...]int64{b.IdleTTLMS, b.MaxDurationMS, b.MaxProcesses, b.MaxExecTimeoutMS, b.OutputBufferBytes,
+		b.MemoryBytes, b.Pids, b.CPUMillis, b.DiskBytes}
+	n := 5 // version 1
+	if version >= 2 {
+		n = len(fields)
+	}
+	for _, v := range fields[:n] {
 		if v < 0 {
 			v = 0
 		}
 		dst = binary.AppendUvarint(dst, uint64(v))
+	}
+	if version >= 2 {
+		net := b.Network
+		if net > NetworkHost {
+			net = NetworkDefault
+		}
+		dst = append(dst, net)
 	}
 	return dst
 }

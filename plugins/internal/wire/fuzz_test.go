@@ -29,17 +29,28 @@ func FuzzDecodeDecision(f *testing.F) {
 	})
 }
 
+// FuzzDecodeBudget decodes answers of both ABI versions: whatever is accepted
+// re-encodes to the same budget, and a version 1 answer never sets the fields version 1
+// does not have.
 func FuzzDecodeBudget(f *testing.F) {
 	for _, tt := range budgetCases {
-		f.Add(AppendBudget(nil, &tt.b))
+		f.Add(uint8(2), AppendBudget(nil, &tt.b))
+		f.Add(uint8(1), AppendBudgetV(nil, &tt.b, 1))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, v uint8, b []byte) {
+		version := int(v%2) + 1
 		var got Budget
-		if DecodeBudget(b, &got) != nil {
+		if DecodeBudgetV(b, &got, version) != nil {
 			return
 		}
+		if version == 1 && got != v1(got) {
+			t.Fatalf("v1 answer set later fields: %+v", got)
+		}
+		if got.Network > NetworkHost {
+			t.Fatalf("accepted network %d", got.Network)
+		}
 		var again Budget
-		if err := DecodeBudget(AppendBudget(nil, &got), &again); err != nil || again != got {
+		if err := DecodeBudgetV(AppendBudgetV(nil, &got, version), &again, version); err != nil || again != got {
 			t.Fatalf("round trip: %+v -> %+v, %v", got, again, err)
 		}
 	})
@@ -74,15 +85,23 @@ func FuzzDecodeRouteRequest(f *testing.F) {
 }
 
 func FuzzDecodeBudgetRequest(f *testing.F) {
-	f.Add(AppendBudgetRequest(nil, &BudgetRequest{Tenant: "t", Labels: map[string]string{"tier": "pro"}}))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	for _, tt := range budgetCases {
+		req := &BudgetRequest{Tenant: "t", Labels: map[string]string{"tier": "pro"}, Defaults: tt.b, Max: tt.b}
+		f.Add(uint8(2), AppendBudgetRequest(nil, req))
+		f.Add(uint8(1), AppendBudgetRequestV(nil, req, 1))
+	}
+	f.Fuzz(func(t *testing.T, v uint8, b []byte) {
+		version := int(v%2) + 1
 		var r BudgetRequest
-		if DecodeBudgetRequest(b, &r) != nil {
+		if DecodeBudgetRequestV(b, &r, version) != nil {
 			return
 		}
 		var again BudgetRequest
-		if err := DecodeBudgetRequest(AppendBudgetRequest(nil, &r), &again); err != nil {
+		if err := DecodeBudgetRequestV(AppendBudgetRequestV(nil, &r, version), &again, version); err != nil {
 			t.Fatalf("re-encoding of accepted input rejected: %v", err)
+		}
+		if again.Defaults != r.Defaults || again.Max != r.Max {
+			t.Fatalf("round trip changed budgets %+v to %+v", r, again)
 		}
 	})
 }
@@ -106,13 +125,15 @@ func sameView(r *RouteRequest, v *RouteView) bool {
 }
 
 func FuzzDecodeBudgetView(f *testing.F) {
-	f.Add(AppendBudgetRequest(nil, &BudgetRequest{Tenant: "t", Labels: map[string]string{"tier": "pro"}}))
+	for _, tt := range budgetCases {
+		f.Add(AppendBudgetRequest(nil, &BudgetRequest{Tenant: "t", Labels: map[string]string{"tier": "pro"}, Defaults: tt.b, Max: tt.b}))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r BudgetRequest
 		var v BudgetView
 		err := DecodeBudgetRequest(b, &r)
 		verr := DecodeBudgetView(b, &v)
-		if err == nil && (verr != nil || v.Tenant != r.Tenant || v.Labels.Len() != len(r.Labels) || v.Max != r.Max) {
+		if err == nil && (verr != nil || v.Tenant != r.Tenant || v.Labels.Len() != len(r.Labels) || v.Max != r.Max || v.Defaults != r.Defaults) {
 			t.Fatalf("view %+v (%v) differs from %+v", v, verr, r)
 		}
 	})

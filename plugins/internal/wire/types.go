@@ -1,8 +1,13 @@
 package wire
 
-// Version is the ABI version described in plugins/ABI.md. A guest exports it from
-// sandgate_abi_version; the host refuses a module that answers anything else.
-const Version = 1
+// Version is the ABI version described in plugins/ABI.md, the one this package's
+// unversioned functions speak and the Go guest SDK exports from sandgate_abi_version.
+// The host also accepts modules of every version down to MinVersion, and speaks to each
+// in its own version (the ...V functions).
+const Version = 2
+
+// MinVersion is the oldest ABI version the host still accepts.
+const MinVersion = 1
 
 // Message tags: the first byte of each message.
 const (
@@ -26,15 +31,31 @@ const (
 	VerdictDeny  byte = 1
 )
 
+// Network values of a [Budget]: the API's "network", ordered from the narrowest.
+// NetworkDefault (0) means "the operator's default" in an answer.
+const (
+	NetworkDefault  byte = 0
+	NetworkNone     byte = 1
+	NetworkLoopback byte = 2
+	NetworkHost     byte = 3
+)
+
 // Budget is the resource budget of one sandbox; the JSON names of its fields are those of
 // the API's budget object. In a plugin's answer a zero field means "the operator's
-// default"; the host clamps every other field to [1, operator maximum].
+// default"; the host clamps every other field to [1, operator maximum]. The fields after
+// OutputBufferBytes are encoded from ABI version 2 on: a version 1 module neither sees
+// nor sets them.
 type Budget struct {
 	IdleTTLMS         int64 // idle_ttl_ms
 	MaxDurationMS     int64 // max_duration_ms
 	MaxProcesses      int64 // max_processes
 	MaxExecTimeoutMS  int64 // max_exec_timeout_ms
 	OutputBufferBytes int64 // output_buffer_bytes
+	MemoryBytes       int64 // memory_bytes (version 2)
+	Pids              int64 // pids (version 2)
+	CPUMillis         int64 // cpu_millis, 1000 = one core (version 2)
+	DiskBytes         int64 // disk_bytes (version 2)
+	Network           byte  // network: NetworkNone, NetworkLoopback or NetworkHost (version 2)
 }
 
 // BudgetRequest asks a plugin for the budget of a sandbox being created, or of a live

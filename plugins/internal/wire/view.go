@@ -120,9 +120,10 @@ func decodeRouteView(b []byte, r *RouteView) error {
 	return d.finish()
 }
 
-// DecodeBudgetView decodes a budget request into a view aliasing b.
+// DecodeBudgetView decodes a budget request in ABI version [Version] into a view
+// aliasing b.
 func DecodeBudgetView(b []byte, r *BudgetView) error {
-	d := decoder{b: b, borrow: true}
+	d := decoder{b: b, borrow: true, v: Version}
 	d.start(TagBudgetRequest)
 	r.Tenant = d.string()
 	r.SandboxID = d.string()

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -34,7 +35,54 @@ var budgetCases = []struct {
 	b    Budget
 }{
 	{name: "zero", b: Budget{}},
-	{name: "full", b: Budget{IdleTTLMS: 1, MaxDurationMS: 1 << 40, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}},
+	{name: "full v1", b: Budget{IdleTTLMS: 1, MaxDurationMS: 1 << 40, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20}},
+	{name: "full", b: Budget{IdleTTLMS: 1, MaxDurationMS: 1 << 40, MaxProcesses: 32, MaxExecTimeoutMS: 600000, OutputBufferBytes: 1 << 20,
+		MemoryBytes: 1 << 29, Pids: 256, CPUMillis: 1500, DiskBytes: 1 << 30, Network: NetworkHost}},
+	{name: "network none", b: Budget{Network: NetworkNone}},
+}
+
+// v1 returns b without the fields ABI version 1 does not have.
+func v1(b Budget) Budget {
+	b.MemoryBytes, b.Pids, b.CPUMillis, b.DiskBytes, b.Network = 0, 0, 0, 0, NetworkDefault
+	return b
+}
+
+// TestBudgetVersions: version 1 encodes and decodes only the first five fields, so a
+// version 1 module reads and writes what it always did; version 2 carries them all.
+func TestBudgetVersions(t *testing.T) {
+	t.Parallel()
+	full := budgetCases[2].b
+	for _, v := range []int{1, 2} {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			t.Parallel()
+			want := full
+			if v == 1 {
+				want = v1(full)
+			}
+			var got Budget
+			if err := DecodeBudgetV(AppendBudgetV(nil, &full, v), &got, v); err != nil || got != want {
+				t.Fatalf("budget: got %+v, %v; want %+v", got, err, want)
+			}
+			req := BudgetRequest{Tenant: "t", Defaults: full, Max: full}
+			var gr BudgetRequest
+			if err := DecodeBudgetRequestV(AppendBudgetRequestV(nil, &req, v), &gr, v); err != nil || gr.Defaults != want || gr.Max != want {
+				t.Fatalf("request: got %+v, %v; want budgets %+v", gr, err, want)
+			}
+		})
+	}
+	// A version 1 answer, byte for byte as a version 1 module writes it: tag and five
+	// integers. Read as version 2 it is truncated.
+	old := []byte{TagBudget, 1, 2, 3, 4, 5}
+	var got Budget
+	if err := DecodeBudgetV(old, &got, 1); err != nil || got != (Budget{IdleTTLMS: 1, MaxDurationMS: 2, MaxProcesses: 3, MaxExecTimeoutMS: 4, OutputBufferBytes: 5}) {
+		t.Fatalf("v1 answer: got %+v, %v", got, err)
+	}
+	if err := DecodeBudgetV(old, &got, 2); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("v1 bytes read as v2: %v, want ErrMalformed", err)
+	}
+	if err := DecodeBudgetV(AppendBudgetV(nil, &full, 2), &got, 1); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("v2 bytes read as v1: %v, want ErrMalformed (trailing)", err)
+	}
 }
 
 func TestRouteRequestRoundTrip(t *testing.T) {
@@ -110,6 +158,23 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "huge count", b: []byte{TagDecision, VerdictAllow, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}},
 		{name: "duplicate label", b: []byte{TagDecision, VerdictAllow, 0, 0, 2, 1, 'a', 0, 1, 'a', 0}},
 		{name: "bad varint", b: []byte{TagDecision, VerdictAllow, 0x80, 0x80}},
+	}
+	// Budget answers of version 2.
+	for _, bt := range []struct {
+		name string
+		b    []byte
+	}{
+		{name: "budget network 4", b: []byte{TagBudget, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}},
+		{name: "budget without network", b: []byte{TagBudget, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{name: "budget integer over 63 bits", b: []byte{TagBudget, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 1}},
+	} {
+		t.Run(bt.name, func(t *testing.T) {
+			t.Parallel()
+			var b Budget
+			if err := DecodeBudget(bt.b, &b); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("got %v, want ErrMalformed", err)
+			}
+		})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,9 @@
 // Route: denies (403) a command containing "deny", denies (429) a tenant's requests past
 // the rate in the config's first byte per minute (counter_add), and at create places
 // the sandbox in the pool named by its "pool" label. Budget: max_processes from the
-// "procs" label (digits), everything else default. Init fails on config "fail".
+// "procs" label and memory_bytes from the "memory" label (digits), network from the
+// "network" label (none, loopback or host), everything else default. Init fails on
+// config "fail".
 package main
 
 import (
@@ -46,7 +48,18 @@ func init() {
 	guest.HandleBudget(func(r *guest.BudgetRequest) guest.Budget {
 		procs, _ := r.Labels.Get("procs")
 		n, _ := strconv.ParseInt(procs, 10, 64)
-		return guest.Budget{MaxProcesses: n}
+		memory, _ := r.Labels.Get("memory")
+		mem, _ := strconv.ParseInt(memory, 10, 64)
+		b := guest.Budget{MaxProcesses: n, MemoryBytes: mem}
+		switch net, _ := r.Labels.Get("network"); net {
+		case "none":
+			b.Network = guest.NetworkNone
+		case "loopback":
+			b.Network = guest.NetworkLoopback
+		case "host":
+			b.Network = guest.NetworkHost
+		}
+		return b
 	})
 }
 

@@ -1,0 +1,103 @@
+package actor
+
+import (
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// Usage is what an active sandbox uses now: the sandbox object's "usage". Memory and
+// pids come from an isolating runtime driver (its cgroup); a runtime that cannot tell
+// (the local driver) reports 0 for both.
+type Usage struct {
+	MemoryBytes int64 // memory charged to the sandbox's processes
+	Pids        int   // tasks (processes and threads) running in it
+	DiskBytes   int64 // bytes allocated to the workspace's files
+}
+
+// cgroupUsage is an optional capability of a runtime sandbox: the memory and pids its
+// cgroup uses now. It is detected by type assertion, so a runtime without it still works.
+type cgroupUsage interface {
+	Usage() (memoryBytes int64, pids int, err error)
+}
+
+// Bounds of the disk usage walk. The walk runs on the actor goroutine, so it is cached
+// and bounded: a workspace of more entries shows the allocation of the first
+// diskWalkLimit (a lower bound) until the workspace is a filesystem of its own, whose
+// usage statfs gives at once. BenchmarkUsage measured 2-3.5 ms per 1,000 entries on
+// our 2-core VM, so a walk holds the actor for at most ~35 ms, once per diskUsageMaxAge
+// of activity.
+const (
+	diskUsageMaxAge = 10 * time.Second
+	diskWalkLimit   = 10000
+)
+
+// diskMeter caches a workspace's disk usage. Only the actor goroutine touches it.
+type diskMeter struct {
+	bytes int64
+	at    time.Time // when bytes was measured; zero: never
+}
+
+// usageNow returns the sandbox's usage; a.rec is not nil. A figure that changed since
+// the last published info marks the group dirty, so Stats sees it after this turn.
+func (a *sbActor) usageNow() *Usage {
+	u := &Usage{}
+	if a.sb.rt != nil {
+		src := a.n.cfg.runtimeUsage
+		if src == nil {
+			src = runtimeUsage
+		}
+		u.MemoryBytes, u.Pids = src(a.sb.rt)
+	}
+	m := &a.sb.disk
+	if now := a.now(); m.at.IsZero() || now.Sub(m.at) >= diskUsageMaxAge || now.Before(m.at) {
+		m.bytes, m.at = diskUsage(a.n.workspaceDir(a.id), diskWalkLimit), now
+	}
+	u.DiskBytes = m.bytes
+	if prev := a.info.Load(); prev == nil || prev.Usage == nil || *prev.Usage != *u {
+		a.dirty = true // publish it, for Stats (metrics)
+	}
+	return u
+}
+
+// diskUsage sums the allocated bytes of the files under dir (not following symlinks),
+// visiting at most limit entries. Entries that vanish or cannot be read are skipped.
+func diskUsage(dir string, limit int) int64 {
+	var total int64
+	seen := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a vanished or unreadable entry: skip it
+		}
+		if seen++; seen > limit {
+			return filepath.SkipAll
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			total += int64(st.Blocks) * 512
+		} else {
+			total += fi.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+// runtimeUsage asks rt for its cgroup's usage when it can tell; 0, 0 otherwise.
+func runtimeUsage(rt *runtime.Sandbox) (memoryBytes int64, pids int) {
+	src, ok := any(rt).(cgroupUsage)
+	if !ok {
+		return 0, 0
+	}
+	mem, pids, err := src.Usage()
+	if err != nil {
+		return 0, 0
+	}
+	return mem, pids
+}

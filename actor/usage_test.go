@@ -1,0 +1,151 @@
+package actor
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// The sandbox object carries usage while the sandbox is active, none once passivated;
+// memory and pids come from the runtime, disk from the workspace, cached; the node's
+// Stats sum them.
+func TestUsageWhileActive(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.runtimeUsage = func(*runtime.Sandbox) (int64, int) { return 5 << 20, 3 }
+	})
+	mustCreate(t, n, "u1")
+	ctx := tctx(t)
+	in, err := n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if in.Usage == nil {
+		t.Fatal("no usage on an active sandbox")
+	}
+	if in.Usage.MemoryBytes != 0 || in.Usage.Pids != 0 {
+		t.Fatalf("usage %+v before the runtime started, want no memory or pids", *in.Usage)
+	}
+
+	// Start the runtime; write 256 KiB into the workspace.
+	_, err = n.Exec(ctx, "u1", runtime.ExecOptions{Argv: []string{"true"}})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(n.workspaceDir("u1"), "big"), bytes.Repeat([]byte("x"), 256<<10), 0o644))
+	n.clock.Advance(diskUsageMaxAge) // the cached disk figure is stale now
+	in, err = n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if u := in.Usage; u == nil || u.MemoryBytes != 5<<20 || u.Pids != 3 || u.DiskBytes < 256<<10 {
+		t.Fatalf("usage %+v, want 5 MiB, 3 pids and at least 256 KiB of disk", in.Usage)
+	}
+	first := in.Usage.DiskBytes
+
+	// Within diskUsageMaxAge the figure is cached, not walked again.
+	must(t, os.WriteFile(filepath.Join(n.workspaceDir("u1"), "more"), bytes.Repeat([]byte("y"), 256<<10), 0o644))
+	in, err = n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if in.Usage.DiskBytes != first {
+		t.Fatalf("disk usage %d within the cache age, want the cached %d", in.Usage.DiskBytes, first)
+	}
+	n.clock.Advance(diskUsageMaxAge)
+	in, err = n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if in.Usage.DiskBytes < first+256<<10 {
+		t.Fatalf("disk usage %d after the cache age, want at least %d", in.Usage.DiskBytes, first+256<<10)
+	}
+	// A group publishes after answering: the next turn runs after that publish.
+	_, err = n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if st := n.Stats(); st.MemoryBytes != 5<<20 || st.Pids != 3 || st.DiskBytes != in.Usage.DiskBytes {
+		t.Fatalf("stats %+v, want the active sandbox's usage %+v", st, *in.Usage)
+	}
+
+	must(t, n.Deactivate(ctx, "u1"))
+	list, err := n.ListSandboxes(ctx, nil)
+	must(t, err)
+	if len(list) != 1 || list[0].Usage != nil {
+		t.Fatalf("passivated sandbox listed with usage: %+v", list)
+	}
+	if st := n.Stats(); st.MemoryBytes != 0 || st.Pids != 0 || st.DiskBytes != 0 {
+		t.Fatalf("stats %+v with no active sandbox", st)
+	}
+}
+
+func TestDiskUsageBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i := range 10 {
+		must(t, os.WriteFile(filepath.Join(dir, string(rune('a'+i))), bytes.Repeat([]byte("z"), 8192), 0o644))
+	}
+	tests := []struct {
+		name     string
+		limit    int
+		min, max int64
+	}{
+		{name: "all", limit: 100, min: 10 * 8192, max: 20 * 8192},
+		{name: "bounded", limit: 3, min: 8192, max: 3 * 8192}, // the root dir and two files at most
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := diskUsage(dir, tc.limit)
+			if got < tc.min || got > tc.max+8192 {
+				t.Fatalf("diskUsage(limit %d) = %d, want in [%d, %d]", tc.limit, got, tc.min, tc.max+8192)
+			}
+		})
+	}
+}
+
+// BenchmarkUsage measures what usage costs: a turn that computes usage (its disk figure
+// cached) and a GetSandbox turn against a turn that does nothing, and a disk walk of a
+// 2,000-file workspace against listing it.
+func BenchmarkUsage(b *testing.B) {
+	n := newTestNode(b, nil)
+	mustCreate(b, n, "bench")
+	dir := n.workspaceDir("bench")
+	for i := range 2000 {
+		must(b, os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644))
+	}
+	ctx := tctx(b)
+	noop := func(a *sbActor) (int, error) { return 1, nil }
+	const rounds = 5000
+	usage := func(a *sbActor) (int, error) { a.usageNow(); return 1, nil }
+	var noopNs, usageNs, getNs, listNs, walkNs float64
+	for range b.N {
+		start := time.Now()
+		for range rounds {
+			if _, err := call(ctx, n.Node, "bench", noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+		noopNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		for range rounds {
+			if _, err := call(ctx, n.Node, "bench", usage); err != nil {
+				b.Fatal(err)
+			}
+		}
+		usageNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		for range rounds {
+			if _, err := n.GetSandbox(ctx, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		getNs += float64(time.Since(start).Nanoseconds()) / rounds
+		start = time.Now()
+		if _, err := os.ReadDir(dir); err != nil {
+			b.Fatal(err)
+		}
+		listNs += float64(time.Since(start).Nanoseconds())
+		start = time.Now()
+		diskUsage(dir, diskWalkLimit)
+		walkNs += float64(time.Since(start).Nanoseconds())
+	}
+	b.ReportMetric(usageNs/noopNs, "usage_x_noop_turn")
+	b.ReportMetric(getNs/noopNs, "get_x_noop_turn")
+	b.ReportMetric(walkNs/float64(b.N)/1e6, "walk_2000_ms")
+	b.ReportMetric(walkNs/listNs, "walk_x_readdir")
+}

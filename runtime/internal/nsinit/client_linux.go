@@ -99,6 +99,9 @@ func start(cfg Config) (*Init, error) {
 		Env:        []string{markerEnv + "=1"},
 		Dir:        "/",
 		ExtraFiles: []*os.File{theirs},
+		// Only a crash of the init itself writes here; sandbox processes get the stdio
+		// of their own spawn requests.
+		Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: flags,
 			Pdeathsig:  syscall.SIGKILL,

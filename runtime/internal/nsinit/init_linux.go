@@ -32,7 +32,7 @@ func Main() {
 
 // initProc is the init's state. kids maps the pid of each live spawned process to its
 // spawn id; mu is held across fork, registration and the started frame, and by the
-// reaper while it looks a pid up, so a process is never reaped before its started
+// reaper across wait4 and the lookup, so a process is never reaped before its started
 // frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames follow
 // started ones.
 type initProc struct {
@@ -158,16 +158,18 @@ func (ip *initProc) signal(fr *frame) {
 // reports the spawned ones.
 func (ip *initProc) reap() {
 	for {
+		// Wait4 runs under mu too: a process forked but not yet announced must stay
+		// unreaped, or its pid could not be named in the started frame.
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if pid <= 0 || err != nil {
-			return
-		}
 		ip.mu.Lock()
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 		id, ok := ip.kids[pid]
 		delete(ip.kids, pid)
 		delete(ip.ids, id)
 		ip.mu.Unlock()
+		if pid <= 0 || err != nil {
+			return
+		}
 		if !ok {
 			continue
 		}

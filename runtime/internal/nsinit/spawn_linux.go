@@ -102,7 +102,11 @@ func (ip *initProc) spawn(j spawnJob) {
 	ip.kids[pid] = fr.ID
 	ip.ids[fr.ID] = pid
 	cred := &unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
-	_ = ip.c.send(&frame{Op: opStarted, ID: fr.ID, PID: pid}, nil, cred)
+	started := &frame{Op: opStarted, ID: fr.ID, PID: pid}
+	if err := ip.c.send(started, nil, cred); err != nil {
+		// Without its host pid the client can still wait for and signal the process.
+		_ = ip.c.send(started, nil, nil)
+	}
 }
 
 // procAttr checks a spawn frame and turns it into ForkExec's arguments.

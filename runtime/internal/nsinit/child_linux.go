@@ -20,7 +20,8 @@ type Child struct {
 
 // Spawn asks the init to start a process and waits, bounded by ctx, until it has
 // started. The stdio files are duplicated into the init (the caller still owns and
-// closes its own, and must not close them during the call). If ctx ends first the process may still start; Close ends it.
+// closes its own, and must not close them during the call) and, as with os/exec, left
+// in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil}
 	if len(req.Argv) == 0 {
@@ -42,12 +43,9 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 			defer null.Close()
 			f = null
 		}
-		// Fd would switch a pollable file to blocking mode; SyscallConn does not.
-		rc, err := f.SyscallConn()
-		if err != nil {
-			return nil, fmt.Errorf("failed to spawn: stdio %d: %w", i, err)
-		}
-		_ = rc.Control(func(fd uintptr) { fds[i] = int(fd) })
+		// Fd puts the file in blocking mode, as os/exec does: the process shares the
+		// open file description, and most programs do not expect O_NONBLOCK.
+		fds[i] = int(f.Fd())
 	}
 	ch := &Child{in: in, done: make(chan struct{})}
 	r, err := in.request(ctx, fr, fds, ch)

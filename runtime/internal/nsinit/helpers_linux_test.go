@@ -124,7 +124,13 @@ func readAll(r *os.File) <-chan string {
 // nsOf returns the pid namespace of a host pid, e.g. "pid:[4026532290]".
 func nsOf(tb testing.TB, pid int) string {
 	tb.Helper()
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	return nsOfKind(tb, pid, "pid")
+}
+
+// nsOfKind returns the namespace of a kind (pid, net, ...) of a host pid.
+func nsOfKind(tb testing.TB, pid int, kind string) string {
+	tb.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
 	if err != nil {
 		tb.Fatalf("read the pid namespace of %d: %v", pid, err)
 	}
@@ -175,6 +181,8 @@ func waitNoneIn(tb testing.TB, ns string) {
 
 // runHelper runs a helper mode of the test binary and returns its exit code.
 //
+// ls (run inside a sandbox): print the names in / and the content of /marker.
+//
 // client: start an init on $NSINIT_WS, spawn a setsid daemon in it, print
 // "<init host pid> <pid namespace>" and block until killed.
 func runHelper(mode string) int {
@@ -194,6 +202,19 @@ func runHelper(mode string) int {
 		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", in.PID()))
 		fmt.Printf("%d %s %d\n", in.PID(), ns, ch.HostPID())
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		return 0
+	case "ls":
+		ents, err := os.ReadDir("/")
+		marker, err2 := os.ReadFile("/marker")
+		if err != nil || err2 != nil {
+			fmt.Fprintln(os.Stderr, err, err2)
+			return 1
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		fmt.Printf("%s\n%s", strings.Join(names, " "), marker)
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)

@@ -128,6 +128,12 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 	} else if !path.IsAbs(dir) {
 		dir = path.Join("/workspace", dir)
 	}
+	for _, fd := range fds {
+		// The description is shared with the process, which expects blocking I/O.
+		if err := unix.SetNonblock(fd, false); err != nil {
+			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
+		}
+	}
 	argv0, err := lookPath(fr.Argv[0], env, dir)
 	if err != nil {
 		return nil, "", err

@@ -116,3 +116,58 @@ func TestClientKilled(t *testing.T) {
 	killed = true
 	waitNoneIn(t, ns)
 }
+
+// TestSIGTERM checks that the init, as pid 1, handles SIGTERM from the host itself:
+// everything inside ends and it exits 128+15 (a Go pid 1 left to the default would
+// exit 2 and leave the ending to the kernel).
+func TestSIGTERM(t *testing.T) {
+	t.Parallel()
+	in, err := Start(testCtx(t), Config{ID: "sb-term", Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	requireNamespaces(t, in.PID())
+	ns := nsOf(t, in.PID())
+	ctx := testCtx(t)
+	ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(in.PID(), unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Wait(ctx); !errors.Is(err, ErrInitExited) {
+		t.Fatalf("Wait = %v, want ErrInitExited", err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code := in.cmd.ProcessState.ExitCode(); code != 128+int(unix.SIGTERM) {
+		t.Fatalf("the init exited %d, want %d", code, 128+int(unix.SIGTERM))
+	}
+	waitNoneIn(t, ns)
+}
+
+// TestOrphansReaped checks that the init, as pid 1, reaps processes orphaned inside:
+// none is left a zombie.
+func TestOrphansReaped(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{})
+	r := run(t, in, "", "sh", "-c", "for i in 1 2 3 4 5; do sh -c 'exit 0' & done; exit 0")
+	if r.status.Code != 0 {
+		t.Fatalf("%v %q", r.status, r.stderr)
+	}
+	// Each later spawn lists the states inside; the orphans must be gone, not zombies.
+	ctx := testCtx(t)
+	for {
+		r := run(t, in, "", "sh", "-c", "cat /proc/[0-9]*/stat | cut -d' ' -f3 | grep -c Z")
+		if strings.TrimSpace(r.stdout) == "0" {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("zombies stay inside: %q", r.stdout)
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+	}
+}

@@ -8,4 +8,4 @@ const auditArch = 0
 
 const x32Bit = 0
 
-var archDenied []uint32
+var commonDenied, archDenied []uint32

@@ -85,7 +85,7 @@ func start(cfg Config) (*Init, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "nsinit-control")
 	defer theirs.Close()
-	c, err := newConn(fds[0], "nsinit-control")
+	c, err := newConn(fds[0], "nsinit-control", serverRecvBuf)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +230,8 @@ func (in *Init) request(ctx context.Context, fr *frame, fds []int, child *Child)
 		}
 		return r, nil
 	case <-ctx.Done():
-		// A spawn may still start: the child stays registered, so its exit is still
-		// collected, but the caller never learns of it. Close kills it with the rest.
+		// The process may still start; its frames are then ignored, and Close kills
+		// it with the rest.
 		forget()
 		return nil, ctx.Err()
 	}

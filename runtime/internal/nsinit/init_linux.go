@@ -55,7 +55,7 @@ func runInit() int {
 		return 1
 	}
 	unix.CloseOnExec(ctlFD)
-	c, err := newConn(ctlFD, "nsinit-control")
+	c, err := newConn(ctlFD, "nsinit-control", initRecvBuf)
 	if err != nil {
 		return 1
 	}

@@ -62,7 +62,15 @@ type conn struct {
 	oob []byte
 }
 
-func newConn(fd int, name string) (*conn, error) {
+// Receive buffers: the init takes requests of up to maxFrame; the server only gets
+// small replies (error texts are cut to maxErr), so each Init costs it little memory.
+const (
+	initRecvBuf   = maxFrame
+	serverRecvBuf = 8 << 10
+	maxErr        = 2 << 10
+)
+
+func newConn(fd int, name string, bufSize int) (*conn, error) {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("failed to set the control socket non-blocking: %w", err)
@@ -75,7 +83,7 @@ func newConn(fd int, name string) (*conn, error) {
 	}
 	return &conn{
 		f: f, rc: rc,
-		buf: make([]byte, maxFrame),
+		buf: make([]byte, bufSize),
 		oob: make([]byte, unix.CmsgSpace(4*3)+unix.CmsgSpace(unix.SizeofUcred)),
 	}, nil
 }
@@ -189,7 +197,11 @@ func errnoError(fr *frame) error { return &remoteError{msg: fr.Err, errno: sysca
 
 // errorFrame builds the error frame for err, carrying its errno when it has one.
 func errorFrame(id uint64, err error) *frame {
-	fr := &frame{Op: opError, ID: id, Err: err.Error()}
+	msg := err.Error()
+	if len(msg) > maxErr {
+		msg = msg[:maxErr]
+	}
+	fr := &frame{Op: opError, ID: id, Err: msg}
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		fr.Errno = int(en)

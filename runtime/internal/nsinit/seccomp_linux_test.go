@@ -58,7 +58,6 @@ func TestFilterDecisions(t *testing.T) {
 	}
 }
 
-
 // runBPF interprets the classic BPF subset the filter uses over a seccomp_data.
 func runBPF(t *testing.T, prog []unix.SockFilter, nr, arch uint32, arg0 uint64) uint32 {
 	t.Helper()

@@ -54,7 +54,12 @@ func runInit() int {
 		fmt.Fprintln(os.Stderr, "nsinit: not pid 1 of a new pid namespace")
 		return 1
 	}
-	unix.CloseOnExec(ctlFD)
+	// fds the server inherited without O_CLOEXEC (from its own parent) reached us the
+	// same way; none may reach the sandbox.
+	if err := unix.CloseRange(0, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fmt.Fprintln(os.Stderr, "nsinit: failed to mark fds close-on-exec:", err)
+		return 1
+	}
 	c, err := newConn(ctlFD, "nsinit-control", initRecvBuf)
 	if err != nil {
 		return 1

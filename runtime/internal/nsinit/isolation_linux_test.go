@@ -110,6 +110,7 @@ func TestIsolation(t *testing.T) {
 		{"no privileges", []string{"grep", "-E", "^(NoNewPrivs|CapBnd|CapEff|CapPrm|CapInh|Seccomp):", "/proc/self/status"},
 			wantStdout("CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" +
 				"CapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n")},
+		{"only stdio is open", []string{"ls", "/proc/self/fd"}, wantStdout("0\n1\n2\n3\n")}, // 3: ls reading the directory
 		{"root inside by default", []string{"id", "-u"}, wantStdout("0\n")},
 		{"environment is only what was asked", []string{"env"}, wantStdout("PATH=" + DefaultPath + "\nHOME=/workspace\n")},
 	}

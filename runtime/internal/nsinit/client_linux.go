@@ -13,6 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// initBinary is the binary run as the init: this one. TestMeasure may point it at a
+// built sandgate binary to measure the real thing.
+var initBinary = "/proc/self/exe"
+
 // closeWait bounds how long Close waits for the init to exit by itself after its
 // control socket closed, before it kills it.
 const closeWait = 5 * time.Second
@@ -94,7 +98,7 @@ func start(cfg Config) (*Init, error) {
 		flags |= unix.CLONE_NEWNET
 	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
+		Path:       initBinary,
 		Args:       []string{"sandgate-init", cfg.ID},
 		Env:        []string{markerEnv + "=1"},
 		Dir:        "/",

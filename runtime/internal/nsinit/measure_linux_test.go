@@ -17,9 +17,16 @@ import (
 // only runs with NSINIT_MEASURE=1:
 //
 //	NSINIT_MEASURE=1 go test -run TestMeasure -v ./runtime/internal/nsinit/
+//
+// NSINIT_MEASURE_BIN=path runs a built sandgate (or any binary that calls Main) as the
+// init instead of the test binary.
 func TestMeasure(t *testing.T) {
 	if os.Getenv("NSINIT_MEASURE") != "1" {
 		t.Skip("set NSINIT_MEASURE=1 to measure")
+	}
+	if bin := os.Getenv("NSINIT_MEASURE_BIN"); bin != "" {
+		initBinary = bin // e.g. a built sandgate, whose main runs the init
+		t.Logf("init binary: %s", bin)
 	}
 	ctx := testCtx(t)
 	ws := t.TempDir()

@@ -79,6 +79,12 @@ func TestIsolation(t *testing.T) {
 		{"write to /etc fails", []string{"touch", "/etc/nsinit-probe"}, wantEROFS("/etc/nsinit-probe")},
 		{"write to /usr fails", []string{"touch", "/usr/nsinit-probe"}, wantEROFS("/usr/nsinit-probe")},
 		{"write to / fails", []string{"mkdir", "/nsinit-probe"}, wantEROFS("/nsinit-probe")},
+		{"workspace is nosuid and nodev", []string{"grep", " /workspace ", "/proc/self/mountinfo"},
+			func(t *testing.T, r result) {
+				if !strings.Contains(r.stdout, " rw,nosuid,nodev") {
+					t.Errorf("/workspace mount options: %q", r.stdout)
+				}
+			}},
 		{"/proc/sys is read-only", []string{"grep", " /proc/sys ", "/proc/self/mountinfo"},
 			func(t *testing.T, r result) {
 				if !strings.Contains(r.stdout, " ro,") {
@@ -105,6 +111,7 @@ func TestIsolation(t *testing.T) {
 		{"unshare is denied", []string{"unshare", "-m", "true"}, wantStderr("Operation not permitted")},
 		{"keyctl is denied", perlSyscall(unix.SYS_KEYCTL, 0), wantStdout("1")},
 		{"clone into a new user namespace is denied", perlSyscall(unix.SYS_CLONE, unix.CLONE_NEWUSER|int(unix.SIGCHLD)), wantStdout("1")},
+		{"io_uring is denied", perlSyscall(unix.SYS_IO_URING_SETUP, 1), wantStdout("1")},
 		{"clone3 is refused with ENOSYS", perlSyscall(unix.SYS_CLONE3, 0), wantStdout(fmt.Sprint(int(unix.ENOSYS)))},
 		{"plain fork still works", []string{"sh", "-c", "(echo child) | cat"}, wantStdout("child\n")},
 		{"no privileges", []string{"grep", "-E", "^(NoNewPrivs|CapBnd|CapEff|CapPrm|CapInh|Seccomp):", "/proc/self/status"},

@@ -169,6 +169,7 @@ func mountSpecial(ws string) error {
 		func() error { return mount("tmpfs", r("dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755") },
 		func() error { return makeDev(r("dev")) },
 		func() error { return mount(ws, r("workspace"), "", unix.MS_BIND|unix.MS_REC, "") },
+		func() error { return mount("", r("workspace"), "", unix.MS_BIND|unix.MS_REMOUNT|nosuid, "") },
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {

@@ -19,4 +19,8 @@ var commonDenied = []uint32{
 	unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT, unix.SYS_QUOTACTL,
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_CLOCK_ADJTIME,
 	unix.SYS_SYSLOG, unix.SYS_VHANGUP, unix.SYS_USERFAULTFD, unix.SYS_LOOKUP_DCOOKIE,
+	unix.SYS_QUOTACTL_FD,
+	// io_uring operations are not seen by seccomp; programs that use it fall back to
+	// ordinary syscalls when it is refused.
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 }

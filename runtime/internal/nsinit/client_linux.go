@@ -147,6 +147,17 @@ func (in *Init) handshake(ctx context.Context, cfg Config) error {
 // PID returns the host pid of the init.
 func (in *Init) PID() int { return in.pid }
 
+// Done returns a channel closed once the init is gone: closed, or exited by itself
+// (killed, say); Err then says which.
+func (in *Init) Done() <-chan struct{} { return in.readOK }
+
+// Err returns nil while the init runs, then ErrClosed or ErrInitExited.
+func (in *Init) Err() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.err
+}
+
 // readLoop dispatches the init's frames until the control socket fails or closes.
 func (in *Init) readLoop() {
 	defer close(in.readOK)

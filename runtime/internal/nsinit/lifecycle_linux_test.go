@@ -134,11 +134,22 @@ func TestSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := in.Err(); err != nil {
+		t.Fatalf("Err of a running init = %v", err)
+	}
 	if err := unix.Kill(in.PID(), unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ch.Wait(ctx); !errors.Is(err, ErrInitExited) {
 		t.Fatalf("Wait = %v, want ErrInitExited", err)
+	}
+	select {
+	case <-in.Done():
+	case <-ctx.Done():
+		t.Fatal("Done was not closed when the init exited")
+	}
+	if err := in.Err(); !errors.Is(err, ErrInitExited) {
+		t.Fatalf("Err = %v, want ErrInitExited", err)
 	}
 	if err := in.Close(); err != nil {
 		t.Fatal(err)

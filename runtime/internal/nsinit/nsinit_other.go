@@ -29,6 +29,16 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	return nil, ErrUnsupported
 }
 
+// Done returns a closed channel.
+func (in *Init) Done() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Err returns ErrUnsupported.
+func (in *Init) Err() error { return ErrUnsupported }
+
 // Close does nothing.
 func (in *Init) Close() error { return nil }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -54,27 +55,50 @@ func Start(ctx context.Context, cfg Config) (*Init, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Pdeathsig fires when the forking thread exits, not the process. A fresh goroutine
-	// is never locked to its thread, so the thread outlives the init's start.
-	type result struct {
-		in  *Init
-		err error
+	var in *Init
+	onForkerThread(func() { in, err = start(cfg) })
+	if err != nil {
+		return nil, fmt.Errorf("failed to start the init: %w", err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		in, err := start(cfg)
-		ch <- result{in, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return nil, fmt.Errorf("failed to start the init: %w", r.err)
-	}
-	if err := r.in.handshake(ctx, cfg); err != nil {
-		r.in.kill()
+	if err := in.handshake(ctx, cfg); err != nil {
+		in.kill()
 		return nil, fmt.Errorf("failed to set up the sandbox: %w", err)
 	}
-	go r.in.readLoop()
-	return r.in, nil
+	go in.readLoop()
+	return in, nil
+}
+
+// forker is the one OS thread every init is forked from. Pdeathsig fires when the
+// thread that forked the child ends, not the process, and Go ends a thread whenever a
+// goroutine locked to it returns without unlocking; any thread of the pool may serve
+// such a goroutine later. This thread is locked by a goroutine that never returns, so
+// the inits die with the process and only then. Starts are serialized on it (the fork
+// and exec of one init take about a millisecond).
+var forker struct {
+	once sync.Once
+	jobs chan func()
+}
+
+// onForkerThread runs f on the forker thread and waits for it.
+func onForkerThread(f func()) {
+	forker.once.Do(func() {
+		forker.jobs = make(chan func())
+		go forkerLoop(forker.jobs)
+	})
+	done := make(chan struct{})
+	forker.jobs <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
+}
+
+// forkerLoop runs for the life of the process (leakcheck knows it).
+func forkerLoop(jobs <-chan func()) {
+	goruntime.LockOSThread() // never unlocked
+	for f := range jobs {
+		f()
+	}
 }
 
 func start(cfg Config) (*Init, error) {

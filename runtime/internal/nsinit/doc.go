@@ -34,9 +34,10 @@
 //
 // # Lifetime
 //
-//  1. The init is started with Pdeathsig SIGKILL from a fresh, unlocked goroutine
-//     (Pdeathsig follows the creating thread): if the server dies, even by SIGKILL,
-//     the init dies, and with pid 1 of a namespace gone the kernel kills the rest.
+//  1. The init is started with Pdeathsig SIGKILL from one OS thread that lives as long
+//     as the process (Pdeathsig follows the creating thread): if the server dies, even
+//     by SIGKILL, the init dies, and with pid 1 of a namespace gone the kernel kills
+//     the rest.
 //  2. As pid 1 it reaps every process inside, spawned or orphaned, and reports the
 //     exits of the spawned ones.
 //  3. When its control socket closes (Close, or the server's end closing as it dies),

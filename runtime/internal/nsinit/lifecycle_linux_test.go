@@ -182,3 +182,4 @@ func TestOrphansReaped(t *testing.T) {
 		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
 	}
 }
+

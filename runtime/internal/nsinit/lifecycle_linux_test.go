@@ -182,4 +182,3 @@ func TestOrphansReaped(t *testing.T) {
 		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
 	}
 }
-

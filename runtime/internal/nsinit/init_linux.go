@@ -172,6 +172,9 @@ func (ip *initProc) reap() {
 		delete(ip.kids, pid)
 		delete(ip.ids, id)
 		ip.mu.Unlock()
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
 		if pid <= 0 || err != nil {
 			return
 		}

@@ -3,6 +3,7 @@ package nsinit
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -51,11 +52,13 @@ func TestPipes(t *testing.T) {
 			_ = or.Close()
 			t.Fatal(err)
 		}
-		out := readAll(or)
 		buf := make([]byte, 3)
-		if _, err := or.Read(buf); err != nil || string(buf) != "up\n" {
+		_ = or.SetReadDeadline(time.Now().Add(testTimeout))
+		if _, err := io.ReadFull(or, buf); err != nil || string(buf) != "up\n" {
+			_ = or.Close()
 			t.Fatalf("read %q, %v", buf, err)
 		}
+		out := readAll(or)
 		if err := ch.Signal(ctx, unix.SIGTERM); err != nil {
 			t.Fatal(err)
 		}

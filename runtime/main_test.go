@@ -8,9 +8,11 @@ import (
 	"github.com/sandgate/sandgate/internal/leakcheck"
 )
 
-// TestMain checks, once every test of the package ran, that no goroutine, fd or child
+// TestMain runs a sandbox init when re-executed as one, and otherwise checks, once
+// every test of the package ran, that no goroutine, fd or child
 // process (orphaned grandchildren included) was left behind.
 func TestMain(m *testing.M) {
+	MaybeRunInit() // TestMaybeRunInit re-executes this binary as a sandbox init
 	// The Go netpoller's epoll and eventfd descriptors are made on first use and live
 	// for the life of the process; make them before leakcheck's baseline.
 	if r, w, err := os.Pipe(); err == nil {

@@ -111,6 +111,7 @@ var ignoredFrames = []string{
 	"runtime.bgscavenge",
 	"runtime.runfinq",
 	"go.opencensus.io",
+	"nsinit.forkerLoop", // the thread sandbox inits are forked from lives as long as the process
 }
 
 func goroutineSet() map[string]bool {

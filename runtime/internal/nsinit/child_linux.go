@@ -1,0 +1,107 @@
+package nsinit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// Child is a process spawned by an Init. Its methods are safe for concurrent use.
+type Child struct {
+	in      *Init
+	id      uint64
+	pid     int
+	hostPID int
+	done    chan struct{}
+	status  ExitStatus
+	err     error
+}
+
+// Spawn asks the init to start a process and waits, bounded by ctx, until it has
+// started. The stdio files are duplicated into the init (the caller still owns and
+// closes its own, and must not close them during the call) and, as with os/exec, left
+// in blocking mode. If ctx ends first the process may still start; Close ends it.
+func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
+	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil}
+	if len(req.Argv) == 0 {
+		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
+	}
+	var files []*os.File
+	if req.TTY != nil {
+		files = []*os.File{req.TTY}
+	} else {
+		files = []*os.File{req.Stdin, req.Stdout, req.Stderr}
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		if f == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return nil, fmt.Errorf("failed to open %s: %w", os.DevNull, err)
+			}
+			defer null.Close()
+			f = null
+		}
+		// Fd puts the file in blocking mode, as os/exec does: the process shares the
+		// open file description, and most programs do not expect O_NONBLOCK.
+		fds[i] = int(f.Fd())
+	}
+	ch := &Child{in: in, done: make(chan struct{})}
+	r, err := in.request(ctx, fr, fds, ch)
+	if err != nil {
+		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], err)
+	}
+	if r.Op != opStarted {
+		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], errnoError(r))
+	}
+	ch.pid, ch.hostPID = r.PID, r.hostPID
+	return ch, nil
+}
+
+// PID returns the process's pid inside the sandbox.
+func (ch *Child) PID() int { return ch.pid }
+
+// HostPID returns the process's pid on the host, or 0 if the kernel did not say.
+func (ch *Child) HostPID() int { return ch.hostPID }
+
+// finish records how the child ended; called once, with the Init's mu held.
+func (ch *Child) finish(st ExitStatus, err error) {
+	ch.status, ch.err = st, err
+	close(ch.done)
+}
+
+// Done returns a channel closed once Wait would not block.
+func (ch *Child) Done() <-chan struct{} { return ch.done }
+
+// Wait waits, bounded by ctx, until the process exits, and returns how. If the init
+// went away first it returns ErrClosed or ErrInitExited.
+func (ch *Child) Wait(ctx context.Context) (ExitStatus, error) {
+	select {
+	case <-ch.done:
+		return ch.status, ch.err
+	case <-ctx.Done():
+		return ExitStatus{}, ctx.Err()
+	}
+}
+
+// Signal sends sig to the process's process group (it leads one, or a session). It
+// returns ErrExited once the exit was reported.
+func (ch *Child) Signal(ctx context.Context, sig syscall.Signal) error {
+	select {
+	case <-ch.done:
+		return ErrExited
+	default:
+	}
+	r, err := ch.in.request(ctx, &frame{Op: opSignal, Target: ch.id, Sig: int(sig)}, nil, nil)
+	if err != nil {
+		return fmt.Errorf("failed to signal: %w", err)
+	}
+	if r.Op == opError && r.Err == ErrExited.Error() {
+		return ErrExited
+	}
+	if r.Op == opError {
+		return fmt.Errorf("failed to signal: %w", errnoError(r))
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package nsinit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// initBinary is the binary run as the init: this one. TestMeasure may point it at a
+// built sandgate binary to measure the real thing.
+var initBinary = "/proc/self/exe"
+
+// closeWait bounds how long Close waits for the init to exit by itself after its
+// control socket closed, before it kills it.
+const closeWait = 5 * time.Second
+
+// Init is a running sandbox init, seen from the server. All methods are safe for
+// concurrent use. One goroutine, started by Start and ended by Close, reads the
+// init's frames; Child.Wait and Spawn wait on it.
+type Init struct {
+	cmd    *exec.Cmd
+	c      *conn
+	pid    int
+	readOK chan struct{} // closed when the reader goroutine returned
+
+	mu       sync.Mutex
+	nextID   uint64
+	pending  map[uint64]chan *frame // spawn and signal replies
+	children map[uint64]*Child
+	err      error // set once the init is gone: ErrClosed or ErrInitExited
+
+	closeOnce sync.Once
+	waitErr   error
+}
+
+// Start starts an init for cfg and waits, bounded by ctx, until its sandbox is set up.
+//
+//  1. A SOCK_SEQPACKET socketpair is made; the init gets one end as fd 3.
+//  2. This binary (/proc/self/exe) is re-executed with only SANDGATE_NSINIT=1 in its
+//     environment, in new pid, mount, uts, ipc and (unless NetworkHost) net
+//     namespaces, with Pdeathsig SIGKILL so it dies with this process.
+//  3. The Config is sent; the init builds the sandbox and answers ready or error.
+//
+// The binary's main must call Main when IsInit reports true (runtime.MaybeRunInit).
+func Start(ctx context.Context, cfg Config) (*Init, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var in *Init
+	onForkerThread(func() { in, err = start(cfg) })
+	if err != nil {
+		return nil, fmt.Errorf("failed to start the init: %w", err)
+	}
+	if err := in.handshake(ctx, cfg); err != nil {
+		in.kill()
+		return nil, fmt.Errorf("failed to set up the sandbox: %w", err)
+	}
+	go in.readLoop()
+	return in, nil
+}
+
+// forker is the one OS thread every init is forked from. Pdeathsig fires when the
+// thread that forked the child ends, not the process, and Go ends a thread whenever a
+// goroutine locked to it returns without unlocking; any thread of the pool may serve
+// such a goroutine later. This thread is locked by a goroutine that never returns, so
+// the inits die with the process and only then. Starts are serialized on it (the fork
+// and exec of one init take about a millisecond).
+var forker struct {
+	once sync.Once
+	jobs chan func()
+}
+
+// onForkerThread runs f on the forker thread and waits for it.
+func onForkerThread(f func()) {
+	forker.once.Do(func() {
+		forker.jobs = make(chan func())
+		go forkerLoop(forker.jobs)
+	})
+	done := make(chan struct{})
+	forker.jobs <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
+}
+
+// forkerLoop runs for the life of the process (leakcheck knows it).
+func forkerLoop(jobs <-chan func()) {
+	goruntime.LockOSThread() // never unlocked
+	for f := range jobs {
+		f()
+	}
+}
+
+func start(cfg Config) (*Init, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("failed to make the control socket: %w", err)
+	}
+	// SO_PASSCRED makes the kernel attach (and translate) the pid in started frames.
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		closeFDs(fds[:])
+		return nil, fmt.Errorf("failed to set SO_PASSCRED: %w", err)
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "nsinit-control")
+	defer theirs.Close()
+	c, err := newConn(fds[0], "nsinit-control", serverRecvBuf)
+	if err != nil {
+		return nil, err
+	}
+	flags := uintptr(unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC)
+	if cfg.Network != NetworkHost {
+		flags |= unix.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       initBinary,
+		Args:       []string{"sandgate-init", cfg.ID},
+		Env:        []string{markerEnv + "=1"},
+		Dir:        "/",
+		ExtraFiles: []*os.File{theirs},
+		// Only a crash of the init itself writes here; sandbox processes get the stdio
+		// of their own spawn requests.
+		Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: flags,
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &Init{
+		cmd: cmd, c: c, pid: cmd.Process.Pid, readOK: make(chan struct{}),
+		pending: map[uint64]chan *frame{}, children: map[uint64]*Child{},
+	}, nil
+}
+
+// handshake sends the Config and waits for ready.
+func (in *Init) handshake(ctx context.Context, cfg Config) error {
+	if err := in.c.send(&frame{Op: opConfig, Config: &cfg}, nil, nil); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = in.c.f.SetReadDeadline(time.Unix(1, 0)) })
+	fr, fds, _, err := in.c.recv()
+	if !stop() {
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	closeFDs(fds)
+	switch fr.Op {
+	case opReady:
+		return nil
+	case opError:
+		return errnoError(fr)
+	}
+	return fmt.Errorf("%w: expected ready, got %q", ErrProtocol, fr.Op)
+}
+
+// PID returns the host pid of the init.
+func (in *Init) PID() int { return in.pid }
+
+// Done returns a channel closed once the init is gone: closed, or exited by itself
+// (killed, say); Err then says which.
+func (in *Init) Done() <-chan struct{} { return in.readOK }
+
+// Err returns nil while the init runs, then ErrClosed or ErrInitExited.
+func (in *Init) Err() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.err
+}
+
+// readLoop dispatches the init's frames until the control socket fails or closes.
+func (in *Init) readLoop() {
+	defer close(in.readOK)
+	for {
+		fr, fds, cred, err := in.c.recv()
+		if err != nil {
+			in.fail(ErrInitExited)
+			return
+		}
+		closeFDs(fds)
+		in.mu.Lock()
+		switch fr.Op {
+		case opStarted, opOK, opError:
+			if ch, ok := in.pending[fr.ID]; ok {
+				delete(in.pending, fr.ID)
+				if fr.Op == opStarted && cred != nil {
+					fr.hostPID = int(cred.Pid) // translated to our pid namespace by the kernel
+				}
+				ch <- fr
+			}
+		case opExit:
+			if ch, ok := in.children[fr.ID]; ok {
+				delete(in.children, fr.ID)
+				ch.finish(ExitStatus{Code: fr.Code, Signal: syscall.Signal(fr.Signal)}, nil)
+			}
+		}
+		in.mu.Unlock()
+	}
+}
+
+// fail marks the init gone (the first reason wins) and ends every wait on it.
+func (in *Init) fail(reason error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.err == nil {
+		in.err = reason
+	}
+	for id, ch := range in.pending {
+		delete(in.pending, id)
+		close(ch)
+	}
+	for id, ch := range in.children {
+		delete(in.children, id)
+		ch.finish(ExitStatus{}, in.err)
+	}
+}
+
+// request sends fr (with fds) under a fresh id and waits for its reply.
+func (in *Init) request(ctx context.Context, fr *frame, fds []int, child *Child) (*frame, error) {
+	ch := make(chan *frame, 1)
+	in.mu.Lock()
+	if in.err != nil {
+		err := in.err
+		in.mu.Unlock()
+		return nil, err
+	}
+	if fr.ID == 0 {
+		in.nextID++
+		fr.ID = in.nextID
+	}
+	in.pending[fr.ID] = ch
+	if child != nil {
+		child.id = fr.ID
+		in.children[fr.ID] = child
+	}
+	in.mu.Unlock()
+	forget := func() {
+		in.mu.Lock()
+		delete(in.pending, fr.ID)
+		if child != nil {
+			delete(in.children, fr.ID)
+		}
+		in.mu.Unlock()
+	}
+	if err := in.c.send(fr, fds, nil); err != nil {
+		forget()
+		return nil, err
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			return nil, in.err
+		}
+		return r, nil
+	case <-ctx.Done():
+		// The process may still start; its frames are then ignored, and Close kills
+		// it with the rest.
+		forget()
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the sandbox: it closes the control socket, on which the init kills every
+// process inside and exits, and waits for the init (killing it after closeWait). Waits
+// on children that had not exited return ErrClosed. Calling Close again returns the
+// first call's result.
+func (in *Init) Close() error {
+	in.closeOnce.Do(func() {
+		in.fail(ErrClosed)
+		_ = in.c.f.SetDeadline(time.Unix(1, 0))
+		<-in.readOK
+		_ = in.c.Close()
+		t := time.AfterFunc(closeWait, func() { _ = in.cmd.Process.Kill() })
+		err := in.cmd.Wait()
+		t.Stop()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			in.waitErr = fmt.Errorf("failed to wait for the init: %w", err)
+		}
+	})
+	return in.waitErr
+}
+
+// kill ends an init whose handshake failed.
+func (in *Init) kill() {
+	_ = in.cmd.Process.Kill()
+	_ = in.cmd.Wait()
+	_ = in.c.Close()
+}

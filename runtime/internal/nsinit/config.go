@@ -1,0 +1,100 @@
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"syscall"
+)
+
+// Network says which network a sandbox sees.
+type Network string
+
+const (
+	// NetworkLoopback gives the sandbox its own network namespace with only lo, up.
+	NetworkLoopback Network = "loopback"
+	// NetworkNone gives the sandbox its own network namespace with lo left down.
+	NetworkNone Network = "none"
+	// NetworkHost shares the host's network namespace.
+	NetworkHost Network = "host"
+)
+
+// Config describes one sandbox's init. The zero value is not usable: ID and Workspace
+// are required.
+type Config struct {
+	// ID is the sandbox id; it becomes the hostname inside. Required, at most 64 bytes.
+	ID string `json:"id"`
+	// Workspace is the host directory bind-mounted read-write at /workspace. Required.
+	Workspace string `json:"workspace"`
+	// Rootfs, if set, is a host directory whose top-level entries make up the read-only
+	// root. Empty means a read-only view of the host's /usr, /etc, /opt and the
+	// bin, sbin and lib* links or directories.
+	Rootfs string `json:"rootfs,omitempty"`
+	// Network defaults to NetworkLoopback.
+	Network Network `json:"network,omitempty"`
+	// UID and GID are the ids spawned processes run as. Zero (the default) is root
+	// inside, without capabilities.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+}
+
+// withDefaults returns a validated copy of c with defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	if c.Network == "" {
+		c.Network = NetworkLoopback
+	}
+	switch {
+	case c.ID == "" || len(c.ID) > 64:
+		return c, fmt.Errorf("%w: id must be 1 to 64 bytes", ErrInvalidConfig)
+	case c.Workspace == "" || !path.IsAbs(c.Workspace):
+		return c, fmt.Errorf("%w: workspace must be an absolute path", ErrInvalidConfig)
+	case c.Rootfs != "" && !path.IsAbs(c.Rootfs):
+		return c, fmt.Errorf("%w: rootfs must be an absolute path", ErrInvalidConfig)
+	case c.Network != NetworkLoopback && c.Network != NetworkNone && c.Network != NetworkHost:
+		return c, fmt.Errorf("%w: unknown network %q", ErrInvalidConfig, c.Network)
+	case c.UID < 0 || c.GID < 0:
+		return c, fmt.Errorf("%w: negative uid or gid", ErrInvalidConfig)
+	}
+	return c, nil
+}
+
+// SpawnRequest describes one process for the init to start inside the sandbox.
+type SpawnRequest struct {
+	// Argv is the command; Argv[0] is looked up in the PATH of Env (or the default
+	// PATH) inside the sandbox unless it contains a slash. Required.
+	Argv []string
+	// Env is the whole environment. Nil means PATH=DefaultPath and HOME=/workspace.
+	Env []string
+	// Dir is the working directory inside the sandbox; relative to /workspace, which
+	// is also the default.
+	Dir string
+	// Stdin, Stdout and Stderr are passed to the process as fds 0, 1 and 2 (nil means
+	// /dev/null). They are duplicated into the init: the caller keeps and closes its
+	// copies. Ignored when TTY is set.
+	Stdin, Stdout, Stderr *os.File
+	// TTY, if set, is a PTY slave that becomes fds 0, 1 and 2 and the controlling
+	// terminal of the process, which then leads a new session.
+	TTY *os.File
+	// Session puts the process in a new session (setsid) rather than only a new
+	// process group. Implied by TTY.
+	Session bool
+}
+
+// DefaultPath is the PATH of a spawned process whose request has no Env.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ExitStatus is how a spawned process ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 if the process was killed by a signal.
+	Code int
+	// Signal is the signal that killed the process, or 0.
+	Signal syscall.Signal
+}
+
+// String reports the status as a shell would.
+func (s ExitStatus) String() string {
+	if s.Signal != 0 {
+		return "signal: " + s.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", s.Code)
+}

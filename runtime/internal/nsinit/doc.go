@@ -1,0 +1,77 @@
+// Package nsinit runs one small init per sandbox, holding the sandbox's pid, mount,
+// uts, ipc and network namespaces, and spawns every sandbox process from inside them.
+// A Go process cannot setns into a mount namespace, so the server cannot start a
+// process in a sandbox by itself: it asks the sandbox's init over a socket, and start,
+// wait, exit status, signals, stdio and PTY fds and pids cross that boundary.
+//
+// # Entry points
+//
+//   - [Start] re-executes the running binary as an init and waits until the sandbox
+//     is set up; the binary's main must call [Main] when [IsInit] reports true
+//     (runtime.MaybeRunInit does).
+//   - [Init.Spawn] starts a process inside with pipes or a PTY slave as its stdio, in
+//     a new process group or session; [Child] gives its inner and host pids, Wait and
+//     Signal (to its process group).
+//   - [Init.Close] ends the sandbox: everything inside is killed, setsid daemons too.
+//
+// # The sandbox
+//
+// In new pid, mount, uts, ipc and (unless [NetworkHost]) network namespaces the init
+// builds a tmpfs root with read-only binds of the host's /usr, /etc, /opt and its bin,
+// sbin and lib* links (or of the entries of [Config].Rootfs), a fresh /proc with
+// /proc/sys read-only, tmpfs /tmp and /dev/shm, a /dev with null, zero, full, random,
+// urandom, tty and a new devpts instance, and the workspace read-write at /workspace;
+// it sets the hostname to the sandbox id, brings lo up ([NetworkLoopback]) or leaves
+// it down ([NetworkNone]), pivots into the new root and remounts it read-only.
+//
+// Every spawned process is forked from one hardened thread of the init: no_new_privs,
+// an empty capability bounding set (so root inside has no capabilities), and a seccomp
+// filter that fails keyctl, bpf, ptrace, perf_event_open, mount and the new mount API,
+// unshare, setns, clone into new namespaces, module and kexec calls, reboot, swap,
+// acct, clock setting and a few more with EPERM (clone3 with ENOSYS, so libc falls
+// back to clone, whose flags the filter can see). Processes run as root inside unless
+// [Config].UID and GID are set.
+//
+// # Lifetime
+//
+//  1. The init is started with Pdeathsig SIGKILL from one OS thread that lives as long
+//     as the process (Pdeathsig follows the creating thread): if the server dies, even
+//     by SIGKILL, the init dies, and with pid 1 of a namespace gone the kernel kills
+//     the rest.
+//  2. As pid 1 it reaps every process inside, spawned or orphaned, and reports the
+//     exits of the spawned ones.
+//  3. When its control socket closes (Close, or the server's end closing as it dies),
+//     or on SIGTERM, SIGINT or SIGHUP, it kills everything inside and exits.
+//
+// # Protocol
+//
+// The server and the init talk over a SOCK_SEQPACKET socketpair (the init's end is its
+// fd 3). Each frame is one datagram holding one JSON object with an "op" and an "id";
+// a frame is at most 128 KiB. fds travel as SCM_RIGHTS on the frame they belong to.
+//
+//	server → init  config   {config}                      first frame
+//	init → server  ready                                   setup done; or error {err, errno}
+//	server → init  spawn    {id, argv, env, dir, tty, session} + 3 fds (stdin, stdout,
+//	                        stderr) or 1 fd (a PTY slave, with tty set)
+//	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process; or error
+//	server → init  signal   {id, target, sig}             target: a spawn's id
+//	init → server  ok {id}, or error {id, err, errno}
+//	init → server  exit     {id, code, signal}            id: the spawn's id; once
+//
+// The started frame carries the process in SCM_CREDENTIALS (the init, with
+// CAP_SYS_ADMIN, may name another process): the kernel translates the pid into the
+// receiver's pid namespace, which is how the server learns the host pid without a
+// /proc scan. The init holds one lock across fork, the started frame, and each
+// wait4, so a process is never reaped before it is announced, and its exit frame
+// always follows its started frame.
+//
+// # Caveats
+//
+//   - A PTY slave passed in comes from the server's devpts: inside, it works as the
+//     controlling terminal (and through /dev/tty), but has no name under /dev/pts.
+//   - stdio files are put in blocking mode, as os/exec does: the process shares
+//     their open file descriptions.
+//   - The seccomp filter exists for amd64 and arm64; elsewhere Start fails.
+//   - The init exits, and the server's Wait calls return ErrClosed or ErrInitExited,
+//     without a final exit frame for processes still running.
+package nsinit

@@ -1,0 +1,24 @@
+package nsinit
+
+import "errors"
+
+var (
+	// ErrUnsupported is returned by Start where the init cannot run (not Linux).
+	ErrUnsupported = errors.New("nsinit: namespaces are not supported on this system")
+	// ErrClosed is returned by calls on an Init that was closed, and by Wait for a child
+	// whose exit the init had not reported when it was closed.
+	ErrClosed = errors.New("nsinit: init closed")
+	// ErrInitExited is returned when the init process ended without being closed.
+	ErrInitExited = errors.New("nsinit: init exited")
+	// ErrExited is returned by Signal for a child whose exit was already reported.
+	ErrExited = errors.New("nsinit: process exited")
+	// ErrInvalidConfig is returned by Start for a Config that cannot work.
+	ErrInvalidConfig = errors.New("nsinit: invalid config")
+	// ErrInvalidRequest is returned by Spawn for a SpawnRequest that cannot work.
+	ErrInvalidRequest = errors.New("nsinit: invalid spawn request")
+	// ErrFrameTooLarge is returned when a request (argv and env together) does not fit
+	// in one protocol frame.
+	ErrFrameTooLarge = errors.New("nsinit: request too large")
+	// ErrProtocol is returned when the other end sent a frame that breaks the protocol.
+	ErrProtocol = errors.New("nsinit: protocol error")
+)

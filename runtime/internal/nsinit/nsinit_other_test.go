@@ -1,0 +1,5 @@
+//go:build !linux
+
+package nsinit
+
+func runHelper(string) int { return 2 }

@@ -1,0 +1,210 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Frame ops; the package doc describes the protocol.
+const (
+	opConfig  = "config"  // client → init: the Config, first frame
+	opReady   = "ready"   // init → client: setup done, requests may follow
+	opSpawn   = "spawn"   // client → init: start a process (3 fds, or 1 for a TTY)
+	opStarted = "started" // init → client: the spawn's inner pid (+ SCM_CREDENTIALS)
+	opSignal  = "signal"  // client → init: signal a spawned process's group
+	opOK      = "ok"      // init → client: the signal was sent
+	opError   = "error"   // init → client: a request (or the setup) failed
+	opExit    = "exit"    // init → client: a spawned process ended
+)
+
+// maxFrame bounds one frame. A SOCK_SEQPACKET message must fit in the sender's socket
+// buffer (about 208 KiB by default), so a spawn's argv and env together are capped
+// well below it.
+const maxFrame = 128 << 10
+
+// frame is one protocol message, JSON in one SOCK_SEQPACKET datagram.
+type frame struct {
+	Op      string   `json:"op"`
+	ID      uint64   `json:"id,omitempty"`
+	Target  uint64   `json:"target,omitempty"` // signal: the spawn's id
+	Config  *Config  `json:"config,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	TTY     bool     `json:"tty,omitempty"`
+	Session bool     `json:"session,omitempty"`
+	PID     int      `json:"pid,omitempty"`
+	Sig     int      `json:"sig,omitempty"`
+	Code    int      `json:"code,omitempty"`
+	Signal  int      `json:"signal,omitempty"`
+	Err     string   `json:"err,omitempty"`
+	Errno   int      `json:"errno,omitempty"`
+
+	// hostPID is the pid of a started frame's SCM_CREDENTIALS, in the receiver's namespace.
+	hostPID int
+}
+
+// conn is one end of the control socketpair. send is safe for concurrent use; recv
+// must be called from one goroutine at a time. Both go through Go's poller, so no
+// thread is pinned while waiting and Close unblocks them.
+type conn struct {
+	f   *os.File
+	rc  syscall.RawConn
+	wmu sync.Mutex
+	buf []byte
+	oob []byte
+}
+
+// Receive buffers: the init takes requests of up to maxFrame; the server only gets
+// small replies (error texts are cut to maxErr), so each Init costs it little memory.
+const (
+	initRecvBuf   = maxFrame
+	serverRecvBuf = 8 << 10
+	maxErr        = 2 << 10
+)
+
+func newConn(fd int, name string, bufSize int) (*conn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("failed to set the control socket non-blocking: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("failed to open the control socket: %w", err)
+	}
+	return &conn{
+		f: f, rc: rc,
+		buf: make([]byte, bufSize),
+		oob: make([]byte, unix.CmsgSpace(4*3)+unix.CmsgSpace(unix.SizeofUcred)),
+	}, nil
+}
+
+func (c *conn) Close() error { return c.f.Close() }
+
+// send writes fr with fds (SCM_RIGHTS) and cred (SCM_CREDENTIALS) attached.
+func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
+	b, err := json.Marshal(fr)
+	if err != nil {
+		return fmt.Errorf("failed to encode a frame: %w", err)
+	}
+	if len(b) > maxFrame {
+		return ErrFrameTooLarge
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if cred != nil {
+		oob = append(oob, unix.UnixCredentials(cred)...)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var serr error
+	err = c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
+		return !errors.Is(serr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("failed to send a %s frame: %w", fr.Op, err)
+	}
+	return nil
+}
+
+// recv reads one frame with the fds and credentials attached to it. The fds are
+// close-on-exec; the caller owns them. It returns io.EOF once the peer closed.
+func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
+	var n, oobn, flags int
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
+	}
+	var fds []int
+	var cred *unix.Ucred
+	msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn])
+	for i := range msgs {
+		switch msgs[i].Header.Type {
+		case unix.SCM_RIGHTS:
+			if r, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, r...)
+			}
+		case unix.SCM_CREDENTIALS:
+			if u, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
+				cred = u
+			}
+		}
+	}
+	if n == 0 && oobn == 0 {
+		return nil, nil, nil, io.EOF
+	}
+	fr := &frame{}
+	switch {
+	case perr != nil || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		err = fmt.Errorf("%w: truncated frame", ErrProtocol)
+	default:
+		if uerr := json.Unmarshal(c.buf[:n], fr); uerr != nil {
+			err = fmt.Errorf("%w: %v", ErrProtocol, uerr)
+		}
+	}
+	if err != nil {
+		closeFDs(fds)
+		return nil, nil, nil, err
+	}
+	return fr, fds, cred, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// remoteError is an error the init reported: its text, and its errno for errors.Is.
+type remoteError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+func (e *remoteError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
+}
+
+// errnoError rebuilds an error sent in an error frame.
+func errnoError(fr *frame) error { return &remoteError{msg: fr.Err, errno: syscall.Errno(fr.Errno)} }
+
+// errorFrame builds the error frame for err, carrying its errno when it has one.
+func errorFrame(id uint64, err error) *frame {
+	msg := err.Error()
+	if len(msg) > maxErr {
+		msg = msg[:maxErr]
+	}
+	fr := &frame{Op: opError, ID: id, Err: msg}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		fr.Errno = int(en)
+	}
+	return fr
+}

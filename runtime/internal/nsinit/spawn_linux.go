@@ -1,0 +1,179 @@
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"path"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawnJob is one spawn request with the fds that came with it.
+type spawnJob struct {
+	fr  *frame
+	fds []int
+}
+
+// spawnLoop runs on its own OS thread for the life of the init. It hardens that thread
+// (no_new_privs, an empty capability bounding set, no inheritable or ambient
+// capabilities, the seccomp filter) and then forks every sandbox process from it, so
+// each inherits exactly that state.
+//
+// Why a thread and not the whole init: syscall.AllThreadsSyscall would harden every
+// thread at once but refuses in a cgo binary, which sandgate is (net). seccomp, the
+// bounding set and no_new_privs are per thread and inherited by clone, and a goroutine
+// locked to its thread forks from that thread. The thread is never unlocked, so Go
+// never runs anything else on it; it ends with the process.
+func (ip *initProc) spawnLoop(ready chan<- error) {
+	goruntime.LockOSThread()
+	if err := hardenThread(); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for j := range ip.jobs {
+		ip.spawn(j)
+	}
+}
+
+// hardenThread applies to the calling thread what every sandbox process inherits.
+func hardenThread() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to set no_new_privs: %w", err)
+	}
+	last, err := capLastCap()
+	if err != nil {
+		return err
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("failed to drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to clear ambient capabilities: %w", err)
+	}
+	// A root process keeps its inheritable set across exec whatever the bounding set.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("failed to read capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("failed to clear inheritable capabilities: %w", err)
+	}
+	return installFilter()
+}
+
+func capLastCap() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, fmt.Errorf("failed to read cap_last_cap: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("failed to parse cap_last_cap: %w", err)
+	}
+	return n, nil
+}
+
+// spawn starts one process and answers with started (its pid, with SCM_CREDENTIALS
+// naming it so the client's kernel translates it to the host pid) or error.
+func (ip *initProc) spawn(j spawnJob) {
+	defer closeFDs(j.fds)
+	fr := j.fr
+	attr, argv0, err := ip.procAttr(fr, j.fds)
+	if err != nil {
+		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
+		return
+	}
+	ip.mu.Lock()
+	defer ip.mu.Unlock()
+	pid, err := syscall.ForkExec(argv0, fr.Argv, attr)
+	if err != nil {
+		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
+		return
+	}
+	ip.kids[pid] = fr.ID
+	ip.ids[fr.ID] = pid
+	cred := &unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+	started := &frame{Op: opStarted, ID: fr.ID, PID: pid}
+	if err := ip.c.send(started, nil, cred); err != nil {
+		// Without its host pid the client can still wait for and signal the process.
+		_ = ip.c.send(started, nil, nil)
+	}
+}
+
+// procAttr checks a spawn frame and turns it into ForkExec's arguments.
+func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, error) {
+	want := 3
+	if fr.TTY {
+		want = 1
+	}
+	if len(fr.Argv) == 0 || len(fds) != want {
+		return nil, "", fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
+	}
+	env := fr.Env
+	if env == nil {
+		env = []string{"PATH=" + DefaultPath, "HOME=/workspace"}
+	}
+	dir := fr.Dir
+	if dir == "" {
+		dir = "/workspace"
+	} else if !path.IsAbs(dir) {
+		dir = path.Join("/workspace", dir)
+	}
+	for _, fd := range fds {
+		// The description is shared with the process, which expects blocking I/O.
+		if err := unix.SetNonblock(fd, false); err != nil {
+			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
+		}
+	}
+	argv0, err := lookPath(fr.Argv[0], env, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	sys := &syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}
+	files := []uintptr{uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0])}
+	if fr.TTY {
+		sys.Setctty, sys.Ctty = true, 0
+	} else {
+		files = []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}
+	}
+	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
+		sys.Credential = &syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
+	}
+	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, nil
+}
+
+// lookPath finds name as execve would after the shell's PATH search, inside the
+// sandbox. A name with a slash is used as given (relative to dir).
+func lookPath(name string, env []string, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathEnv := DefaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, d := range strings.Split(pathEnv, ":") {
+		if d == "" {
+			d = "."
+		}
+		p := path.Join(d, name)
+		if !path.IsAbs(p) {
+			p = path.Join(dir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("failed to find %s in PATH: %w", name, unix.ENOENT)
+}

@@ -12,9 +12,9 @@ import (
 
 type encoder struct{ b []byte }
 
-func (e *encoder) byte(v byte)     { e.b = append(e.b, v) }
+func (e *encoder) byte(v byte)      { e.b = append(e.b, v) }
 func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
-func (e *encoder) string(s string) { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *encoder) string(s string)  { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
 
 func (e *encoder) labels(m map[string]string) {
 	keys := make([]string, 0, len(m))

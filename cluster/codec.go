@@ -15,6 +15,7 @@ type encoder struct{ b []byte }
 func (e *encoder) byte(v byte)      { e.b = append(e.b, v) }
 func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *encoder) string(s string)  { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *encoder) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.b = append(e.b, b...) }
 
 func (e *encoder) labels(m map[string]string) {
 	keys := make([]string, 0, len(m))
@@ -88,6 +89,22 @@ func (d *decoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// bytes returns a copy (nil when empty): the input may be a bbolt page that is
+// only valid inside its transaction.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || uint64(len(d.b)) < n {
+		d.fail("bytes")
+		return nil
+	}
+	var out []byte
+	if n > 0 {
+		out = append([]byte(nil), d.b[:n]...)
+	}
+	d.b = d.b[n:]
+	return out
 }
 
 // count reads a length and rejects one larger than the bytes left, so a corrupt

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb"
 )
 
 // Node is one member of the cluster: a raft server, its replica of the tables, and,
@@ -23,12 +22,13 @@ import (
 // read the latest applied table without locks. Leader-only methods block until their
 // raft entry commits, or fail with a *NotLeaderError.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	raft  *raft.Raft
-	trans *raft.NetworkTransport
-	store *raftboltdb.BoltStore
-	fsm   *fsm
+	cfg    Config
+	log    *slog.Logger
+	raft   *raft.Raft
+	trans  *raft.NetworkTransport
+	stream *streamLayer
+	store  *logStore
+	fsm    *fsm
 
 	ctx    context.Context // the node's lifetime; Close cancels it
 	cancel context.CancelFunc
@@ -80,7 +80,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 			}
 		}
 	}()
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	store, err := openLogStore(filepath.Join(dir, "raft.db"))
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +93,14 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftListen, nil, 3, 10*time.Second, hlog)
+	stream, err := listen(cfg.RaftListen)
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, stream.Close)
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+	})
 	closers = append(closers, trans.Close)
 
 	rc := raft.DefaultConfig()
@@ -130,7 +134,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		}
 	}
 	n := &Node{
-		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, store: store, fsm: f,
+		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, stream: stream, store: store, fsm: f,
 		kick: make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -147,7 +151,7 @@ func (n *Node) Close() error {
 		n.cancel()
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
-		err = errors.Join(err, n.trans.Close(), n.store.Close())
+		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())
 		if err != nil {
 			n.closeErr = fmt.Errorf("failed to close cluster node: %w", err)
 		}

@@ -87,7 +87,10 @@ func (n *Node) kickLeader() {
 func (n *Node) reconcile(ctx context.Context, budget int) (used int) {
 	self := n.Self()
 	self.Status = StatusAlive
-	if m, ok := n.fsm.cur.Load().members[self.ID]; !ok || !m.equal(self) {
+	// A leader registers itself when it is missing or its addresses changed, but never
+	// brings itself back from left: only Join re-admits a removed member. (Remove of
+	// the leader marks it left before the raft change that makes it step down.)
+	if m, ok := n.fsm.cur.Load().members[self.ID]; !ok || (m.Status == StatusAlive && !m.equal(self)) {
 		if err := n.apply(ctx, encodeRegister(self)); err != nil {
 			n.log.Warn("cluster: failed to register self", "err", err)
 			return 0

@@ -217,3 +217,25 @@ func TestRemoveAndPin(t *testing.T) {
 		t.Fatalf("Remove of an unknown member: %v", err)
 	}
 }
+
+func TestRemoveLeader(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	l := leader(t, nodes...)
+	if err := l.Remove(ctx, l.ID()); err != nil && !errors.Is(err, ErrNotLeader) {
+		// Stepping down while the change commits may surface as leadership lost.
+		t.Fatal(err)
+	}
+	var rest []*Node
+	for _, n := range nodes {
+		if n != l {
+			rest = append(rest, n)
+		}
+	}
+	waitFor(t, "the others to take over the removed leader's partitions", func() bool {
+		nl := leader(t, rest...)
+		return nl != l && voters(nl) == 2 && placed(rest[0], rest...) && sameTable(rest...)
+	})
+}

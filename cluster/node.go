@@ -168,7 +168,7 @@ func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
 
 // Self returns this node's member record as Join expects it.
 func (n *Node) Self() Member {
-	return Member{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, Labels: n.cfg.Labels}
+	return Member{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, Labels: copyLabels(n.cfg.Labels)}
 }
 
 // Owner returns the node that owns a sandbox, the epoch of that ownership, and whether
@@ -192,9 +192,21 @@ func (n *Node) Members() []Member {
 	s := n.fsm.cur.Load()
 	out := make([]Member, 0, len(s.members))
 	for _, m := range s.members {
+		m.Labels = copyLabels(m.Labels) // the state is shared and immutable
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func copyLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
 	return out
 }
 

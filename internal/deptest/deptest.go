@@ -3,7 +3,9 @@
 package deptest
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,6 +19,10 @@ type Rules struct {
 	// ForbiddenDirect are import paths the package must not import directly; they may
 	// still arrive through a dependency.
 	ForbiddenDirect map[string]string
+	// ForbiddenInOurs are import paths that none of our own packages in the graph (the
+	// package itself included) may import directly. A third-party dependency may still
+	// link them: raft's testing.go links "testing" into every user of raft.
+	ForbiddenInOurs map[string]string
 }
 
 // Check fails tb when the package at pkg (an import path or "." ) breaks rules.
@@ -44,6 +50,38 @@ func Check(tb testing.TB, pkg string, rules Rules) {
 	for _, imp := range info.Imports {
 		if why, ok := rules.ForbiddenDirect[imp]; ok {
 			tb.Errorf("%s imports %s: %s", info.ImportPath, imp, why)
+		}
+	}
+	if len(rules.ForbiddenInOurs) > 0 {
+		checkOurs(tb, pkg, rules.ForbiddenInOurs)
+	}
+}
+
+// checkOurs fails tb when one of our packages in pkg's graph imports a path of bad.
+func checkOurs(tb testing.TB, pkg string, bad map[string]string) {
+	tb.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Module", pkg).Output()
+	if err != nil {
+		tb.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			return
+		} else if err != nil {
+			tb.Fatalf("decode go list output: %v", err)
+		}
+		if !strings.HasPrefix(p.ImportPath, Ours) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if why, ok := bad[imp]; ok {
+				tb.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
+			}
 		}
 	}
 }

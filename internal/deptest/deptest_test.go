@@ -27,6 +27,8 @@ func TestCheck(t *testing.T) {
 		{"prefix rule", Rules{Forbidden: map[string]string{"encoding/": "x"}}, 1},
 		{"direct import found", Rules{ForbiddenDirect: map[string]string{"os/exec": "x"}}, 1},
 		{"clean", Rules{Forbidden: map[string]string{"net/http": "x"}}, 0},
+		{"our package imports it", Rules{ForbiddenInOurs: map[string]string{"os/exec": "x"}}, 1},
+		{"only a dependency links it", Rules{ForbiddenInOurs: map[string]string{"syscall": "x"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

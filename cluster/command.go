@@ -1,0 +1,66 @@
+package cluster
+
+// A command is one type byte followed by its body (codec.go). Types with the ignorable
+// bit set may be skipped by a version that does not know them: a newer leader can log
+// them during a rolling upgrade without stopping older replicas. Any other unknown type
+// stops the replica (see fsm.apply).
+type cmdType byte
+
+const (
+	cmdRegister  cmdType = 1 // member: add or replace, status alive
+	cmdSetStatus cmdType = 2 // id, status
+	cmdAssign    cmdType = 3 // moves: CAS each partition's epoch, all or nothing
+	cmdPin       cmdType = 4 // sandbox, selector, owner, expected epoch
+	cmdUnpin     cmdType = 5 // sandbox, expected epoch
+
+	cmdIgnorable cmdType = 0x80
+)
+
+// move reassigns one partition, provided its epoch is still Expect.
+type move struct {
+	P      int
+	Owner  NodeID
+	Expect uint64
+}
+
+func encodeRegister(m Member) []byte {
+	e := encoder{b: []byte{byte(cmdRegister)}}
+	m.Status = StatusAlive
+	e.member(m)
+	return e.b
+}
+
+func encodeSetStatus(id NodeID, s Status) []byte {
+	e := encoder{b: []byte{byte(cmdSetStatus)}}
+	e.string(string(id))
+	e.byte(byte(s))
+	return e.b
+}
+
+func encodeAssign(moves []move) []byte {
+	e := encoder{b: make([]byte, 0, 1+len(moves)*24)}
+	e.byte(byte(cmdAssign))
+	e.uvarint(uint64(len(moves)))
+	for _, m := range moves {
+		e.uvarint(uint64(m.P))
+		e.string(string(m.Owner))
+		e.uvarint(m.Expect)
+	}
+	return e.b
+}
+
+func encodePin(sandbox string, sel map[string]string, owner NodeID, expect uint64) []byte {
+	e := encoder{b: []byte{byte(cmdPin)}}
+	e.string(sandbox)
+	e.labels(sel)
+	e.string(string(owner))
+	e.uvarint(expect)
+	return e.b
+}
+
+func encodeUnpin(sandbox string, expect uint64) []byte {
+	e := encoder{b: []byte{byte(cmdUnpin)}}
+	e.string(sandbox)
+	e.uvarint(expect)
+	return e.b
+}

@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the package. Compare with errors.Is.
+var (
+	// ErrClosed is returned by calls on a Node after Close.
+	ErrClosed = errors.New("cluster: node closed")
+	// ErrInvalid reports a bad Config or argument.
+	ErrInvalid = errors.New("cluster: invalid argument")
+	// ErrNotLeader is matched by every *NotLeaderError.
+	ErrNotLeader = errors.New("cluster: not the leader")
+	// ErrStaleEpoch is returned when an ownership change names an expected epoch that
+	// is no longer the current one; the whole command is rejected.
+	ErrStaleEpoch = errors.New("cluster: stale epoch")
+	// ErrUnknownMember is returned when a command names a node that is not an alive
+	// member.
+	ErrUnknownMember = errors.New("cluster: unknown or not alive member")
+	// ErrUnknownCommand is returned (and latched, see Node.Err) when the log holds a
+	// command this version cannot apply and that is not marked ignorable.
+	ErrUnknownCommand = errors.New("cluster: unknown command")
+	// ErrNoMatchingMember is returned by Pin when no alive member carries the labels
+	// of the selector.
+	ErrNoMatchingMember = errors.New("cluster: no alive member matches the selector")
+	// ErrCorrupt reports a command or snapshot that cannot be decoded.
+	ErrCorrupt = errors.New("cluster: corrupt encoding")
+)
+
+// NotLeaderError is returned by leader-only calls (Join, Remove, Pin, Unpin) on a node
+// that is not the raft leader. It names the leader when one is known, so the caller
+// can forward the request there.
+type NotLeaderError struct {
+	// LeaderID is the leader's node id, empty when no leader is known.
+	LeaderID NodeID
+	// RaftAddr is the leader's raft address, empty when unknown.
+	RaftAddr string
+	// HTTPAddr is the leader's HTTP address from the member table, empty when unknown.
+	HTTPAddr string
+}
+
+// Error describes the leader, if known.
+func (e *NotLeaderError) Error() string {
+	if e.LeaderID == "" {
+		return "cluster: not the leader (no leader known)"
+	}
+	return fmt.Sprintf("cluster: not the leader (leader %s at %s, http %q)", e.LeaderID, e.RaftAddr, e.HTTPAddr)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// LeaderOf returns the leader named by err when err is or wraps a *NotLeaderError.
+func LeaderOf(err error) (leader *NotLeaderError, ok bool) {
+	ok = errors.As(err, &leader)
+	return leader, ok
+}

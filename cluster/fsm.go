@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the raft state machine: members, the partition table and pins. It holds no
+// lock: raft calls Apply, Snapshot and Restore on one goroutine, and every change
+// publishes a new immutable *state that readers load atomically.
+type fsm struct {
+	cur    atomic.Pointer[state]
+	failed atomic.Pointer[error]
+	log    *slog.Logger
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM(log *slog.Logger) *fsm {
+	f := &fsm{log: log}
+	f.cur.Store(emptyState())
+	return f
+}
+
+// Apply applies one committed log entry. Its result is nil or an error, which the
+// leader's caller receives through the apply future.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if err := f.err(); err != nil {
+		return err
+	}
+	return f.apply(l.Index, l.Data)
+}
+
+func (f *fsm) err() error {
+	if p := f.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// apply decodes and applies one command. A command that decodes but is refused
+// (stale epoch, unknown member) leaves the state alone on every replica alike, so the
+// replicas stay identical. An unknown command without the ignorable bit is different:
+// newer replicas apply it and this one cannot, so going on would silently diverge.
+// The FSM latches the error instead and refuses everything after it, leaving this
+// replica frozen at the last state it understood until the binary is upgraded.
+func (f *fsm) apply(index uint64, data []byte) error {
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty command at index %d", ErrCorrupt, index)
+	}
+	t := cmdType(data[0])
+	d := decoder{b: data[1:]}
+	old := f.cur.Load()
+	var next *state
+	var err error
+	switch t {
+	case cmdRegister:
+		m := d.member()
+		if err = d.done(); err == nil {
+			next, err = old.register(m)
+		}
+	case cmdSetStatus:
+		id, st := NodeID(d.string()), Status(d.byte())
+		if err = d.done(); err == nil {
+			next, err = old.setStatus(id, st)
+		}
+	case cmdAssign:
+		n := d.count()
+		moves := make([]move, 0, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			moves = append(moves, move{P: int(d.uvarint()), Owner: NodeID(d.string()), Expect: d.uvarint()})
+		}
+		if err = d.done(); err == nil {
+			next, err = old.assign(index, moves)
+		}
+	case cmdPin:
+		sb, sel, owner, expect := d.string(), d.labels(), NodeID(d.string()), d.uvarint()
+		if err = d.done(); err == nil {
+			next, err = old.pin(index, sb, sel, owner, expect)
+		}
+	case cmdUnpin:
+		sb, expect := d.string(), d.uvarint()
+		if err = d.done(); err == nil {
+			next, err = old.unpin(sb, expect)
+		}
+	default:
+		if t&cmdIgnorable != 0 {
+			f.log.Debug("cluster: skipped ignorable command", "type", int(t), "index", index)
+			return nil
+		}
+		err := fmt.Errorf("%w: type %#x at index %d; this replica stops applying until upgraded", ErrUnknownCommand, byte(t), index)
+		f.failed.Store(&err)
+		f.log.Error("cluster: failed to apply command", "err", err)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	f.cur.Store(next)
+	return nil
+}
+
+// Snapshot captures the current immutable state; Persist encodes it on raft's
+// snapshot goroutine while Apply goes on.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &snapshot{s: f.cur.Load()}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("failed to read snapshot: %w", err)
+	}
+	s, err := decodeState(b)
+	if err != nil {
+		return fmt.Errorf("failed to decode snapshot: %w", err)
+	}
+	f.cur.Store(s)
+	return nil
+}
+
+type snapshot struct{ s *state }
+
+var _ raft.FSMSnapshot = (*snapshot)(nil)
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.s.encode()); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("failed to write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}

@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// Node is one member of the cluster: a raft server, its replica of the tables, and,
+// while it leads, the reconcile loop that registers members and places partitions.
+//
+// Concurrency: every method is safe for concurrent use. Owner and the other getters
+// read the latest applied table without locks. Leader-only methods block until their
+// raft entry commits, or fail with a *NotLeaderError.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	raft   *raft.Raft
+	trans  *raft.NetworkTransport
+	stream *streamLayer
+	store  *logStore
+	fsm    *fsm
+
+	ctx    context.Context // the node's lifetime; Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // wakes the leader's reconcile loop
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a node.
+//
+//  1. It opens (or creates) the raft log and stable store in DataDir/raft/raft.db and
+//     the snapshot store beside it, and listens on RaftListen.
+//  2. With no raft state and Join unset it bootstraps a one-voter cluster of itself;
+//     with state it resumes the cluster it was in; with Join set it waits to be added.
+//  3. Whenever it becomes leader it registers itself in the member table, promotes
+//     non-voters up to the voter target and places partitions (see Node.Join).
+//
+// ctx bounds nothing after Open returns; the node lives until Close.
+func Open(ctx context.Context, cfg *Config) (*Node, error) {
+	n, err := open(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open cluster node: %w", err)
+	}
+	return n, nil
+}
+
+func open(ctx context.Context, c *Config) (_ *Node, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{
+		Name: "raft", Output: cfg.RaftLogOutput, Level: hclog.LevelFromString(cfg.RaftLogLevel),
+	})
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	store, err := openLogStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, store.Close)
+	logs, err := raft.NewLogCache(512, store)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := listen(cfg.RaftListen)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, stream.Close)
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
+	})
+	closers = append(closers, trans.Close)
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.scaled(baseHeartbeat)
+	rc.ElectionTimeout = cfg.scaled(baseElection)
+	rc.LeaderLeaseTimeout = cfg.scaled(baseLeaderLease)
+	rc.CommitTimeout = cfg.scaled(baseCommit)
+	rc.Logger = hlog
+	notify := make(chan bool, 16)
+	rc.NotifyCh = notify
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	has, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return nil, err
+	}
+	f := newFSM(cfg.Logger)
+	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { return r.Shutdown().Error() })
+	if !has && !cfg.Join {
+		boot := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+		}}}
+		if err := r.BootstrapCluster(boot).Error(); err != nil {
+			return nil, fmt.Errorf("failed to bootstrap: %w", err)
+		}
+	}
+	n := &Node{
+		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, stream: stream, store: store, fsm: f,
+		kick: make(chan struct{}, 1),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.wg.Add(1)
+	go n.watchLeadership(notify)
+	return n, nil
+}
+
+// Close leaves raft running nowhere: it stops the reconcile loop, shuts raft down and
+// waits for it, then closes the transport and the store. It does not remove the node
+// from the cluster (see Remove). Calling Close again returns the first result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		err := n.raft.Shutdown().Error()
+		n.wg.Wait()
+		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())
+		if err != nil {
+			n.closeErr = fmt.Errorf("failed to close cluster node: %w", err)
+		}
+	})
+	return n.closeErr
+}
+
+// ID returns the node's id.
+func (n *Node) ID() NodeID { return n.cfg.NodeID }
+
+// RaftAddr returns the address the raft transport listens on (the real port when
+// RaftListen asked for port 0).
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// Self returns this node's member record as Join expects it.
+func (n *Node) Self() Member {
+	return Member{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, Labels: copyLabels(n.cfg.Labels)}
+}
+
+// Owner returns the node that owns a sandbox, the epoch of that ownership, and whether
+// the sandbox currently has an owner at all. It reads this node's replica with no
+// lock and no allocation, so a follower may briefly see an older owner; the owner
+// re-checks and the epoch fences stale writes.
+func (n *Node) Owner(sandboxID string) (owner NodeID, epoch uint64, ok bool) {
+	return n.fsm.cur.Load().owner(sandboxID)
+}
+
+// Partition returns the assignment of partition p (0 <= p < Partitions).
+func (n *Node) Partition(p int) Assignment { return n.fsm.cur.Load().parts[p] }
+
+// Table returns a copy of the whole partition table.
+func (n *Node) Table() []Assignment {
+	return append([]Assignment(nil), n.fsm.cur.Load().parts...)
+}
+
+// Members returns the member table, ordered by id.
+func (n *Node) Members() []Member {
+	s := n.fsm.cur.Load()
+	out := make([]Member, 0, len(s.members))
+	for _, m := range s.members {
+		m.Labels = copyLabels(m.Labels) // the state is shared and immutable
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func copyLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Leader returns the current leader's id and raft address, empty when none is known.
+func (n *Node) Leader() (NodeID, string) {
+	addr, id := n.raft.LeaderWithID()
+	return NodeID(id), string(addr)
+}
+
+// IsLeader reports whether this node is the raft leader right now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// AppliedIndex returns the index of the last log entry applied to this replica. A
+// node told of a newer index (a 421 from an owner) can wait until it catches up.
+func (n *Node) AppliedIndex() uint64 { return n.raft.AppliedIndex() }
+
+// Err returns the error that stopped this replica applying the log (a non-ignorable
+// command it does not know), or nil.
+func (n *Node) Err() error { return n.fsm.err() }
+
+// notLeader builds the error for a leader-only call made on a follower.
+func (n *Node) notLeader() error {
+	id, addr := n.Leader()
+	e := &NotLeaderError{LeaderID: id, RaftAddr: addr}
+	if m, ok := n.fsm.cur.Load().members[id]; ok {
+		e.HTTPAddr = m.HTTPAddr
+	}
+	return e
+}
+
+// apply commits one command and returns the FSM's verdict on it.
+func (n *Node) apply(ctx context.Context, cmd []byte) error {
+	if n.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if n.raft.State() != raft.Leader {
+		return n.notLeader()
+	}
+	f := n.raft.Apply(cmd, enqueueTimeout(ctx))
+	if err := n.wait(ctx, f); err != nil {
+		return err
+	}
+	if err, ok := f.Response().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// wait blocks on a raft future, mapping raft's errors to ours. Raft completes every
+// future on commit, on loss of leadership or on shutdown, so the wait is bounded even
+// though raft futures cannot be cancelled.
+func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	err := f.Error()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w (%v)", n.notLeader(), err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, raft.ErrEnqueueTimeout) && ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return err
+}
+
+// enqueueTimeout is how long raft may wait to accept an entry: until ctx's deadline,
+// or 10 s without one.
+func enqueueTimeout(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d > 0 {
+			return d
+		}
+		return time.Millisecond
+	}
+	return 10 * time.Second
+}

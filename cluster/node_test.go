@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestOpenConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  *Config
+	}{
+		{"nil", nil},
+		{"no node id", &Config{DataDir: t.TempDir()}},
+		{"no data dir", &Config{NodeID: "a"}},
+		{"negative multiplier", &Config{NodeID: "a", DataDir: t.TempDir(), Multiplier: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := Open(context.Background(), tt.cfg); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestSingleNodeBootstrapsAndResumes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	n := openNode(t, testConfig("solo", dir, "127.0.0.1:0", false))
+	addr := n.RaftAddr()
+	waitFor(t, "solo to place all partitions", func() bool { return placed(n, n) })
+	owner, epoch, ok := n.Owner("sb-1")
+	if !ok || owner != "solo" || epoch == 0 {
+		t.Fatalf("Owner = %s, %d, %v", owner, epoch, ok)
+	}
+	before := n.Table()
+	// A file snapshot, so the restart restores the FSM from it (synchronously, in
+	// Open) rather than only replaying the log.
+	if err := n.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := n.Join(context.Background(), Member{ID: "x", RaftAddr: "y"}); err == nil {
+		t.Fatal("Join on a closed node succeeded")
+	}
+
+	// Same data dir, Join set: raft state exists, so it resumes rather than waiting.
+	n = openNode(t, testConfig("solo", dir, addr, true))
+	if !sameTableAs(n.Table(), before) {
+		t.Fatal("the table was not restored from the snapshot on Open")
+	}
+	leader(t, n)
+	if _, e, _ := n.Owner("sb-1"); e != epoch {
+		t.Fatalf("epoch %d after restart, want %d: the table was re-placed", e, epoch)
+	}
+}
+
+func sameTableAs(a, b []Assignment) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestJoinWaitsToBeAdded(t *testing.T) {
+	t.Parallel()
+	n := openNode(t, testConfig("waiter", t.TempDir(), "127.0.0.1:0", true))
+	err := n.Join(context.Background(), Member{ID: "x", RaftAddr: "127.0.0.1:1"})
+	var nl *NotLeaderError
+	if !errors.As(err, &nl) || !errors.Is(err, ErrNotLeader) || nl.LeaderID != "" {
+		t.Fatalf("Join on an unjoined node: %v", err)
+	}
+	if len(n.Members()) != 0 || n.Partition(0).State != PartitionUnassigned {
+		t.Fatal("a node waiting to join bootstrapped a cluster of its own")
+	}
+}
+
+func TestThreeNodes(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	l := leader(t, nodes...)
+	var follower *Node
+	for _, n := range nodes {
+		if n != l {
+			follower = n
+		}
+	}
+
+	// Followers refuse leader-only calls and name the leader for forwarding.
+	err := follower.Join(context.Background(), Member{ID: "x", RaftAddr: "127.0.0.1:1"})
+	nl, ok := LeaderOf(err)
+	if !ok || nl.LeaderID != l.ID() || nl.HTTPAddr != "http-"+string(l.ID()) || nl.RaftAddr != l.RaftAddr() {
+		t.Fatalf("Join on a follower: %v", err)
+	}
+	for _, n := range nodes {
+		if got := len(n.Members()); got != 3 {
+			t.Fatalf("%s sees %d members", n.ID(), got)
+		}
+	}
+
+	// Kill the leader: the others elect a new one and keep the table.
+	table := l.Table()
+	dir, addr, lastIndex := l.cfg.DataDir, l.RaftAddr(), l.raft.LastIndex()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*Node
+	for _, n := range nodes {
+		if n != l {
+			rest = append(rest, n)
+		}
+	}
+	nl2 := leader(t, rest...)
+	if nl2 == l {
+		t.Fatal("closed node still leads")
+	}
+	// A follower learns the last commit index with the next append, so it may
+	// lag the dead leader for a moment; committed entries must still all arrive.
+	for _, n := range rest {
+		waitFor(t, string(n.ID())+" to have the dead leader's table", func() bool { return sameTableAs(n.Table(), table) })
+	}
+	// Control writes work on the new leader.
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	waitFor(t, "a pin through the new leader", func() bool {
+		_, err := leader(t, rest...).Pin(ctx, "sb-pinned", nil)
+		return err == nil
+	})
+
+	// Restart the old leader on its data dir: it has its state before any contact,
+	// then catches up with what it missed.
+	back := openNode(t, testConfig(l.ID(), dir, addr, false))
+	if got := back.raft.LastIndex(); got < lastIndex {
+		t.Fatalf("restarted node has log up to %d, had %d before: state not durable", got, lastIndex)
+	}
+	all := append(rest, back)
+	waitFor(t, "the restarted node to catch up", func() bool {
+		o, _, ok := back.Owner("sb-pinned")
+		return ok && o != "" && sameTable(all...) && back.AppliedIndex() >= rest[0].AppliedIndex()
+	})
+	if len(back.Members()) != 3 {
+		t.Fatalf("restarted node sees %v", back.Members())
+	}
+}
+
+func TestRemoveAndPin(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	l := leader(t, nodes...)
+	var gone *Node
+	var stay []*Node
+	for _, n := range nodes {
+		if n != l && gone == nil {
+			gone = n
+		} else {
+			stay = append(stay, n)
+		}
+	}
+	// Pin a sandbox to the member that will leave, by its labels.
+	self := gone.Self()
+	self.Labels = map[string]string{"pool": "gpu"}
+	if err := l.Join(ctx, self); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Pin(ctx, "sb-gpu", map[string]string{"pool": "gpu"})
+	if err != nil || a.Owner != gone.ID() {
+		t.Fatalf("Pin = %+v, %v; want owner %s", a, err, gone.ID())
+	}
+	if _, err := l.Pin(ctx, "sb-x", map[string]string{"pool": "tpu"}); !errors.Is(err, ErrNoMatchingMember) {
+		t.Fatalf("Pin to no match: %v", err)
+	}
+	waitFor(t, "the pin everywhere", func() bool {
+		for _, n := range nodes {
+			if o, e, ok := n.Owner("sb-gpu"); !ok || o != gone.ID() || e != a.Epoch {
+				return false
+			}
+		}
+		return true
+	})
+
+	if err := l.Remove(ctx, gone.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "partitions of the removed member to move", func() bool {
+		return placed(stay[0], stay...) && sameTable(stay...)
+	})
+	// The pin has no matching member left: it is unassigned, not silently moved.
+	waitFor(t, "the orphan pin to be unassigned", func() bool {
+		_, _, ok := l.Owner("sb-gpu")
+		return !ok
+	})
+	for _, m := range l.Members() {
+		if m.ID == gone.ID() && m.Status != StatusLeft {
+			t.Fatalf("removed member has status %s", m.Status)
+		}
+	}
+	if err := l.Unpin(ctx, "sb-gpu"); err != nil {
+		t.Fatal(err)
+	}
+	if o, _, ok := l.Owner("sb-gpu"); !ok || o == gone.ID() {
+		t.Fatalf("after Unpin the sandbox is owned by %s (%v)", o, ok)
+	}
+	if err := l.Remove(ctx, "nobody"); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("Remove of an unknown member: %v", err)
+	}
+}
+
+func TestRemoveLeader(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	l := leader(t, nodes...)
+	if err := l.Remove(ctx, l.ID()); err != nil && !errors.Is(err, ErrNotLeader) {
+		// Stepping down while the change commits may surface as leadership lost.
+		t.Fatal(err)
+	}
+	var rest []*Node
+	for _, n := range nodes {
+		if n != l {
+			rest = append(rest, n)
+		}
+	}
+	waitFor(t, "the others to take over the removed leader's partitions", func() bool {
+		nl := leader(t, rest...)
+		return nl != l && voters(nl) == 2 && placed(rest[0], rest...) && sameTable(rest...)
+	})
+}

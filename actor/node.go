@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Node is the actor system of one gateway node: it activates at most one actor per
@@ -71,7 +73,21 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil, err
 	}
+	n.sweep()
 	return n, nil
+}
+
+// sweep ends the processes that a previous run of this node (same NodeID) left in its
+// cgroups, a crash or kill -9 of the server, and logs which sandboxes had some. A
+// failure is logged: the node still works, the leftovers stay.
+func (n *Node) sweep() {
+	ids, err := runtime.Sweep(n.cfg.NodeID)
+	if err != nil {
+		n.log.Error("actor: failed to end processes left by a previous run", "err", err)
+	}
+	if len(ids) > 0 {
+		n.log.Warn("actor: ended processes left by a previous run", "sandboxes", ids)
+	}
 }
 
 // Close stops the node: new requests fail with ErrUnavailable, every active actor ends

@@ -105,6 +105,7 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	rt, err := runtime.New(&runtime.Config{
 		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
+		ID: a.id, Scope: a.n.cfg.NodeID, // cgroups: sandgate-<node>/<sandbox>.<random>, swept by Open
 	})
 	if err != nil {
 		// The sandbox cannot run anything: it is failed, with the reason, until deleted.

@@ -11,6 +11,9 @@ import (
 // TestMain checks, once every test of the package ran, that no goroutine, fd or child
 // process (orphaned grandchildren included) was left behind.
 func TestMain(m *testing.M) {
+	if os.Getenv(crashEnv) != "" {
+		crashHelper() // a child of TestSweepAfterKill9; never returns
+	}
 	// The Go netpoller's epoll and eventfd descriptors are made on first use and live
 	// for the life of the process; make them before leakcheck's baseline.
 	if r, w, err := os.Pipe(); err == nil {

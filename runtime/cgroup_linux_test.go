@@ -397,3 +397,18 @@ func TestCgroupSweep(t *testing.T) {
 		t.Errorf("Sweep ended a live sandbox of its scope")
 	}
 }
+
+// TestContainment: this machine kind has cgroup2 with cgroup.kill and the v1 memory,
+// pids and cpu controllers, and Containment says so.
+func TestContainment(t *testing.T) {
+	t.Parallel()
+	got, err := Containment()
+	if err != nil {
+		t.Fatalf("Containment: %q, %v", got, err)
+	}
+	for _, want := range []string{"cgroup2 under ", "pids (v", "memory (v", "cpu (v"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Containment() = %q, want it to name %q", got, want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type sandboxCgroup struct {
 	lock *os.File          // the primary directory, flock'd
 	next atomic.Int64      // the last tree number
 
-	mu        sync.Mutex
+	mu        sync.Mutex // held by destroy, and while a tree's group is made
 	destroyed bool
 }
 
@@ -282,13 +282,13 @@ func (c *sandboxCgroup) newTree() (*treeCgroup, error) {
 		return nil, nil
 	}
 	dir := filepath.Join(c.v2, "t"+strconv.FormatInt(c.next.Add(1), 10))
+	// Under mu, so that destroy, which holds it, never races a group being made.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return nil, ErrClosed
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		c.mu.Lock()
-		gone := c.destroyed
-		c.mu.Unlock()
-		if gone { // the sandbox closed meanwhile
-			return nil, ErrClosed
-		}
 		return nil, fmt.Errorf("failed to create process cgroup: %w", err)
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

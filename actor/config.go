@@ -13,7 +13,10 @@ import (
 // Config configures a Node. Open copies it and fills defaults; the caller's value is
 // never modified. A nil *Config means all defaults, which needs DataDir, so pass one.
 type Config struct {
-	// NodeID is shown as the sandbox's "node". Default: the host name.
+	// NodeID is shown as the sandbox's "node". It also scopes the sandboxes' cgroups,
+	// and Open ends what a previous run with the same NodeID left in them (see
+	// runtime.Sweep): nodes that share a host need ids of their own. Default: the host
+	// name.
 	NodeID string
 	// DataDir holds actors.db (when Storage is nil) and workspaces/<sandbox id>.
 	// Required.

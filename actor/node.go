@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Node is the actor system of one gateway node: it activates at most one actor per
@@ -73,8 +75,29 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil, err
 	}
-	n.recoverRunning(ctx)
+	n.sweep()            // end what a crash of this node left running
+	n.recoverRunning(ctx) // then record those processes as exited
 	return n, nil
+}
+
+// sweep ends the processes that a previous run of this node (same NodeID) left in its
+// cgroups, a crash or kill -9 of the server, and logs which sandboxes had some. A
+// failure is logged: the node still works, the leftovers stay.
+func (n *Node) sweep() {
+	how, err := runtime.Containment()
+	if err != nil {
+		n.log.Warn("actor: process trees are not contained by cgroups; setsid descendants can outlive their tree and budgets' memory, pids and CPU limits are not enforced",
+			"containment", how, "why", err)
+	} else {
+		n.log.Info("actor: process trees contained", "containment", how)
+	}
+	ids, err := runtime.Sweep(n.cfg.NodeID)
+	if err != nil {
+		n.log.Error("actor: failed to end processes left by a previous run", "err", err)
+	}
+	if len(ids) > 0 {
+		n.log.Warn("actor: ended processes left by a previous run", "sandboxes", ids)
+	}
 }
 
 // Close stops the node: new requests fail with ErrUnavailable, every active actor ends

@@ -123,10 +123,13 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 // pids and CPU are for a runtime driver that enforces them.
 func (a *sbActor) runtimeConfig() runtime.Config {
 	b := a.n.recBudget(a.rec.Budget)
+	lim := runtime.Limits{MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis}.Enforceable()
 	return runtime.Config{
 		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
-		MemoryBytes: b.MemoryBytes, Pids: b.Pids, CPUMillis: b.CPUMillis,
+		ID: a.id, Scope: a.n.cfg.NodeID, // cgroups: sandgate-<node>/<sandbox>.<random>, swept by Open
+		// The limits this machine can enforce: Node.Open logs what is not.
+		MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUMillis: lim.CPUMillis,
 	}
 }
 

@@ -70,6 +70,46 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.ReportMetric(float64(po)/float64(pr), "ratio-p50")
 }
 
+// BenchmarkExecTrueCgroups compares exec of true through a sandbox with cgroups (a
+// tree group per exec, the v1 groups entered, cgroup.kill and removal at the end) with
+// one without (NoCgroups), interleaved in pairs, and reports both p50s and their ratio
+// (cgroups/none).
+func BenchmarkExecTrueCgroups(b *testing.B) {
+	requireContainment(b)
+	with := newTestSandbox(b, nil)
+	without := newTestSandbox(b, &Config{NoCgroups: true})
+	ctx := context.Background()
+	run := func(s *Sandbox) time.Duration {
+		begin := time.Now()
+		res, err := s.Exec(ctx, ExecOptions{Argv: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(err, res.ExitCode)
+		}
+		return time.Since(begin)
+	}
+	run(with)
+	run(without)
+	const pairs = 100
+	var ws, ns []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range pairs {
+			if i%2 == 0 {
+				ws = append(ws, run(with))
+				ns = append(ns, run(without))
+			} else {
+				ns = append(ns, run(without))
+				ws = append(ws, run(with))
+			}
+		}
+	}
+	b.StopTimer()
+	pw, pn := p50(ws), p50(ns)
+	b.ReportMetric(float64(pn.Microseconds()), "none-p50-µs")
+	b.ReportMetric(float64(pw.Microseconds()), "cgroups-p50-µs")
+	b.ReportMetric(float64(pw)/float64(pn), "ratio-p50")
+}
+
 // cpuTime is the user+system CPU time this process (not its children) used so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage

@@ -19,10 +19,37 @@
 // session), so one signal to the group reaches the whole tree. When a leader exits,
 // whatever it left in its group (and, for a PTY, its session) is killed with SIGKILL
 // before the leader is reaped, so a recycled pid is never signalled. Kill sends SIGTERM,
-// then SIGKILL after Config.KillGrace. A descendant that moves itself to a new session
-// (setsid) escapes the group; only the planned namespace driver (a pid namespace)
-// contains those. Exec and process output readers stop waiting for such an escapee's
-// copy of stdout after a bounded drain (1 s).
+// then SIGKILL after Config.KillGrace.
+//
+// # Cgroups
+//
+// Where the machine has a writable cgroup2 hierarchy (pure v2, or the unified one of a
+// hybrid layout; [Containment] says which is in use), each sandbox has a group,
+// <own>/sandgate-<Config.Scope>/<Config.ID>.<random> under the server's own group, and
+// each process tree (exec, process, terminal, session shell) a child group of its own.
+// The leader is cloned straight into it (clone3 with CLONE_INTO_CGROUP), so every
+// descendant is in it too, even one that calls setsid or double-forks: every SIGKILL of
+// a tree (timeout, exit of an exec's main process or a process's leader, Remove, a
+// session's death) is also a cgroup.kill of its group, which is then awaited empty
+// (cgroup.events, bounded) and removed; Close does the same to the sandbox's group.
+// Without cgroup2, a setsid'd descendant escapes its group, and exec and process output
+// readers stop waiting for its copy of stdout after a bounded drain (1 s).
+//
+// The limits ([Config] MemoryBytes, Pids, CPUMillis; [Sandbox.SetLimits]) go to the
+// sandbox's group in the cgroup v1 memory, pids and cpu hierarchies where those are
+// mounted (else to the v2 group, where the controllers are enabled), and [Sandbox.Usage]
+// reads them. clone3 cannot place a process in a v1 group, so each leader's pid is
+// written there right after it started: a window of microseconds (milliseconds on a
+// loaded machine) in which it runs, and may fork, outside the limits; a namespace init
+// that places itself before it runs anything will close it. An OOM kills inside the
+// sandbox only (the v1 OOM killer picks its victim in the group).
+//
+// The sandbox's primary group stays flock'd while the sandbox lives. [Sweep], run once
+// at a server's start, kills and removes every unlocked group of its scope, the
+// leftovers of a run that crashed, and says which sandboxes had some. A process inside
+// a sandbox runs as the server's user and could still move itself out of its group by
+// writing to cgroup.procs; the namespace driver's read-only /sys and cgroup namespace
+// close that.
 //
 // # Output
 //

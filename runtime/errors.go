@@ -31,3 +31,8 @@ var (
 	// that is still listed.
 	ErrDuplicateID = errors.New("runtime: process id already in use")
 )
+
+// ErrNoCgroups is returned by Sandbox.Usage and Sandbox.SetLimits, and by New for a
+// Config with limits, when the sandbox runs without the cgroups they need (see
+// Containment).
+var ErrNoCgroups = errors.New("runtime: no cgroups for this sandbox")

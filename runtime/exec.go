@@ -16,7 +16,8 @@ const (
 	sigKILL = syscall.SIGKILL
 	// drainBound is how long output is still read after a process exited and its group
 	// was killed. Killed processes close their pipes at once; the bound only matters when
-	// something outside the group (a setsid'd grandchild) still holds the write end.
+	// something outside the group (a setsid'd grandchild, without containment) still
+	// holds the write end.
 	drainBound = time.Second
 	// exitTimedOut is the exit code of a command killed at its timeout, like timeout(1).
 	exitTimedOut = 124
@@ -95,16 +96,26 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		cmd.Stdin = bytes.NewReader(o.Stdin)
 	}
 	setpgid(cmd)
+	tree, err := s.cg.newTree()
+	if err != nil {
+		out.started()
+		out.close()
+		return ExecResult{}, err
+	}
+	tree.attach(cmd)
 
-	g := &procGroup{}
+	g := &procGroup{cg: tree}
 	if !s.enterExec(g) {
+		tree.remove()
 		out.started()
 		out.close()
 		return ExecResult{}, ErrClosed
 	}
 	defer s.leaveExec(g)
-	err = cmd.Start()
+	defer tree.remove() // once the tree is dead (and before Close may go on): waits for its group to empty
+	err = s.cg.startIn(tree, cmd, cmd.Start)
 	out.started()
+	tree.started()
 	if err != nil {
 		out.close()
 		return notStarted(argv[0], err, begin)

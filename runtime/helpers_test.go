@@ -38,6 +38,7 @@ func newTestSandbox(tb testing.TB, cfg *Config) *Sandbox {
 		if err := s.Close(ctx); err != nil {
 			tb.Errorf("Close: %v", err)
 		}
+		checkCgroupsGone(tb, s)
 	})
 	return s
 }

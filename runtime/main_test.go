@@ -13,6 +13,9 @@ import (
 // process (orphaned grandchildren included) was left behind.
 func TestMain(m *testing.M) {
 	MaybeRunInit() // TestMaybeRunInit re-executes this binary as a sandbox init
+	if os.Getenv(crashEnv) != "" {
+		crashHelper() // a child of TestSweepAfterKill9; never returns
+	}
 	// The Go netpoller's epoll and eventfd descriptors are made on first use and live
 	// for the life of the process; make them before leakcheck's baseline.
 	if r, w, err := os.Pipe(); err == nil {

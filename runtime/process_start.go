@@ -133,38 +133,25 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 	if err != nil {
 		return nil, err
 	}
+	tree, err := s.cg.newTree()
+	if err != nil {
+		return nil, err
+	}
+	tree.attach(cmd)
 	p := &Process{
 		sb: s, id: id, argv: o.Argv, cwd: dir, tag: o.Tag, label: o.Label,
 		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
-		g: &procGroup{session: o.PTY != nil}, ring: newRing(s.cfg.OutputBufferBytes),
+		g: &procGroup{session: o.PTY != nil, cg: tree}, ring: newRing(s.cfg.OutputBufferBytes),
 		done: make(chan struct{}), writing: make(chan struct{}, 1),
 	}
 	if o.Command != "" {
 		p.command, p.argv = o.Command, nil
 	}
-	var outputs []output
-	if o.PTY != nil {
-		m, err := startPTY(cmd, *o.PTY)
-		if err != nil {
-			return nil, err
-		}
-		p.master, p.stdin, p.cols, p.rows = m, m, o.PTY.Cols, o.PTY.Rows
-		outputs = []output{{StreamPTY, m}}
-	} else {
-		files, err := pipes(3)
-		if err != nil {
-			return nil, err
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
-		setpgid(cmd)
-		err = cmd.Start()
-		closeAll(files[0], files[3], files[5])
-		if err != nil {
-			closeAll(files[1], files[2], files[4])
-			return nil, err
-		}
-		p.stdin = files[1]
-		outputs = []output{{StreamStdout, files[2]}, {StreamStderr, files[4]}}
+	outputs, err := p.startCmd(cmd, o.PTY)
+	tree.started()
+	if err != nil {
+		tree.remove()
+		return nil, err
 	}
 	p.pid = cmd.Process.Pid
 	p.g.setPID(p.pid)
@@ -174,6 +161,40 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 	}
 	go p.watch(cmd, outputs, o.Timeout, keep)
 	return p, nil
+}
+
+// startCmd starts cmd on a PTY of size pty, or on pipes when pty is nil, and returns
+// the outputs to read.
+func (p *Process) startCmd(cmd *exec.Cmd, pty *WinSize) ([]output, error) {
+	if pty != nil {
+		var m *os.File
+		err := p.sb.cg.startIn(p.g.cg, cmd, func() (err error) {
+			m, err = startPTY(cmd, *pty)
+			return err
+		})
+		if err != nil {
+			if m != nil {
+				_ = m.Close()
+			}
+			return nil, err
+		}
+		p.master, p.stdin, p.cols, p.rows = m, m, pty.Cols, pty.Rows
+		return []output{{StreamPTY, m}}, nil
+	}
+	files, err := pipes(3)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
+	setpgid(cmd)
+	err = p.sb.cg.startIn(p.g.cg, cmd, cmd.Start)
+	closeAll(files[0], files[3], files[5])
+	if err != nil {
+		closeAll(files[1], files[2], files[4])
+		return nil, err
+	}
+	p.stdin = files[1]
+	return []output{{StreamStdout, files[2]}, {StreamStderr, files[4]}}, nil
 }
 
 // output is one stream of a process and the file it is read from.
@@ -221,6 +242,7 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 	}
 	cmd.WaitDelay = drainBound
 	_ = cmd.Wait()
+	p.g.cg.remove() // finish killed the whole tree: wait until it is gone
 	drain(readers, stop.stop, p.ring.heldFor, files...)
 	stop.close()
 	closeAll(files...)

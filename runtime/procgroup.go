@@ -7,7 +7,8 @@ import (
 	"syscall"
 )
 
-// procGroup signals the process group (and, for a PTY, the session) led by one child.
+// procGroup signals the process group (and, for a PTY, the session) led by one child;
+// with containment a SIGKILL also goes to every process of the tree's cgroup.
 // Its id stays valid while the leader is unreaped, so every signal is sent under mu and
 // only before reap: a recycled pid can never be hit.
 //
@@ -18,6 +19,7 @@ type procGroup struct {
 	session bool // the leader is a session leader (PTY): reach other groups of the session
 	reaped  bool
 	pending syscall.Signal // a signal sent before the pid was known; sent by setPID
+	cg      *treeCgroup    // the tree's own cgroup; nil without containment
 }
 
 // setPID records the leader's pid once it started, and sends a signal that arrived
@@ -90,6 +92,9 @@ func (g *procGroup) signalLocked(sig syscall.Signal) {
 	_ = syscall.Kill(-g.pid, sig) // ESRCH: the group is already empty
 	if g.session {
 		killSession(g.pid, sig)
+	}
+	if sig == syscall.SIGKILL {
+		g.cg.kill() // and what left the group or session (setsid), at once
 	}
 }
 

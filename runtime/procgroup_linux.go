@@ -79,9 +79,11 @@ func killSession(sid int, sig syscall.Signal) {
 }
 
 // KillAll sends SIGKILL to every process tree this process started and has not reaped
-// (each child leads a process group, and a PTY's child a session): for a forced exit,
+// (each child leads a process group, and a PTY's child a session), and to every process
+// in the cgroups of its live sandboxes: for a forced exit,
 // which has no time to end them gracefully but must not leave them running.
 func KillAll() {
+	killAllCgroups() // every process of every live sandbox, setsid or not
 	self := os.Getpid()
 	procs := listProcs()
 	for _, c := range procs {

@@ -30,12 +30,24 @@ type Config struct {
 	KillGrace time.Duration
 	// Driver builds the processes. Default LocalDriver.
 	Driver Driver
-	// MemoryBytes, Pids and CPUMillis (1000 = one core) are the sandbox's resource
-	// limits, for a driver that can enforce them; 0 means no limit. LocalDriver ignores
-	// them.
+
+	// ID names the sandbox's cgroups and is what Sweep reports; default the base name
+	// of Dir.
+	ID string
+	// Scope is the node the sandbox belongs to: its cgroups are made under
+	// sandgate-<Scope> in the server's own groups, and Sweep(Scope) at the node's next
+	// start ends what a crash left there. Nodes sharing a host need scopes of their
+	// own. Default "default".
+	Scope string
+	// MemoryBytes, Pids and CPUMillis are the sandbox's limits (see Limits); 0 means
+	// none. New fails with ErrNoCgroups when a limit is set and the machine has no
+	// cgroup controller for it.
 	MemoryBytes int64
 	Pids        int
 	CPUMillis   int
+	// NoCgroups runs the sandbox without cgroups even where the machine has them: no
+	// limits, and process trees are process groups only (see Containment).
+	NoCgroups bool
 }
 
 // DefaultConfig returns the defaults that New applies to zero fields. Dir has no
@@ -69,13 +81,16 @@ type Sandbox struct {
 	running   int
 	execs     map[*procGroup]struct{}
 	closers   map[*closer]struct{}
+
+	cg *sandboxCgroup // nil without cgroups
 }
 
 // closer is a hook run by Sandbox.Close; see onClose.
 type closer struct{ fn func(context.Context) error }
 
-// New makes the runtime of one sandbox: it validates cfg, fills defaults and creates the
-// workspace directory. It starts nothing.
+// New makes the runtime of one sandbox: it validates cfg, fills defaults, creates the
+// workspace directory and, where the machine has cgroups, the sandbox's groups (see
+// Containment), which only Close removes. It starts nothing.
 func New(cfg *Config) (*Sandbox, error) {
 	s, err := newSandbox(cfg)
 	if err != nil {
@@ -100,12 +115,19 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 		if cfg.Driver != nil {
 			c.Driver = cfg.Driver
 		}
+		c.ID, c.Scope, c.NoCgroups = cfg.ID, cfg.Scope, cfg.NoCgroups
+		c.MemoryBytes, c.Pids, c.CPUMillis = cfg.MemoryBytes, cfg.Pids, cfg.CPUMillis
 	}
 	switch {
 	case c.Dir == "":
 		return nil, fmt.Errorf("%w: Dir is required", ErrInvalid)
 	case c.MaxProcesses < 0, c.OutputBufferBytes < 0, c.KillGrace < 0:
 		return nil, fmt.Errorf("%w: negative limit", ErrInvalid)
+	case c.NoCgroups && c.limits().any():
+		return nil, fmt.Errorf("%w: limits need cgroups", ErrInvalid)
+	}
+	if err := c.limits().validate(); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(c.Dir)
 	if err != nil {
@@ -125,7 +147,17 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 		env[k] = v
 	}
 	c.Env = env
+	if c.ID == "" {
+		c.ID = filepath.Base(dir)
+	}
+	var cg *sandboxCgroup
+	if !c.NoCgroups {
+		if cg, err = newSandboxCgroup(c.Scope, c.ID, c.limits()); err != nil {
+			return nil, err
+		}
+	}
 	return &Sandbox{
+		cg:  cg,
 		cfg: c, dir: dir, realDir: real, env: env, envList: envList(env),
 		closeDone: make(chan struct{}),
 		procs:     map[string]*Process{},
@@ -283,7 +315,8 @@ func (s *Sandbox) onClose(fn func(context.Context) error) (unregister func(), ok
 }
 
 // Close kills every process tree (SIGTERM, SIGKILL after KillGrace), every exec call's
-// tree and every session, and waits for them. Later calls return nil at once; a
+// tree and every session, and waits for them; then, with cgroups, it kills whatever is
+// left in the sandbox's cgroup and removes its groups. Later calls return nil at once; a
 // concurrent call waits for the first to finish. After Close, other methods return
 // ErrClosed.
 func (s *Sandbox) Close(ctx context.Context) error {
@@ -336,6 +369,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	// Whatever left every tree's group (a process that escaped its own tree's group
+	// cannot leave the sandbox's) dies here, and the groups go.
+	if err := s.cg.destroy(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("failed to close sandbox: %w", err)
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ func FuzzResolveCwd(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Cleanup(func() { _ = s.Close(context.Background()) }) // its cgroups
 	for _, seed := range []string{"", ".", "a/b", "../", "a/../../x", "/etc", dir, dir + "/a", "out", "out/..", "in/b", "a//b/./", "\x00", "..."} {
 		f.Add(seed)
 	}

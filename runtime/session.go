@@ -86,6 +86,8 @@ type sessionConfig struct {
 	Env map[string]string
 	// OutputLimit is the default cap per stream; 0 is 1 MiB.
 	OutputLimit int
+	// cg is the sandbox's cgroups, where the shell's tree gets a group; nil: none.
+	cg *sandboxCgroup
 	// TempDir is where the session's private directory (command file and FIFOs) is
 	// made; "" is /dev/shm when usable (a tmpfs: making FIFOs there is several times
 	// cheaper than on a disk file system, see BENCHMARKS.md, "Runtime: shell sessions"), else
@@ -138,6 +140,8 @@ type Session struct {
 
 	cmd    *exec.Cmd
 	pid    int
+	cg     *sandboxCgroup // the sandbox's cgroups; nil without
+	tree   *treeCgroup    // the shell's tree's cgroup; nil without containment
 	stdin  *os.File
 	ctl    *os.File
 	tmp    string
@@ -226,7 +230,7 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	s := &Session{
 		id: id, dir: cfg.Dir, limit: limit, createdAt: time.Now(), tmp: tmp,
 		ctlCh: make(chan []byte, 16), kick: make(chan struct{}, 1),
-		exited: make(chan struct{}), closing: make(chan struct{}),
+		exited: make(chan struct{}), closing: make(chan struct{}), cg: cfg.cg,
 	}
 	if err := s.start(shell, cwd, envList); err != nil {
 		_ = os.RemoveAll(tmp)

@@ -32,14 +32,21 @@ func (s *Session) start(shell, cwd string, env []string) error {
 	cmd.Stdin = stdinR
 	cmd.ExtraFiles = []*os.File{ctlW} // fd 3 in the shell
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	tree, err := s.cg.newTree()
+	if err == nil {
+		tree.attach(cmd)
+		err = s.cg.startIn(tree, cmd, cmd.Start)
+		tree.started()
+	}
 	stdinR.Close()
 	ctlW.Close()
 	if err != nil {
+		tree.remove()
 		stdinW.Close()
 		ctlR.Close()
 		return err
 	}
+	s.tree = tree
 	s.cmd, s.pid, s.stdin, s.ctl = cmd, cmd.Process.Pid, stdinW, ctlR
 	s.wg.Add(2)
 	go s.waitShell()
@@ -99,7 +106,8 @@ func (s *Session) takeFrame(b []byte, nonce string) (frame.Frame, bool, error) {
 }
 
 // waitShell reaps the shell. Before reaping it kills whatever is left in the shell's
-// process group, while the zombie still pins the group id against reuse.
+// process group, while the zombie still pins the group id against reuse, and in its
+// cgroup; after, it removes the cgroup.
 func (s *Session) waitShell() {
 	defer s.wg.Done()
 	pinned := sessWaitNoReap(s.pid)
@@ -107,10 +115,12 @@ func (s *Session) waitShell() {
 	if pinned {
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	}
+	s.tree.kill() // what left the group (setsid) too
 	_ = s.cmd.Wait()
 	s.state = s.cmd.ProcessState
 	s.reaped = true
 	s.reapMu.Unlock()
+	s.tree.remove()
 	close(s.exited)
 }
 
@@ -122,6 +132,7 @@ func (s *Session) killTree() {
 	if s.reaped {
 		return
 	}
+	s.tree.kill()
 	sessKillTree(s.pid)
 }
 

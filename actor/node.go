@@ -75,7 +75,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		}
 		return nil, err
 	}
-	n.sweep()            // end what a crash of this node left running
+	n.sweep()             // end what a crash of this node left running
 	n.recoverRunning(ctx) // then record those processes as exited
 	return n, nil
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,10 +30,29 @@ type sandboxCgroup struct {
 	v2   string            // the cgroup2 directory; "" without containment
 	v1   map[string]string // controller → directory
 	lock *os.File          // the primary directory, flock'd
+	dir  int               // lock's fd: trees' groups are made relative to it
 	next atomic.Int64      // the last tree number
 
-	mu        sync.Mutex // held by destroy, and while a tree's group is made
+	// procs are the v1 groups' cgroup.procs, open for writing from creation to
+	// destroy, so that entering a process is one write per hierarchy (no path lookup,
+	// open or close on the start path).
+	procs []v1Procs
+
+	// mu is held for writing by destroy, and for reading while a tree's group is made
+	// and while procs are written, so destroy never races either (nor closes an fd in
+	// use).
+	mu        sync.RWMutex
 	destroyed bool
+
+	spareMu sync.Mutex   // guards spare; taken under mu (read or write)
+	spare   []spareGroup // emptied tree groups kept for the next trees
+	killed  atomic.Bool  // KillAll wrote the sandbox's cgroup.kill
+}
+
+// v1Procs is one v1 group's cgroup.procs, open for writing.
+type v1Procs struct {
+	ctl string
+	fd  int
 }
 
 // newSandboxCgroup makes the groups of sandbox id in scope and applies lim. It returns
@@ -74,6 +92,7 @@ var liveCgroups sync.Map // *sandboxCgroup → struct{}
 func killAllCgroups() {
 	liveCgroups.Range(func(k, _ any) bool {
 		if c := k.(*sandboxCgroup); c.v2 != "" {
+			c.killed.Store(true) // its tree groups were killed too: none may be reused
 			_ = writeCgroupFile(c.v2, "cgroup.kill", "1")
 		}
 		return true
@@ -85,7 +104,7 @@ var errLockLost = errors.New("runtime: cgroup swept while being made")
 
 // makeSandboxCgroup makes the primary directory and locks it, then the others.
 func makeSandboxCgroup(h *cgroupHost, scopeName, name string) (c *sandboxCgroup, err error) {
-	c = &sandboxCgroup{name: name, v1: map[string]string{}}
+	c = &sandboxCgroup{name: name, v1: map[string]string{}, dir: -1}
 	defer func() {
 		if err != nil {
 			_ = c.destroy()
@@ -113,6 +132,16 @@ func makeSandboxCgroup(h *cgroupHost, scopeName, name string) (c *sandboxCgroup,
 			if c.lock, err = lockDir(d); err != nil {
 				return c, err
 			}
+			c.dir = int(c.lock.Fd())
+		}
+	}
+	for _, ctl := range v1Controllers {
+		if d := c.v1[ctl]; d != "" {
+			fd, err := unix.Open(filepath.Join(d, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return c, os.NewSyscallError("open "+ctl+" cgroup.procs", err)
+			}
+			c.procs = append(c.procs, v1Procs{ctl: ctl, fd: fd})
 		}
 	}
 	return c, nil
@@ -236,12 +265,15 @@ func (c *sandboxCgroup) enter(pid int) error {
 	if c == nil {
 		return nil
 	}
-	for _, ctl := range v1Controllers {
-		if d := c.v1[ctl]; d != "" {
-			err := writeCgroupFile(d, "cgroup.procs", strconv.Itoa(pid))
-			if err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("failed to enter %s cgroup: %w", ctl, err)
-			}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.destroyed {
+		return ErrClosed
+	}
+	b := strconv.AppendInt(make([]byte, 0, 12), int64(pid), 10)
+	for _, p := range c.procs {
+		if _, err := unix.Write(p.fd, b); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("failed to enter %s cgroup: %w", p.ctl, os.NewSyscallError("write", err))
 		}
 	}
 	return nil
@@ -273,80 +305,6 @@ func (c *sandboxCgroup) usage() (Usage, error) {
 	}
 	u.Pids = int(n)
 	return u, err
-}
-
-// newTree makes the cgroup2 group of one process tree. It returns nil (trees are then
-// process groups only) for a sandbox without containment.
-func (c *sandboxCgroup) newTree() (*treeCgroup, error) {
-	if c == nil || c.v2 == "" {
-		return nil, nil
-	}
-	dir := filepath.Join(c.v2, "t"+strconv.FormatInt(c.next.Add(1), 10))
-	// Under mu, so that destroy, which holds it, never races a group being made.
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.destroyed {
-		return nil, ErrClosed
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("failed to create process cgroup: %w", err)
-	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		_ = unix.Rmdir(dir)
-		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("open", err))
-	}
-	return &treeCgroup{dir: dir, fd: fd}, nil
-}
-
-// treeCgroup is the cgroup2 group of one process tree: its leader is cloned into it
-// (SysProcAttr.UseCgroupFD), so the leader and every descendant, setsid or not, is in
-// it from its first instruction, and cgroup.kill ends all of them at once.
-//
-// A nil *treeCgroup does nothing. kill is safe for concurrent use; attach, started and
-// remove are called by the tree's owner, in that order.
-type treeCgroup struct {
-	dir string
-	fd  int // open from newTree until started
-}
-
-// attach makes cmd start inside the group, keeping cmd's other attributes.
-func (t *treeCgroup) attach(cmd *exec.Cmd) {
-	if t == nil {
-		return
-	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, t.fd
-}
-
-// started closes the directory fd once the leader was started (or failed to start).
-func (t *treeCgroup) started() {
-	if t != nil && t.fd >= 0 {
-		_ = unix.Close(t.fd)
-		t.fd = -1
-	}
-}
-
-// kill sends SIGKILL to every process in the group, at once.
-func (t *treeCgroup) kill() {
-	if t != nil {
-		_ = writeCgroupFile(t.dir, "cgroup.kill", "1")
-	}
-}
-
-// remove kills what is left in the group, waits (bounded) for it to empty and removes
-// it. A group that does not empty in time stays; Sandbox.Close retries.
-func (t *treeCgroup) remove() {
-	if t == nil {
-		return
-	}
-	t.started()
-	t.kill()
-	if waitEmpty(t.dir, cgroupEmptyBound) {
-		_ = removeGroupTree(t.dir)
-	}
 }
 
 // randomHex returns n random bytes in hex.

@@ -345,13 +345,15 @@ func TestCgroupSweep(t *testing.T) {
 		cmd := exec.Command("setsid", "sleep", "300")
 		tree.attach(cmd)
 		err = cmd.Start()
-		tree.started()
 		if err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
-		// The run "crashes": its lock goes, its groups and processes stay.
+		// The run "crashes": its lock and fds go, its groups and processes stay.
+		tree.mu.Lock()
+		tree.closeLocked()
+		tree.mu.Unlock()
 		_ = c.lock.Close()
 		liveCgroups.Delete(c)
 		t.Cleanup(func() {

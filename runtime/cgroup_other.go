@@ -37,7 +37,6 @@ func (c *sandboxCgroup) newTree() (*treeCgroup, error) { return nil, nil }
 func (c *sandboxCgroup) destroy() error                { return nil }
 
 func (t *treeCgroup) attach(*exec.Cmd) {}
-func (t *treeCgroup) started()         {}
 func (t *treeCgroup) kill()            {}
 func (t *treeCgroup) remove()          {}
 

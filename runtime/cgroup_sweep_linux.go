@@ -28,6 +28,16 @@ func (c *sandboxCgroup) destroy() error {
 	}
 	c.destroyed = true
 	liveCgroups.Delete(c)
+	for _, p := range c.procs {
+		_ = unix.Close(p.fd)
+	}
+	c.procs = nil
+	c.spareMu.Lock()
+	for _, g := range c.spare {
+		g.close()
+	}
+	c.spare = nil
+	c.spareMu.Unlock()
 	err := killAndRemove(c.v2, c.v1dirs())
 	if c.lock != nil {
 		_ = c.lock.Close()
@@ -84,6 +94,11 @@ func waitEmpty(dir string, bound time.Duration) bool {
 		return errors.Is(err, unix.ENOENT)
 	}
 	defer unix.Close(fd)
+	return waitEvents(fd, bound)
+}
+
+// waitEvents is waitEmpty on an open cgroup.events.
+func waitEvents(fd int, bound time.Duration) bool {
 	deadline := time.Now().Add(bound)
 	buf := make([]byte, 256)
 	for {

@@ -115,7 +115,6 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	defer tree.remove() // once the tree is dead (and before Close may go on): waits for its group to empty
 	err = s.cg.startIn(tree, cmd, cmd.Start)
 	out.started()
-	tree.started()
 	if err != nil {
 		out.close()
 		return notStarted(argv[0], err, begin)

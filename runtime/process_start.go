@@ -148,7 +148,6 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 		p.command, p.argv = o.Command, nil
 	}
 	outputs, err := p.startCmd(cmd, o.PTY)
-	tree.started()
 	if err != nil {
 		tree.remove()
 		return nil, err

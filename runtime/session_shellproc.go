@@ -36,7 +36,6 @@ func (s *Session) start(shell, cwd string, env []string) error {
 	if err == nil {
 		tree.attach(cmd)
 		err = s.cg.startIn(tree, cmd, cmd.Start)
-		tree.started()
 	}
 	stdinR.Close()
 	ctlW.Close()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -40,12 +42,18 @@ func TestHoldLossless(t *testing.T) {
 			t.Parallel()
 			s := newTestSandbox(t, &Config{OutputBufferBytes: 64 << 10})
 			ctx := testCtx(t)
-			p, err := s.Start(ctx, StartOptions{Argv: []string{"seq", "1", strconv.Itoa(lines)}, PTY: tc.pty})
+			// seq waits for the file go, made once the holder is subscribed: before it,
+			// nothing holds the output, and a fast seq could overrun the ring.
+			cmd := "while [ ! -e go ]; do sleep 0.01; done; exec seq 1 " + strconv.Itoa(lines)
+			p, err := s.Start(ctx, StartOptions{Command: cmd, PTY: tc.pty})
 			if err != nil {
 				t.Fatal(err)
 			}
 			sub := p.SubscribeWith(0, SubscribeOptions{Hold: true, HoldBound: bound})
 			defer sub.Close()
+			if err := os.WriteFile(filepath.Join(s.Dir(), "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			var got []byte
 			var gaps []Event
 			for {

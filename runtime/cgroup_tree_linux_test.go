@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// treeGroups lists the tree groups under the sandbox's cgroup2 group.
+func treeGroups(tb testing.TB, s *Sandbox) []string {
+	tb.Helper()
+	ents, err := os.ReadDir(s.cg.v2)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "t") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestCgroupTreeReuse: a tree that ends with its leader leaves its group for the next
+// tree, which is contained as exactly (a setsid'd grandchild dies with it); a group
+// that had to be killed is removed, never reused (the kernel would kill every process
+// started into it), so the trees after it run.
+func TestCgroupTreeReuse(t *testing.T) {
+	requireContainment(t)
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	run := func(command string, want int) {
+		t.Helper()
+		res, err := s.Exec(testCtx(t), ExecOptions{Command: command})
+		if err != nil || res.ExitCode != want {
+			t.Fatalf("exec %q: %v, exit %d, want %d", command, err, res.ExitCode, want)
+		}
+	}
+	for range 3 {
+		run("true", 0)
+	}
+	if got := treeGroups(t, s); len(got) != 1 || s.cg.next.Load() != 1 {
+		t.Fatalf("after 3 execs: groups %q, %d made; want one, reused", got, s.cg.next.Load())
+	}
+	_ = os.Remove(filepath.Join(s.Dir(), "pid"))
+	run(escapeeScript+"true", 0) // reuses t1, and kills it at the end
+	pid := escapeePID(t, s.Dir())
+	if !pidGone(pid) {
+		t.Errorf("setsid grandchild %d in a reused group still runs after Exec returned", pid)
+	}
+	if got := treeGroups(t, s); len(got) != 0 {
+		t.Errorf("killed groups %q kept", got)
+	}
+	for range 3 {
+		run("exit 3", 3) // in a new group; a kill on the old one would make it 137
+	}
+	if got := treeGroups(t, s); len(got) != 1 {
+		t.Errorf("groups %q, want one spare", got)
+	}
+}

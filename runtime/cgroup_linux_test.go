@@ -283,7 +283,11 @@ func TestCgroupUsageAndSetLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(testCtx(t), StartOptions{Command: "until grep -q 'pids:/.*sandgate' /proc/$$/cgroup; do :; done; sleep 300 & sleep 300 & wait"}); err != nil {
+	// The shell forks its sleeps only once it is in the pids and the memory groups
+	// (entered one after the other just after it starts): a child forked before would
+	// stay in the old memory group, and the sandbox's would show no memory.
+	in := "grep -q 'pids:/.*sandgate' /proc/$$/cgroup && grep -q 'memory:/.*sandgate' /proc/$$/cgroup"
+	if _, err := s.Start(testCtx(t), StartOptions{Command: "until " + in + "; do :; done; sleep 300 & sleep 300 & wait"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(bound)

@@ -61,7 +61,7 @@ func OpenBolt(path string) (*BoltStore, error) { return openBolt(path, slog.Defa
 func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
 	s := &BoltStore{kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.damage.path, s.damage.log = path, log
-	db, err, damaged := openContained(path)
+	db, damaged, err := openContained(path)
 	if damaged != "" {
 		return nil, unopenable(path, damaged)
 	}
@@ -69,7 +69,7 @@ func openBolt(path string, log *slog.Logger) (*BoltStore, error) {
 		return nil, fmt.Errorf("actor: failed to open storage %s: %w", path, err)
 	}
 	s.db = db
-	err, damaged = s.update(func(tx *bolt.Tx) error {
+	damaged, err = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketData, bucketIndex, bucketEpochs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -223,7 +223,7 @@ func (s *BoltStore) commitPending() {
 	if len(group) == 0 {
 		return
 	}
-	err, damaged := s.update(func(tx *bolt.Tx) error {
+	damaged, err := s.update(func(tx *bolt.Tx) error {
 		for _, w := range group {
 			w.err = applyBatch(tx, w.b)
 			if w.err != nil && !errors.Is(w.err, ErrFenced) {
@@ -236,7 +236,7 @@ func (s *BoltStore) commitPending() {
 		// One batch broke the transaction (or walked into a damaged page, and bbolt
 		// rolled it back); retry each alone so one bad batch cannot fail the others.
 		for _, w := range group {
-			if w.err, damaged = s.update(func(tx *bolt.Tx) error { return applyBatch(tx, w.b) }); damaged != "" {
+			if damaged, w.err = s.update(func(tx *bolt.Tx) error { return applyBatch(tx, w.b) }); damaged != "" {
 				w.err = s.damage.mark(w.b.Sandbox, damaged)
 			}
 		}

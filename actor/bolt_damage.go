@@ -169,14 +169,14 @@ func isFault(p any) bool {
 // update runs fn in a write transaction and turns a panic into damaged (bbolt rolls the
 // transaction back as the panic passes). Every panic counts: fn is applyBatch, whose
 // only way to panic is a page bbolt cannot read.
-func (s *BoltStore) update(fn func(tx *bolt.Tx) error) (err error, damaged string) {
+func (s *BoltStore) update(fn func(tx *bolt.Tx) error) (damaged string, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err, damaged = nil, panicDetail(p)
+			damaged, err = panicDetail(p), nil
 		}
 	}()
-	return s.db.Update(fn), ""
+	return "", s.db.Update(fn)
 }
 
 // getContained is b.Get(key) with a panic turned into damaged.
@@ -192,7 +192,7 @@ func getContained(b *bolt.Bucket, key []byte) (v []byte, damaged string) {
 // openContained is bolt.Open with a panic (a damaged free list panics as it is loaded)
 // turned into damaged. The file bbolt opened is then closed here, which releases its
 // lock: bbolt gives no handle to close after a panic.
-func openContained(path string) (db *bolt.DB, err error, damaged string) {
+func openContained(path string) (db *bolt.DB, damaged string, err error) {
 	var f *os.File
 	opts := &bolt.Options{Timeout: 5 * time.Second, OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		var err error
@@ -205,14 +205,14 @@ func openContained(path string) (db *bolt.DB, err error, damaged string) {
 			if f != nil {
 				_ = f.Close()
 			}
-			db, err, damaged = nil, nil, panicDetail(p)
+			db, damaged, err = nil, panicDetail(p), nil
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, opts)
 	if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
-		return nil, nil, "bbolt: " + err.Error()
+		return nil, "bbolt: " + err.Error(), nil
 	}
-	return db, err, ""
+	return db, "", err
 }
 
 // unopenable is the error for a storage file too damaged to open. Nothing is discarded

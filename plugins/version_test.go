@@ -91,7 +91,7 @@ func TestABIVersionRange(t *testing.T) {
 	}
 	body := []byte{0x41, 0x01, 0x0b} // i32.const 1, end
 	at := bytes.Index(src, body)
-	if at < 0 || bytes.Index(src[at+1:], body) >= 0 {
+	if at < 0 || bytes.Contains(src[at+1:], body) {
 		t.Fatal("cannot find the version constant in budget.wasm exactly once")
 	}
 	for _, v := range []byte{0, 3} {

@@ -135,32 +135,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.PollInterval == 0 {
 		out.PollInterval = d.PollInterval
 	}
-	b, db := &out.DefaultBudget, &d.DefaultBudget
-	fill(&b.IdleTTLMS, db.IdleTTLMS)
-	fill(&b.MaxDurationMS, db.MaxDurationMS)
-	fill(&b.MaxProcesses, db.MaxProcesses)
-	fill(&b.MaxExecTimeoutMS, db.MaxExecTimeoutMS)
-	fill(&b.OutputBufferBytes, db.OutputBufferBytes)
-	fill(&b.MemoryBytes, db.MemoryBytes)
-	fill(&b.Pids, db.Pids)
-	fill(&b.CPUMillis, db.CPUMillis)
-	fill(&b.DiskBytes, db.DiskBytes)
-	if b.Network == "" {
-		b.Network = db.Network
-	}
-	m := &out.MaxBudget
-	fill(&m.IdleTTLMS, b.IdleTTLMS)
-	fill(&m.MaxDurationMS, b.MaxDurationMS)
-	fill(&m.MaxProcesses, b.MaxProcesses)
-	fill(&m.MaxExecTimeoutMS, b.MaxExecTimeoutMS)
-	fill(&m.OutputBufferBytes, b.OutputBufferBytes)
-	fill(&m.MemoryBytes, b.MemoryBytes)
-	fill(&m.Pids, b.Pids)
-	fill(&m.CPUMillis, b.CPUMillis)
-	fill(&m.DiskBytes, b.DiskBytes)
-	if m.Network == "" {
-		m.Network = b.Network
-	}
+	out.DefaultBudget.fillFrom(d.DefaultBudget)
+	out.MaxBudget.fillFrom(out.DefaultBudget) // a maximum left out is the default
 	if out.Logger == nil {
 		out.Logger = d.Logger
 	}
@@ -203,4 +179,23 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// fillFrom sets b's zero fields to d's.
+func (b *Budget) fillFrom(d Budget) {
+	for _, f := range []struct {
+		v   *int64
+		def int64
+	}{
+		{&b.IdleTTLMS, d.IdleTTLMS}, {&b.MaxDurationMS, d.MaxDurationMS}, {&b.MaxProcesses, d.MaxProcesses},
+		{&b.MaxExecTimeoutMS, d.MaxExecTimeoutMS}, {&b.OutputBufferBytes, d.OutputBufferBytes},
+		{&b.MemoryBytes, d.MemoryBytes}, {&b.Pids, d.Pids}, {&b.CPUMillis, d.CPUMillis}, {&b.DiskBytes, d.DiskBytes},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if b.Network == "" {
+		b.Network = d.Network
+	}
 }

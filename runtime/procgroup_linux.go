@@ -3,10 +3,9 @@ package runtime
 import (
 	"errors"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,9 +70,9 @@ func exited(pid int) (bool, error) {
 // sid (those are reached by kill(-sid)): jobs an interactive shell put in groups of
 // their own.
 func killSession(sid int, sig syscall.Signal) {
-	for _, p := range listProcs() {
-		if p.session == sid && p.pid != sid {
-			_ = unix.Kill(p.pid, sig)
+	for _, p := range procfs.List("/proc") {
+		if p.Session == sid && p.PID != sid {
+			_ = unix.Kill(p.PID, sig)
 		}
 	}
 }
@@ -85,61 +84,22 @@ func killSession(sid int, sig syscall.Signal) {
 func KillAll() {
 	killAllCgroups() // every process of every live sandbox, setsid or not
 	self := os.Getpid()
-	procs := listProcs()
+	procs := procfs.List("/proc")
 	for _, c := range procs {
-		if c.ppid != self {
+		if c.PPID != self {
 			continue
 		}
-		if c.pgrp == c.pid {
-			_ = unix.Kill(-c.pid, unix.SIGKILL)
+		if c.Pgrp == c.PID {
+			_ = unix.Kill(-c.PID, unix.SIGKILL)
 		}
-		_ = unix.Kill(c.pid, unix.SIGKILL)
-		if c.session != c.pid {
+		_ = unix.Kill(c.PID, unix.SIGKILL)
+		if c.Session != c.PID {
 			continue
 		}
 		for _, p := range procs {
-			if p.session == c.pid {
-				_ = unix.Kill(p.pid, unix.SIGKILL)
+			if p.Session == c.PID {
+				_ = unix.Kill(p.PID, unix.SIGKILL)
 			}
 		}
 	}
-}
-
-// procInfo is what /proc/<pid>/stat says of a process's place in the process tree.
-type procInfo struct{ pid, ppid, pgrp, session int }
-
-// listProcs reads every process's parent, group and session from /proc. Processes
-// that exit while it reads are left out.
-func listProcs() []procInfo {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []procInfo
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session ...; comm may hold anything.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 4 {
-			continue
-		}
-		p := procInfo{pid: pid}
-		p.ppid, _ = strconv.Atoi(f[1])
-		p.pgrp, _ = strconv.Atoi(f[2])
-		p.session, _ = strconv.Atoi(f[3])
-		out = append(out, p)
-	}
-	return out
 }

@@ -1,11 +1,9 @@
 package runtime
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +22,7 @@ func sessKillTree(leader int) {
 	seen := map[int]bool{}
 	for range 20 {
 		found := false
-		for _, p := range sessDescendants(leader) {
+		for _, p := range procfs.Descendants(procfs.List("/proc"), leader) {
 			if !seen[p] {
 				seen[p] = true
 				found = true
@@ -40,47 +38,6 @@ func sessKillTree(leader int) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(leader, syscall.SIGKILL)
-}
-
-// sessDescendants lists the live descendants of pid from /proc.
-func sessDescendants(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	kids := map[int][]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		end := strings.LastIndexByte(s, ')')
-		if end < 0 {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		kids[pp] = append(kids[pp], p)
-	}
-	var out []int
-	stack := []int{pid}
-	for len(stack) > 0 {
-		p := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, k := range kids[p] {
-			out = append(out, k)
-			stack = append(stack, k)
-		}
-	}
-	return out
 }
 
 // sessPending returns how many bytes wait in the pipe fd (FIONREAD).

@@ -23,7 +23,8 @@ type Child struct {
 // closes its own, and must not close them during the call) and, as with os/exec, left
 // in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
-	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil}
+	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil,
+		Extra: len(req.Extra), Cgroup: req.Cgroup != nil}
 	if len(req.Argv) == 0 {
 		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
 	}
@@ -32,6 +33,15 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 		files = []*os.File{req.TTY}
 	} else {
 		files = []*os.File{req.Stdin, req.Stdout, req.Stderr}
+	}
+	for _, f := range req.Extra {
+		if f == nil {
+			return nil, fmt.Errorf("failed to spawn: %w: nil extra file", ErrInvalidRequest)
+		}
+	}
+	files = append(files, req.Extra...)
+	if req.Cgroup != nil {
+		files = append(files, req.Cgroup)
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {

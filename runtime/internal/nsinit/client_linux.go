@@ -121,12 +121,24 @@ func start(cfg Config) (*Init, error) {
 	if cfg.Network != NetworkHost {
 		flags |= unix.CLONE_NEWNET
 	}
+	extra := []*os.File{theirs}
+	var cgDir *os.File
+	if cfg.Cgroup != "" {
+		home, dir, err := openCgroup(cfg.Cgroup)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		defer home.Close()
+		defer dir.Close()
+		extra, cgDir = append(extra, home), dir
+	}
 	cmd := &exec.Cmd{
 		Path:       initBinary,
 		Args:       []string{"sandgate-init", cfg.ID},
 		Env:        []string{markerEnv + "=1"},
 		Dir:        "/",
-		ExtraFiles: []*os.File{theirs},
+		ExtraFiles: extra,
 		// Only a crash of the init itself writes here; sandbox processes get the stdio
 		// of their own spawn requests.
 		Stderr: os.Stderr,
@@ -135,9 +147,20 @@ func start(cfg Config) (*Init, error) {
 			Pdeathsig:  syscall.SIGKILL,
 		},
 	}
+	if cgDir != nil {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cgDir.Fd())
+	}
 	if err := cmd.Start(); err != nil {
 		_ = c.Close()
 		return nil, err
+	}
+	if cfg.Enter != nil {
+		if err := cfg.Enter(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = c.Close()
+			return nil, fmt.Errorf("failed to place the init: %w", err)
+		}
 	}
 	return &Init{
 		cmd: cmd, c: c, pid: cmd.Process.Pid, readOK: make(chan struct{}),
@@ -147,7 +170,7 @@ func start(cfg Config) (*Init, error) {
 
 // handshake sends the Config and waits for ready.
 func (in *Init) handshake(ctx context.Context, cfg Config) error {
-	if err := in.c.send(&frame{Op: opConfig, Config: &cfg}, nil, nil); err != nil {
+	if err := in.c.send(&frame{Op: opConfig, Config: &cfg, Home: cfg.Cgroup != ""}, nil, nil); err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = in.c.f.SetReadDeadline(time.Unix(1, 0)) })
@@ -302,4 +325,19 @@ func (in *Init) kill() {
 	_ = in.cmd.Process.Kill()
 	_ = in.cmd.Wait()
 	_ = in.c.Close()
+}
+
+// openCgroup opens the cgroup2 group dir: its cgroup.procs for writing (the init's way
+// home after placing a spawn) and the directory itself (to clone the init into it).
+func openCgroup(dir string) (procs, d *os.File, err error) {
+	procs, err = os.OpenFile(dir+"/cgroup.procs", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to open the init's cgroup: %w", err)
+	}
+	d, err = os.Open(dir)
+	if err != nil {
+		_ = procs.Close()
+		return nil, nil, fmt.Errorf("failed to open the init's cgroup: %w", err)
+	}
+	return procs, d, nil
 }

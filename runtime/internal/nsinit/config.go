@@ -36,6 +36,15 @@ type Config struct {
 	// inside, without capabilities.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
+
+	// Cgroup, if set, is the host directory of a cgroup2 group the init starts in
+	// (cloned into it). Its cgroup.procs is handed to the init, which returns there
+	// after placing each spawn that names a group of its own (SpawnRequest.Cgroup).
+	Cgroup string `json:"-"`
+	// Enter, if set, is called with the init's host pid once it has started and
+	// before it builds the sandbox or spawns anything, so the caller can put it in
+	// groups that clone cannot (cgroup v1); an error ends the start.
+	Enter func(hostPID int) error `json:"-"`
 }
 
 // withDefaults returns a validated copy of c with defaults filled in.
@@ -78,6 +87,14 @@ type SpawnRequest struct {
 	// Session puts the process in a new session (setsid) rather than only a new
 	// process group. Implied by TTY.
 	Session bool
+	// Extra are passed to the process as fds 3, 4, ..., duplicated like the stdio.
+	Extra []*os.File
+	// Cgroup, if set, is a cgroup2 group's cgroup.procs, opened for writing by the
+	// caller: the process starts in that group, so every process it forks does too,
+	// setsid or not (the init enters the group for the fork and returns to its own;
+	// the opener's credentials are what the kernel checks). The init must have been
+	// started with Config.Cgroup.
+	Cgroup *os.File
 }
 
 // DefaultPath is the PATH of a spawned process whose request has no Env.

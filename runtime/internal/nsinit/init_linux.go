@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,11 +40,21 @@ type initProc struct {
 	c    *conn
 	cfg  Config
 	jobs chan spawnJob
+	home *os.File // the init's own cgroup.procs (Config.Cgroup), or nil
 
 	mu   sync.Mutex
-	kids map[int]uint64
+	kids map[int]kid
 	ids  map[uint64]int
 }
+
+// kid is a live spawned process: its spawn id, and whether it leads a session.
+type kid struct {
+	id      uint64
+	session bool
+}
+
+// homeFD is the init's own cgroup.procs when the config frame says so.
+const homeFD = 4
 
 func runInit() int {
 	// Signals first, so no child can exit unnoticed and SIGTERM is never fatal by
@@ -64,7 +75,7 @@ func runInit() int {
 	if err != nil {
 		return 1
 	}
-	ip := &initProc{c: c, jobs: make(chan spawnJob), kids: map[int]uint64{}, ids: map[uint64]int{}}
+	ip := &initProc{c: c, jobs: make(chan spawnJob), kids: map[int]kid{}, ids: map[uint64]int{}}
 	if err := ip.setup(); err != nil {
 		_ = c.send(errorFrame(0, err), nil, nil)
 		return 1
@@ -100,6 +111,9 @@ func (ip *initProc) setup() error {
 	}
 	if ip.cfg, err = fr.Config.withDefaults(); err != nil {
 		return err
+	}
+	if fr.Home {
+		ip.home = os.NewFile(homeFD, "cgroup.procs")
 	}
 	if err := setupRoot(ip.cfg); err != nil {
 		return err
@@ -141,15 +155,16 @@ func (ip *initProc) readLoop(done chan<- int) {
 	}
 }
 
-// signal sends a signal to the process group of a live spawned process.
+// signal sends a signal to the process group of a live spawned process, and to the
+// rest of its session if it leads one (a terminal's jobs are groups of their own).
 func (ip *initProc) signal(fr *frame) {
 	ip.mu.Lock()
 	pid, ok := ip.ids[fr.Target]
 	var err error
 	if !ok {
 		err = ErrExited
-	} else if kerr := unix.Kill(-pid, syscall.Signal(fr.Sig)); kerr != nil {
-		err = fmt.Errorf("failed to signal process group %d: %w", pid, kerr)
+	} else {
+		err = ip.signalTreeLocked(pid, syscall.Signal(fr.Sig))
 	}
 	ip.mu.Unlock()
 	if err != nil {
@@ -159,34 +174,68 @@ func (ip *initProc) signal(fr *frame) {
 	_ = ip.c.send(&frame{Op: opOK, ID: fr.ID}, nil, nil)
 }
 
+// signalTreeLocked sends sig to the group led by the spawned process pid and, if it
+// leads a session, to every other process of the session. The caller holds mu, so pid
+// is unreaped and its ids cannot be reused meanwhile.
+func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
+	if err := unix.Kill(-pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("failed to signal process group %d: %w", pid, err)
+	}
+	if ip.kids[pid].session {
+		for _, p := range procfs.List("/proc") {
+			if p.Session == pid && p.Pgrp != pid {
+				_ = unix.Kill(p.PID, sig)
+			}
+		}
+	}
+	return nil
+}
+
 // reap collects every exited child, spawned or orphaned (re-parented to pid 1), and
-// reports the spawned ones.
+// reports the spawned ones. A spawned process that exited is first looked at without
+// being reaped: while it is a zombie its pid still names its process group and
+// session, and whatever is left of them is killed before it is reaped, as a process
+// tree ends with its leader.
 func (ip *initProc) reap() {
 	for {
-		// Wait4 runs under mu too: a process forked but not yet announced must stay
-		// unreaped, or its pid could not be named in the started frame.
-		var ws unix.WaitStatus
+		// Under mu: a process forked but not yet announced must stay unreaped, or its
+		// pid could not be named in the started frame.
 		ip.mu.Lock()
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		id, ok := ip.kids[pid]
-		delete(ip.kids, pid)
-		delete(ip.ids, id)
-		ip.mu.Unlock()
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		pid, err := exitedChild()
 		if pid <= 0 || err != nil {
+			ip.mu.Unlock()
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
 			return
 		}
-		if !ok {
+		k, spawned := ip.kids[pid]
+		if spawned {
+			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
+		}
+		var ws unix.WaitStatus
+		_, err = unix.Wait4(pid, &ws, 0, nil)
+		delete(ip.kids, pid)
+		delete(ip.ids, k.id)
+		ip.mu.Unlock()
+		if err != nil || !spawned {
 			continue
 		}
-		fr := &frame{Op: opExit, ID: id, Code: ws.ExitStatus()}
+		fr := &frame{Op: opExit, ID: k.id, Code: ws.ExitStatus()}
 		if ws.Signaled() {
 			fr.Code, fr.Signal = -1, int(ws.Signal())
 		}
 		_ = ip.c.send(fr, nil, nil)
 	}
+}
+
+// exitedChild returns the pid of a child that has exited, without reaping it, or 0.
+func exitedChild() (int, error) {
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		return 0, err
+	}
+	return siginfoPID(&info), nil
 }
 
 // teardown kills everything in the sandbox and returns code. kill(-1) from pid 1

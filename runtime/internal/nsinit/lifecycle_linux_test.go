@@ -48,7 +48,10 @@ func TestCloseKillsDaemons(t *testing.T) {
 	}
 	requireNamespaces(t, in.PID())
 	ns := nsOf(t, in.PID())
-	r := run(t, in, "", "sh", "-c", "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $!")
+	// The shell waits until the daemon leads its own session: its group is killed
+	// when the shell exits, and the setsid must have happened by then.
+	r := run(t, in, "", "sh", "-c", `setsid sleep 1000 </dev/null >/dev/null 2>&1 & d=$!
+while read -r _ _ _ _ _ sid _ </proc/$d/stat && [ "$sid" != "$d" ]; do :; done; echo $d`)
 	if r.status.Code != 0 {
 		t.Fatalf("%v %q", r.status, r.stderr)
 	}

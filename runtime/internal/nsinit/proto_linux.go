@@ -40,12 +40,16 @@ type frame struct {
 	Dir     string   `json:"dir,omitempty"`
 	TTY     bool     `json:"tty,omitempty"`
 	Session bool     `json:"session,omitempty"`
-	PID     int      `json:"pid,omitempty"`
-	Sig     int      `json:"sig,omitempty"`
-	Code    int      `json:"code,omitempty"`
-	Signal  int      `json:"signal,omitempty"`
-	Err     string   `json:"err,omitempty"`
-	Errno   int      `json:"errno,omitempty"`
+	Extra   int      `json:"extra,omitempty"`  // spawn: fds after the stdio, for fds 3...
+	Cgroup  bool     `json:"cgroup,omitempty"` // spawn: the last fd is a cgroup.procs to start in
+	// Home (config) says the init's fd 4 is its own group's cgroup.procs.
+	Home   bool   `json:"home,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Sig    int    `json:"sig,omitempty"`
+	Code   int    `json:"code,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	Err    string `json:"err,omitempty"`
+	Errno  int    `json:"errno,omitempty"`
 
 	// hostPID is the pid of a started frame's SCM_CREDENTIALS, in the receiver's namespace.
 	hostPID int

@@ -94,12 +94,12 @@ func (ip *initProc) spawn(j spawnJob) {
 	}
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
-	pid, err := syscall.ForkExec(argv0, fr.Argv, attr)
+	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
 	if err != nil {
 		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
 		return
 	}
-	ip.kids[pid] = fr.ID
+	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY}
 	ip.ids[fr.ID] = pid
 	cred := &unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
 	started := &frame{Op: opStarted, ID: fr.ID, PID: pid}
@@ -109,13 +109,41 @@ func (ip *initProc) spawn(j spawnJob) {
 	}
 }
 
+// forkIn forks and execs the process, in the cgroup the request names if any: the
+// init enters that group for the fork, so the child starts there, and returns to its
+// own group at once. (clone3 into a cgroup would need no move, but the seccomp filter
+// every spawn inherits from this thread refuses clone3, whose flags it cannot see.)
+func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	if !j.fr.Cgroup {
+		return syscall.ForkExec(argv0, argv, attr)
+	}
+	if ip.home == nil {
+		return 0, fmt.Errorf("%w: a cgroup spawn needs an init started in a cgroup", ErrInvalidRequest)
+	}
+	procs := j.fds[len(j.fds)-1]
+	if _, err := unix.Write(procs, []byte("0")); err != nil {
+		return 0, fmt.Errorf("failed to enter the process's cgroup: %w", err)
+	}
+	pid, err := syscall.ForkExec(argv0, argv, attr)
+	if _, herr := ip.home.Write([]byte("0")); herr != nil && err == nil {
+		// Still in the spawn's group: a kill of that group would end the init.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return 0, fmt.Errorf("failed to return to the init's cgroup: %w", herr)
+	}
+	return pid, err
+}
+
 // procAttr checks a spawn frame and turns it into ForkExec's arguments.
 func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, error) {
-	want := 3
+	stdio := 3
 	if fr.TTY {
-		want = 1
+		stdio = 1
 	}
-	if len(fr.Argv) == 0 || len(fds) != want {
+	want := stdio + fr.Extra
+	if fr.Cgroup {
+		want++
+	}
+	if len(fr.Argv) == 0 || fr.Extra < 0 || len(fds) != want {
 		return nil, "", fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
 	}
 	env := fr.Env
@@ -128,7 +156,7 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 	} else if !path.IsAbs(dir) {
 		dir = path.Join("/workspace", dir)
 	}
-	for _, fd := range fds {
+	for _, fd := range fds[:stdio+fr.Extra] {
 		// The description is shared with the process, which expects blocking I/O.
 		if err := unix.SetNonblock(fd, false); err != nil {
 			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
@@ -144,6 +172,9 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		sys.Setctty, sys.Ctty = true, 0
 	} else {
 		files = []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}
+	}
+	for _, fd := range fds[stdio : stdio+fr.Extra] {
+		files = append(files, uintptr(fd))
 	}
 	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
 		sys.Credential = &syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}

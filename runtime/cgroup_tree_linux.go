@@ -150,6 +150,21 @@ func (t *treeCgroup) attach(cmd *exec.Cmd) {
 	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, t.fd
 }
 
+// procsFile opens the group's cgroup.procs for writing: what a process that is to
+// start in the group writes itself into (the namespace driver's init does).
+func (t *treeCgroup) procsFile() (*os.File, error) {
+	if t == nil {
+		return nil, fmt.Errorf("%w: a process tree needs a cgroup", ErrNoCgroups)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fd, err := unix.Openat(t.fd, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("open", err))
+	}
+	return os.NewFile(uintptr(fd), t.dir+"/cgroup.procs"), nil
+}
+
 // kill sends SIGKILL to every process in the group, at once.
 func (t *treeCgroup) kill() {
 	if t == nil {

@@ -2,35 +2,111 @@ package runtime
 
 import (
 	"context"
-	"os/exec"
+	"os"
+	"syscall"
 )
 
-// Spec describes one process for a Driver to build.
-type Spec struct {
-	// Argv is the program and its arguments. A program without a slash is looked up in
-	// the PATH of Env.
-	Argv []string
-	// Dir is the absolute working directory, inside the workspace.
-	Dir string
-	// Env is the complete environment, KEY=value.
-	Env []string
-	// PTY says the runtime will put the process on a PTY in a new session.
-	PTY bool
+// Driver decides where a sandbox's processes run: on the host, as the server's user
+// (LocalDriver), or inside the sandbox's own namespaces, spawned by a small init per
+// sandbox (NamespaceDriver). New opens the driver for each sandbox and Close closes
+// it; exec, processes, terminals and session shells all start through it, and the
+// runtime wraps every driver in the same lifecycle: output rings, timeouts, process
+// trees killed with their leader, limits and cgroups.
+//
+// The set of drivers is closed (the interface has unexported methods): a driver owns
+// how a process is started, waited for and signalled, which only the runtime can
+// pair with its own bookkeeping.
+type Driver interface {
+	// Name is the driver's name as the server reports it: "local" or "namespace".
+	Name() string
+	// guestDir returns the workspace directory hostDir as the processes see it.
+	guestDir(hostDir string) string
+	// open prepares sandbox s, whose config, workspace and cgroups are set.
+	open(ctx context.Context, s *Sandbox) (host, error)
 }
 
-// Driver decides how a sandbox's processes are built: on the host (the local driver),
-// or later inside namespaces and cgroups. It only builds the command; the runtime then
-// wires stdio (pipes or a PTY), sets the process group or session, starts it, and owns
-// waiting and killing, so every driver gets the same lifecycle.
-//
-// A Driver must be safe for concurrent use.
-//
-// EXPERIMENTAL: a namespace driver will need the interface as it is; anything beyond
-// (per-sandbox setup and teardown) will be an optional interface detected by assertion.
-type Driver interface {
-	// Command returns an unstarted command for spec with Path, Args, Dir and Env set,
-	// and SysProcAttr when the driver needs one (namespaces, cgroup). The runtime keeps
-	// the driver's SysProcAttr and adds Setpgid, or Setsid and Setctty for a PTY.
-	// A program that cannot be found is an error wrapping exec.ErrNotFound.
-	Command(ctx context.Context, spec Spec) (*exec.Cmd, error)
+// host starts the processes of one sandbox.
+type host interface {
+	// start starts the leader of a new process tree, as sp says.
+	start(ctx context.Context, sp *spawn) (leader, error)
+	// root is where the sandbox's own file system is seen from the server: "" when
+	// the processes see the host's, else a directory such that root+p is the
+	// server's path of the sandbox's absolute path p.
+	root() string
+	// close ends whatever the host holds (the namespace driver's init, and with it
+	// every process still inside). Sandbox.Close calls it once, after the trees.
+	close() error
+}
+
+// spawn describes the leader of a process tree for a host to start.
+type spawn struct {
+	// argv is the program and its arguments; argv[0] without a slash is looked up in
+	// the PATH of env, as the processes see the file system.
+	argv []string
+	// dir is the working directory: an absolute path of the server's, inside the
+	// workspace.
+	dir string
+	// env is the complete environment, KEY=value.
+	env []string
+	// stdin, stdout and stderr are the leader's fds 0, 1 and 2; nil is /dev/null.
+	// Unused with pty.
+	stdin, stdout, stderr *os.File
+	// extra are the leader's fds 3, 4, ...
+	extra []*os.File
+	// pty, if set, puts the leader on a new PTY of that size, as a session leader
+	// with it as the controlling terminal; start sets master. Without pty the
+	// leader leads a new process group.
+	pty *WinSize
+	// tree is the tree's cgroup, which the leader starts in; nil without cgroups.
+	tree *treeCgroup
+	// master is the PTY's master, set by start: non-blocking and on Go's poller.
+	master *os.File
+}
+
+// leader is the first process of a tree, as its driver started it.
+type leader interface {
+	// pid is the pid the API shows: the host's for the local driver, the one inside
+	// the sandbox for the namespace driver.
+	pid() int
+	// hostPID is the leader's pid as the server sees it (0 if unknown): what a
+	// terminal reports as its foreground group when the leader is in front.
+	hostPID() int
+	// exitFD returns an fd that becomes readable once the leader has exited. The
+	// caller closes it.
+	exitFD() (int, error)
+	// awaitExit blocks until the leader has exited. The leader's pid still names its
+	// process group and session until reap.
+	awaitExit()
+	// signalTree sends sig to the leader's process group and, with session, to the
+	// rest of its session. The caller (procGroup) calls it only before reap.
+	signalTree(sig syscall.Signal, session bool)
+	// reap releases the exited leader and returns how it ended. The caller has
+	// killed what was left of its tree first.
+	reap() waitStatus
+}
+
+// waitStatus is how a leader ended.
+type waitStatus struct {
+	code int            // the exit code, or -1 when killed by a signal or unknown
+	sig  syscall.Signal // the signal that killed it, or 0
+	ok   bool           // false if the status could not be known
+}
+
+// shellCode is the status as a shell reports it: the code, or 128+n for signal n.
+func (w waitStatus) shellCode() int {
+	if w.sig != 0 {
+		return 128 + int(w.sig)
+	}
+	return w.code
+}
+
+// exitStatus is the status as the API reports it.
+func (w waitStatus) exitStatus() ExitStatus {
+	switch {
+	case !w.ok:
+		return ExitStatus{Code: -1}
+	case w.sig != 0:
+		return ExitStatus{Code: -1, Signal: SignalName(w.sig)}
+	}
+	return ExitStatus{Code: w.code}
 }

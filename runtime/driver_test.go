@@ -5,21 +5,33 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
 
-// recordingDriver wraps LocalDriver and records the specs it was asked to build.
+// recordingDriver wraps LocalDriver and records what its host was asked to start.
 type recordingDriver struct {
-	mu    sync.Mutex
-	specs []Spec
+	LocalDriver
+	mu     sync.Mutex
+	spawns []spawn
 }
 
-func (d *recordingDriver) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
-	d.mu.Lock()
-	d.specs = append(d.specs, spec)
-	d.mu.Unlock()
-	return LocalDriver{}.Command(ctx, spec)
+func (d *recordingDriver) open(ctx context.Context, s *Sandbox) (host, error) {
+	h, err := d.LocalDriver.open(ctx, s)
+	return recordingHost{host: h, d: d}, err
+}
+
+type recordingHost struct {
+	host
+	d *recordingDriver
+}
+
+func (h recordingHost) start(ctx context.Context, sp *spawn) (leader, error) {
+	h.d.mu.Lock()
+	h.d.spawns = append(h.d.spawns, *sp)
+	h.d.mu.Unlock()
+	return h.host.start(ctx, sp)
 }
 
 func TestDriverUsed(t *testing.T) {
@@ -37,10 +49,17 @@ func TestDriverUsed(t *testing.T) {
 	if _, err := p.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	sess, err := s.NewSession(ctx, SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.specs) != 2 || d.specs[0].PTY || !d.specs[1].PTY || d.specs[1].Argv[0] != "/bin/sh" || d.specs[0].Dir != s.Dir() {
-		t.Errorf("specs %+v", d.specs)
+	sp := d.spawns
+	if len(sp) != 3 || sp[0].pty != nil || sp[1].pty == nil || sp[1].argv[0] != "/bin/sh" || sp[0].dir != s.Dir() ||
+		len(sp[2].extra) != 1 || !strings.HasSuffix(sp[2].argv[0], "bash") {
+		t.Errorf("spawns %+v", sp)
 	}
 }
 

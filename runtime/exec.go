@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,26 +82,28 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		limit = s.cfg.OutputBufferBytes
 	}
 	begin := time.Now()
-	cmd, err := s.cfg.Driver.Command(ctx, Spec{Argv: argv, Dir: dir, Env: s.environ(o.Env)})
-	if err != nil {
-		return notStarted(argv[0], err, begin)
-	}
 	out, err := newExecOutput(limit)
 	if err != nil {
 		return ExecResult{}, err
 	}
-	cmd.Stdout, cmd.Stderr = out.outW, out.errW
+	sp := &spawn{argv: argv, dir: dir, env: s.environ(o.Env), stdout: out.outW, stderr: out.errW}
+	var feed *stdinFeed
 	if o.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(o.Stdin)
+		if feed, err = newStdinFeed(o.Stdin); err != nil {
+			out.started()
+			out.close()
+			return ExecResult{}, err
+		}
+		defer feed.close()
+		sp.stdin = feed.r
 	}
-	setpgid(cmd)
 	tree, err := s.cg.newTree()
 	if err != nil {
 		out.started()
 		out.close()
 		return ExecResult{}, err
 	}
-	tree.attach(cmd)
+	sp.tree = tree
 
 	g := &procGroup{cg: tree}
 	if !s.enterExec(g) {
@@ -113,13 +114,14 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	}
 	defer s.leaveExec(g)
 	defer tree.remove() // once the tree is dead (and before Close may go on): waits for its group to empty
-	err = s.cg.startIn(tree, cmd, cmd.Start)
+	l, err := s.h.start(ctx, sp)
 	out.started()
 	if err != nil {
 		out.close()
 		return notStarted(argv[0], err, begin)
 	}
-	g.setPID(cmd.Process.Pid)
+	feed.start()
+	g.setLeader(l)
 
 	var timedOut atomic.Bool
 	if o.Timeout > 0 {
@@ -130,18 +132,17 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	stop := context.AfterFunc(ctx, func() { g.killFor(&canceled) })
 	defer stop()
 
-	waitErr := out.collect(cmd.Process.Pid, func() {
-		g.finish()                 // kill what the command left behind, before the pid can be recycled
-		cmd.WaitDelay = drainBound // bounds the stdin copier if an escaped child holds stdin
-		_ = cmd.Wait()
+	var st waitStatus
+	waitErr := out.collect(l, func() {
+		g.finish() // kill what the command left behind, before the pid can be recycled
+		st = l.reap()
 	})
-	state := cmd.ProcessState
-	if state == nil {
+	if !st.ok {
 		return ExecResult{}, fmt.Errorf("failed to wait: %w", waitErr)
 	}
 
 	res := ExecResult{
-		ExitCode:  exitCode(state),
+		ExitCode:  st.shellCode(),
 		Stdout:    out.stdout.buf,
 		Stderr:    out.stderr.buf,
 		Duration:  time.Since(begin),
@@ -204,14 +205,6 @@ func notStarted(argv0 string, err error, begin time.Time) (ExecResult, error) {
 	}, nil
 }
 
-// exitCode returns the shell's view of state: the exit status, or 128+n for signal n.
-func exitCode(state *os.ProcessState) int {
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return state.ExitCode()
-}
-
 // capBuffer collects up to limit bytes of a stream and discards the rest.
 type capBuffer struct {
 	limit     int
@@ -242,4 +235,48 @@ func (c *capBuffer) wrote(n int) {
 		return
 	}
 	c.buf = c.buf[:len(c.buf)+n]
+}
+
+// stdinFeed writes an exec's stdin bytes into a pipe whose read end is the command's
+// fd 0, from a goroutine, so that a command that reads little or nothing never blocks
+// the call. close ends the writer however far it got.
+type stdinFeed struct {
+	r, w    *os.File
+	data    []byte
+	started bool
+	done    chan struct{}
+}
+
+func newStdinFeed(data []byte) (*stdinFeed, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &stdinFeed{r: r, w: w, data: data, done: make(chan struct{})}, nil
+}
+
+// start closes the read end (the command has its own) and starts writing. It does
+// nothing on a nil feed.
+func (f *stdinFeed) start() {
+	if f == nil {
+		return
+	}
+	_ = f.r.Close()
+	f.started = true
+	go func() {
+		defer close(f.done)
+		_, _ = f.w.Write(f.data) // EPIPE once nothing reads it any more
+		_ = f.w.Close()
+	}()
+}
+
+// close ends the feed: a write still blocked on a full pipe times out at once, and
+// the writer has returned when close does.
+func (f *stdinFeed) close() {
+	if !f.started {
+		closeAll(f.r, f.w)
+		return
+	}
+	_ = f.w.SetWriteDeadline(time.Now())
+	<-f.done
 }

@@ -53,13 +53,13 @@ func (o *execOutput) close() {
 	}
 }
 
-// collect reads both streams until the child pid exits, then calls exited, which must
+// collect reads both streams until the leader l exits, then calls exited, which must
 // kill what is left of the tree and reap the child, and reads on until both streams end
 // or drainBound passes (something outside the tree may hold a write end). It closes the
 // read ends. An error means poll failed; exited has been called then too.
-func (o *execOutput) collect(pid int, exited func()) error {
+func (o *execOutput) collect(l leader, exited func()) error {
 	defer o.close()
-	exitFD, err := exitNotifier(pid)
+	exitFD, err := l.exitFD()
 	if err != nil {
 		exited()
 		return err

@@ -55,3 +55,4 @@ func (p *Process) readOutput(o output, _ *stopper) {
 
 // tryWrite writes nothing here: the caller's blocking write does it all.
 func tryWrite(*os.File, []byte) (int, error) { return 0, nil }
+func exitNotifier(int) (int, error)          { return -1, errUnsupported }

@@ -129,17 +129,12 @@ func (s *Sandbox) unreserve(id string, p *Process) {
 }
 
 func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir string, o StartOptions, envMid map[string]string) (*Process, error) {
-	cmd, err := s.cfg.Driver.Command(ctx, Spec{Argv: argv, Dir: dir, Env: s.environ(envMid, o.Env), PTY: o.PTY != nil})
-	if err != nil {
-		return nil, err
-	}
 	tree, err := s.cg.newTree()
 	if err != nil {
 		return nil, err
 	}
-	tree.attach(cmd)
 	p := &Process{
-		sb: s, id: id, argv: o.Argv, cwd: dir, tag: o.Tag, label: o.Label,
+		sb: s, id: id, argv: o.Argv, cwd: s.guestPath(dir), tag: o.Tag, label: o.Label,
 		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
 		g: &procGroup{session: o.PTY != nil, cg: tree}, ring: newRing(s.cfg.OutputBufferBytes),
 		done: make(chan struct{}), writing: make(chan struct{}, 1),
@@ -147,53 +142,46 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 	if o.Command != "" {
 		p.command, p.argv = o.Command, nil
 	}
-	outputs, err := p.startCmd(cmd, o.PTY)
+	sp := &spawn{argv: argv, dir: dir, env: s.environ(envMid, o.Env), pty: o.PTY, tree: tree}
+	l, outputs, err := p.startLeader(ctx, sp)
 	if err != nil {
 		tree.remove()
 		return nil, err
 	}
-	p.pid = cmd.Process.Pid
-	p.g.setPID(p.pid)
+	p.pid = l.pid()
+	p.g.setLeader(l)
 	keep := o.Keep
 	if keep <= 0 {
 		keep = DefaultKeep
 	}
-	go p.watch(cmd, outputs, o.Timeout, keep)
+	go p.watch(l, outputs, o.Timeout, keep)
 	return p, nil
 }
 
-// startCmd starts cmd on a PTY of size pty, or on pipes when pty is nil, and returns
-// the outputs to read.
-func (p *Process) startCmd(cmd *exec.Cmd, pty *WinSize) ([]output, error) {
-	if pty != nil {
-		var m *os.File
-		err := p.sb.cg.startIn(p.g.cg, cmd, func() (err error) {
-			m, err = startPTY(cmd, *pty)
-			return err
-		})
+// startLeader starts sp on a PTY, or on pipes when sp.pty is nil, and returns the
+// leader and the outputs to read.
+func (p *Process) startLeader(ctx context.Context, sp *spawn) (leader, []output, error) {
+	if sp.pty != nil {
+		l, err := p.sb.h.start(ctx, sp)
 		if err != nil {
-			if m != nil {
-				_ = m.Close()
-			}
-			return nil, err
+			return nil, nil, err
 		}
-		p.master, p.stdin, p.cols, p.rows = m, m, pty.Cols, pty.Rows
-		return []output{{StreamPTY, m}}, nil
+		p.master, p.stdin, p.cols, p.rows = sp.master, sp.master, sp.pty.Cols, sp.pty.Rows
+		return l, []output{{StreamPTY, sp.master}}, nil
 	}
 	files, err := pipes(3)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
-	setpgid(cmd)
-	err = p.sb.cg.startIn(p.g.cg, cmd, cmd.Start)
+	sp.stdin, sp.stdout, sp.stderr = files[0], files[3], files[5]
+	l, err := p.sb.h.start(ctx, sp)
 	closeAll(files[0], files[3], files[5])
 	if err != nil {
 		closeAll(files[1], files[2], files[4])
-		return nil, err
+		return nil, nil, err
 	}
 	p.stdin = files[1]
-	return []output{{StreamStdout, files[2]}, {StreamStderr, files[4]}}, nil
+	return l, []output{{StreamStdout, files[2]}, {StreamStderr, files[4]}}, nil
 }
 
 // output is one stream of a process and the file it is read from.
@@ -220,7 +208,7 @@ func pipes(n int) ([]*os.File, error) {
 // timeout, and on exit kills what is left of the tree, reads the outputs to their end
 // (bounded), reaps the process and publishes the exit. It runs on its own goroutine,
 // counted in s.wg.
-func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Duration) {
+func (p *Process) watch(l leader, outputs []output, timeout, keep time.Duration) {
 	defer p.sb.wg.Done()
 	files := make([]*os.File, len(outputs))
 	fns := make([]func(), len(outputs))
@@ -234,30 +222,17 @@ func (p *Process) watch(cmd *exec.Cmd, outputs []output, timeout, keep time.Dura
 		t := time.AfterFunc(timeout, func() { _ = p.g.signal(syscall.SIGKILL) })
 		defer t.Stop()
 	}
-	_ = awaitExited(p.pid) // on error (never expected) cmd.Wait below still reaps
+	l.awaitExit()
 	p.g.finish()
 	if p.master == nil {
 		_ = p.stdin.Close() // nobody can read it any more
 	}
-	cmd.WaitDelay = drainBound
-	_ = cmd.Wait()
+	st := l.reap()
 	p.g.cg.remove() // finish killed the whole tree: wait until it is gone
 	drain(readers, stop.stop, p.ring.heldFor, files...)
 	stop.close()
 	closeAll(files...)
-	st := ExitStatus{Code: -1} // unknown: only if the wait itself failed
-	if ps := cmd.ProcessState; ps != nil {
-		st = exitStatus(ps)
-	}
-	p.publishExit(st, keep)
-}
-
-// exitStatus converts a reaped process state.
-func exitStatus(ps *os.ProcessState) ExitStatus {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ExitStatus{Code: -1, Signal: SignalName(ws.Signal())}
-	}
-	return ExitStatus{Code: ps.ExitCode()}
+	p.publishExit(st.exitStatus(), keep)
 }
 
 // publishExit records the exit, wakes subscribers and waiters, frees the running slot

@@ -7,27 +7,27 @@ import (
 	"syscall"
 )
 
-// procGroup signals the process group (and, for a PTY, the session) led by one child;
-// with containment a SIGKILL also goes to every process of the tree's cgroup.
-// Its id stays valid while the leader is unreaped, so every signal is sent under mu and
-// only before reap: a recycled pid can never be hit.
+// procGroup signals the process group (and, for a PTY, the session) led by one
+// leader; with containment a SIGKILL also goes to every process of the tree's cgroup.
+// The leader's pid names its group only while it is unreaped, so every signal is sent
+// under mu and only before reap: a recycled pid can never be hit.
 //
 // procGroup is safe for concurrent use.
 type procGroup struct {
 	mu      sync.Mutex
-	pid     int
-	session bool // the leader is a session leader (PTY): reach other groups of the session
+	l       leader // nil until the leader started
+	session bool   // the leader is a session leader (PTY): reach other groups of the session
 	reaped  bool
-	pending syscall.Signal // a signal sent before the pid was known; sent by setPID
+	pending syscall.Signal // a signal sent before the leader started; sent by setLeader
 	cg      *treeCgroup    // the tree's own cgroup; nil without containment
 }
 
-// setPID records the leader's pid once it started, and sends a signal that arrived
+// setLeader records the leader once it started, and sends a signal that arrived
 // before (a Close or timeout racing the start).
-func (g *procGroup) setPID(pid int) {
+func (g *procGroup) setLeader(l leader) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pid = pid
+	g.l = l
 	if g.pending != 0 {
 		g.signalLocked(g.pending)
 	}
@@ -75,9 +75,10 @@ func (g *procGroup) signalGroups(sig syscall.Signal, fg int) error {
 	if g.reaped {
 		return ErrExited
 	}
-	if g.pid > 0 {
-		_ = syscall.Kill(-g.pid, sig)
-		if fg > 0 && fg != g.pid {
+	if g.l != nil {
+		g.l.signalTree(sig, false)
+		// fg comes from the terminal (TIOCGPGRP), in our pid namespace.
+		if fg > 0 && fg != g.l.hostPID() {
 			_ = syscall.Kill(-fg, sig)
 		}
 	}
@@ -85,14 +86,11 @@ func (g *procGroup) signalGroups(sig syscall.Signal, fg int) error {
 }
 
 func (g *procGroup) signalLocked(sig syscall.Signal) {
-	if g.pid <= 0 {
-		g.pending = sig // not started yet, and kill(-0) would hit our own group
+	if g.l == nil {
+		g.pending = sig // not started yet
 		return
 	}
-	_ = syscall.Kill(-g.pid, sig) // ESRCH: the group is already empty
-	if g.session {
-		killSession(g.pid, sig)
-	}
+	g.l.signalTree(sig, g.session)
 	if sig == syscall.SIGKILL {
 		g.cg.kill() // and what left the group or session (setsid), at once
 	}

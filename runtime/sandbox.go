@@ -45,6 +45,10 @@ type Config struct {
 	MemoryBytes int64
 	Pids        int
 	CPUMillis   int
+	// Network overrides the namespace driver's network for this sandbox: "none",
+	// "loopback" or "host"; "" keeps the driver's. The local driver shares the
+	// host's network whatever it says.
+	Network string
 	// NoCgroups runs the sandbox without cgroups even where the machine has them: no
 	// limits, and process trees are process groups only (see Containment).
 	NoCgroups bool
@@ -82,7 +86,9 @@ type Sandbox struct {
 	execs     map[*procGroup]struct{}
 	closers   map[*closer]struct{}
 
-	cg *sandboxCgroup // nil without cgroups
+	cg    *sandboxCgroup // nil without cgroups
+	h     host           // the driver's, for this sandbox
+	guest string         // the workspace as the processes see it
 }
 
 // closer is a hook run by Sandbox.Close; see onClose.
@@ -115,7 +121,7 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 		if cfg.Driver != nil {
 			c.Driver = cfg.Driver
 		}
-		c.ID, c.Scope, c.NoCgroups = cfg.ID, cfg.Scope, cfg.NoCgroups
+		c.ID, c.Scope, c.NoCgroups, c.Network = cfg.ID, cfg.Scope, cfg.NoCgroups, cfg.Network
 		c.MemoryBytes, c.Pids, c.CPUMillis = cfg.MemoryBytes, cfg.Pids, cfg.CPUMillis
 	}
 	switch {
@@ -142,8 +148,9 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 	}
 	c.Dir = dir
 	markCloexec()
+	guest := c.Driver.guestDir(dir)
 	env := make(map[string]string, len(c.Env)+4)
-	for k, v := range overlay(baseEnv(dir), c.Env) {
+	for k, v := range overlay(baseEnv(guest), c.Env) {
 		env[k] = v
 	}
 	c.Env = env
@@ -156,15 +163,50 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	return &Sandbox{
-		cg:  cg,
+	s := &Sandbox{
+		cg: cg, guest: guest,
 		cfg: c, dir: dir, realDir: real, env: env, envList: envList(env),
 		closeDone: make(chan struct{}),
 		procs:     map[string]*Process{},
 		pending:   map[string]bool{},
 		execs:     map[*procGroup]struct{}{},
 		closers:   map[*closer]struct{}{},
-	}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), driverOpenTimeout)
+	defer cancel()
+	if s.h, err = c.Driver.open(ctx, s); err != nil {
+		_ = cg.destroy()
+		return nil, fmt.Errorf("failed to open the %s driver: %w", c.Driver.Name(), err)
+	}
+	return s, nil
+}
+
+// driverOpenTimeout bounds how long New waits for the driver (the namespace driver
+// starts the sandbox's init: milliseconds, unless the machine is thrashing).
+const driverOpenTimeout = 30 * time.Second
+
+// Driver returns the name of the driver the sandbox's processes run under.
+func (s *Sandbox) Driver() string { return s.cfg.Driver.Name() }
+
+// GuestDir returns the workspace directory as the sandbox's processes see it (what
+// exec of pwd prints there by default): Dir for the local driver, /workspace for the
+// namespace driver.
+func (s *Sandbox) GuestDir() string { return s.guest }
+
+// guestPath returns how the processes see p, a path of the server's inside the
+// workspace or under the host's root (see host.root); other paths are returned as
+// they are.
+func (s *Sandbox) guestPath(p string) string {
+	switch {
+	case s.guest == s.dir:
+		return p
+	case within(s.dir, p):
+		return filepath.Join(s.guest, strings.TrimPrefix(p, s.dir))
+	}
+	if root := s.h.root(); root != "" && within(root, p) {
+		return filepath.Join("/", strings.TrimPrefix(p, root))
+	}
+	return p
 }
 
 // Dir returns the absolute workspace directory.
@@ -203,6 +245,9 @@ func (s *Sandbox) resolveCwd(cwd string) (string, error) {
 		p = filepath.Join(s.dir, p)
 	}
 	p = filepath.Clean(p)
+	if s.guest != s.dir && !within(s.dir, p) && within(s.guest, p) {
+		p = filepath.Join(s.dir, strings.TrimPrefix(p, s.guest)) // as the processes spell it
+	}
 	if !within(s.dir, p) && !within(s.realDir, p) {
 		return "", fmt.Errorf("%w: cwd %q is outside the workspace", ErrInvalid, cwd)
 	}
@@ -369,6 +414,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	if err := s.h.close(); err != nil {
+		errs = append(errs, err)
+	}
 	// Whatever left every tree's group (a process that escaped its own tree's group
 	// cannot leave the sandbox's) dies here, and the groups go.
 	if err := s.cg.destroy(); err != nil {

@@ -16,7 +16,7 @@ func (s *Sandbox) NewSession(ctx context.Context, o SessionOptions) (*Session, e
 	if closed {
 		return nil, ErrClosed
 	}
-	sess, err := newSession(ctx, sessionConfig{Options: o, Dir: s.dir, Env: s.env, OutputLimit: s.cfg.OutputBufferBytes, cg: s.cg})
+	sess, err := newSession(ctx, sessionConfig{Options: o, Dir: s.dir, Env: s.env, OutputLimit: s.cfg.OutputBufferBytes, cg: s.cg, sb: s})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start session: %w", err)
 	}

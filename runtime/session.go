@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -88,6 +87,8 @@ type sessionConfig struct {
 	OutputLimit int
 	// cg is the sandbox's cgroups, where the shell's tree gets a group; nil: none.
 	cg *sandboxCgroup
+	// sb is the sandbox whose driver starts the shell.
+	sb *Sandbox
 	// TempDir is where the session's private directory (command file and FIFOs) is
 	// made; "" is /dev/shm when usable (a tmpfs: making FIFOs there is several times
 	// cheaper than on a disk file system, see BENCHMARKS.md, "Runtime: shell sessions"), else
@@ -138,13 +139,14 @@ type Session struct {
 	limit     int
 	createdAt time.Time
 
-	cmd    *exec.Cmd
+	l      leader
 	pid    int
 	cg     *sandboxCgroup // the sandbox's cgroups; nil without
 	tree   *treeCgroup    // the shell's tree's cgroup; nil without containment
 	stdin  *os.File
 	ctl    *os.File
 	tmp    string
+	sb     *Sandbox      // whose driver runs the shell, and which maps its paths
 	ctlCh  chan []byte   // control bytes; closed at EOF
 	kick   chan struct{} // a request was queued
 	exited chan struct{} // closed once the shell is reaped
@@ -155,7 +157,7 @@ type Session struct {
 
 	reapMu sync.Mutex // held while the shell's pid is signalled or reaped
 	reaped bool
-	state  *os.ProcessState
+	state  *waitStatus
 
 	ctlBuf []byte // owned by whoever reads ctlCh: newSession, then the worker
 
@@ -189,11 +191,13 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	if id == "" {
 		id = "sess_" + sessRandHex(8)
 	}
-	shell, err := sessShell(o.Shell)
+	sb := cfg.sb
+	root := sb.h.root()
+	shell, err := sessShell(o.Shell, root == "")
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := sessResolveCwd(cfg.Dir, o.Cwd)
+	cwd, err := sessResolveCwd(cfg.Dir, sb.guest, o.Cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +205,19 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	maps.Copy(env, cfg.Env)
 	maps.Copy(env, o.Env)
 	if o.Snapshot != nil {
-		if fi, err := os.Stat(o.Snapshot.Cwd); err == nil && fi.IsDir() && filepath.IsAbs(o.Snapshot.Cwd) {
-			cwd = o.Snapshot.Cwd
+		// The snapshot's cwd is the shell's own: a path as the processes see it,
+		// or a server path of the workspace saved before the sandbox had its own
+		// file system.
+		snap := o.Snapshot.Cwd
+		if !within(cfg.Dir, filepath.Clean(snap)) {
+			if p, err := sessResolveCwd(cfg.Dir, sb.guest, snap); err == nil {
+				snap = p
+			} else {
+				snap = root + snap
+			}
+		}
+		if fi, err := os.Stat(snap); err == nil && fi.IsDir() && filepath.IsAbs(o.Snapshot.Cwd) {
+			cwd = snap
 		}
 		env = maps.Clone(o.Snapshot.Env)
 		delete(env, "SHLVL") // bash adds one on start; keep rehydration stable
@@ -214,7 +229,7 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	if err := sessCheckDir(cwd, spelt); err != nil {
 		return nil, err
 	}
-	env["PWD"] = cwd
+	env["PWD"] = sb.guestPath(cwd)
 	envList, err := sessEnvList(env)
 	if err != nil {
 		return nil, err
@@ -223,14 +238,18 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	if limit <= 0 {
 		limit = sessDefaultOutputLimit
 	}
-	tmp, err := sessMkdirTemp(cfg.TempDir)
+	tmpDir := cfg.TempDir
+	if root != "" {
+		tmpDir = root + "/dev/shm" // the sandbox's own tmpfs, which its shell can see
+	}
+	tmp, err := sessMkdirTemp(tmpDir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{
 		id: id, dir: cfg.Dir, limit: limit, createdAt: time.Now(), tmp: tmp,
 		ctlCh: make(chan []byte, 16), kick: make(chan struct{}, 1),
-		exited: make(chan struct{}), closing: make(chan struct{}), cg: cfg.cg,
+		exited: make(chan struct{}), closing: make(chan struct{}), cg: cfg.cg, sb: sb,
 	}
 	if err := s.start(shell, cwd, envList); err != nil {
 		_ = os.RemoveAll(tmp)

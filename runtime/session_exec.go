@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sandgate/sandgate/runtime/internal/frame"
@@ -79,7 +78,7 @@ func (s *Session) checkCommand(c SessionCommand) (string, error) {
 	if c.Cwd == "" {
 		return "", nil
 	}
-	cwd, err := sessResolveCwd(s.dir, c.Cwd)
+	cwd, err := sessResolveCwd(s.dir, s.sb.guest, c.Cwd)
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +178,7 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 	nonce := sessRandHex(16)
 	perCall := req.cwd != "" || len(c.Env) > 0
 	if perCall {
-		if err := os.WriteFile(filepath.Join(s.tmp, "p"), sessPerCallScript(req.cwd, c.Env), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(s.tmp, "p"), sessPerCallScript(s.sb.guestPath(req.cwd), c.Env), 0o600); err != nil {
 			result(-1)
 			return ExecResult{}, fmt.Errorf("runtime: failed to write session per-call settings: %w", err)
 		}
@@ -245,13 +244,12 @@ func (s *Session) shellGone(result func(int) ExecResult) (ExecResult, error) {
 	t.Stop()
 	s.waitExited()
 	code, reason := -1, "shell ended"
-	if st := s.state; st != nil {
-		ws, _ := st.Sys().(syscall.WaitStatus)
+	if st := s.state; st != nil && st.ok {
 		switch {
-		case ws.Exited():
-			code, reason = ws.ExitStatus(), fmt.Sprintf("shell exited with status %d", ws.ExitStatus())
-		case ws.Signaled():
-			code, reason = 128+int(ws.Signal()), fmt.Sprintf("shell killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+		case st.sig != 0:
+			code, reason = st.shellCode(), fmt.Sprintf("shell killed by signal %d (%s)", int(st.sig), st.sig)
+		default:
+			code, reason = st.code, fmt.Sprintf("shell exited with status %d", st.code)
 		}
 	}
 	s.markDead(reason)

@@ -33,6 +33,8 @@ func sessTestConfig(tb testing.TB) sessionConfig {
 	}
 	return sessionConfig{
 		Dir: dir,
+		// A bare session on the local driver, as a Sandbox without cgroups runs it.
+		sb: &Sandbox{dir: dir, guest: dir, h: localHost{}},
 		Env: map[string]string{
 			"PATH": os.Getenv("PATH"),
 			"HOME": dir,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"syscall"
 	"time"
@@ -26,16 +25,12 @@ func (s *Session) start(shell, cwd string, env []string) error {
 		stdinW.Close()
 		return err
 	}
-	cmd := exec.Command(shell, "--noprofile", "--norc")
-	cmd.Dir = cwd
-	cmd.Env = env
-	cmd.Stdin = stdinR
-	cmd.ExtraFiles = []*os.File{ctlW} // fd 3 in the shell
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tree, err := s.cg.newTree()
+	var l leader
 	if err == nil {
-		tree.attach(cmd)
-		err = s.cg.startIn(tree, cmd, cmd.Start)
+		sp := &spawn{argv: []string{shell, "--noprofile", "--norc"}, dir: cwd, env: env,
+			stdin: stdinR, extra: []*os.File{ctlW}, tree: tree} // the control pipe is fd 3
+		l, err = s.sb.h.start(context.Background(), sp)
 	}
 	stdinR.Close()
 	ctlW.Close()
@@ -46,7 +41,7 @@ func (s *Session) start(shell, cwd string, env []string) error {
 		return err
 	}
 	s.tree = tree
-	s.cmd, s.pid, s.stdin, s.ctl = cmd, cmd.Process.Pid, stdinW, ctlR
+	s.l, s.pid, s.stdin, s.ctl = l, l.pid(), stdinW, ctlR
 	s.wg.Add(2)
 	go s.waitShell()
 	go s.readControl()
@@ -56,7 +51,7 @@ func (s *Session) start(shell, cwd string, env []string) error {
 // handshake sends the helpers and waits for the first frame.
 func (s *Session) handshake(ctx context.Context) error {
 	nonce := sessRandHex(16)
-	if _, err := s.stdin.Write(sessInitLines(s.tmp, nonce)); err != nil {
+	if _, err := s.stdin.Write(sessInitLines(s.sb.guestPath(s.tmp), nonce)); err != nil {
 		return fmt.Errorf("failed to write to the shell: %w", err)
 	}
 	t := time.NewTimer(sessStartTimeout)
@@ -109,14 +104,12 @@ func (s *Session) takeFrame(b []byte, nonce string) (frame.Frame, bool, error) {
 // cgroup; after, it removes the cgroup.
 func (s *Session) waitShell() {
 	defer s.wg.Done()
-	pinned := sessWaitNoReap(s.pid)
+	s.l.awaitExit()
 	s.reapMu.Lock()
-	if pinned {
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
-	}
+	s.l.signalTree(syscall.SIGKILL, false)
 	s.tree.kill() // what left the group (setsid) too
-	_ = s.cmd.Wait()
-	s.state = s.cmd.ProcessState
+	st := s.l.reap()
+	s.state = &st
 	s.reaped = true
 	s.reapMu.Unlock()
 	s.tree.remove()
@@ -132,7 +125,11 @@ func (s *Session) killTree() {
 		return
 	}
 	s.tree.kill()
-	sessKillTree(s.pid)
+	if _, local := s.l.(*localLeader); local {
+		sessKillTree(s.pid) // without a tree cgroup, the descendants that left the group
+	} else {
+		s.l.signalTree(syscall.SIGKILL, false) // the tree cgroup, which the driver requires, has the rest
+	}
 }
 
 // readControl moves control-fd bytes to ctlCh until EOF or Close.

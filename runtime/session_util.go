@@ -20,13 +20,18 @@ func sessRandHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// sessShell resolves the session shell; only bash is supported.
-func sessShell(name string) (string, error) {
+// sessShell resolves the session shell; only bash is supported. With lookup false the
+// name is checked but not looked up: the driver finds it in the sandbox's own file
+// system.
+func sessShell(name string, lookup bool) (string, error) {
 	if name == "" {
 		name = "bash"
 	}
 	if filepath.Base(name) != "bash" {
 		return "", fmt.Errorf("%w: shell %q: only bash is supported", ErrInvalid, name)
+	}
+	if !lookup {
+		return name, nil
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -37,13 +42,16 @@ func sessShell(name string) (string, error) {
 
 // sessResolveCwd resolves p against the workspace dir like a workspace path (see
 // wsResolve): relative paths are joined to it and absolute ones must lie inside it,
-// spelt with dir or with dir's symlinks resolved. It is lexical: the shell itself may
-// cd anywhere later.
-func sessResolveCwd(dir, p string) (string, error) {
+// spelt with dir, with dir's symlinks resolved, or as the processes see it (guest). It
+// is lexical: the shell itself may cd anywhere later.
+func sessResolveCwd(dir, guest, p string) (string, error) {
 	if p == "" {
 		return dir, nil
 	}
 	prefixes := []string{dir}
+	if guest != dir {
+		prefixes = append(prefixes, guest)
+	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
 		prefixes = append(prefixes, real)
 	}

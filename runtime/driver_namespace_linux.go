@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandgate/sandgate/runtime/internal/nsinit"
+)
+
+// open starts the sandbox's init, in a cgroup2 group of its own below the sandbox's
+// (so that each tree's group, which the init puts the tree's leader in, is a sibling)
+// and in the sandbox's v1 groups, which every process it spawns inherits.
+func (d NamespaceDriver) open(ctx context.Context, s *Sandbox) (host, error) {
+	if s.cg == nil || s.cg.v2 == "" {
+		return nil, fmt.Errorf("%w: the namespace driver needs a cgroup2 hierarchy to contain process trees", ErrNoCgroups)
+	}
+	home, err := s.cg.newTree()
+	if err != nil {
+		return nil, err
+	}
+	network := d.Network
+	if s.cfg.Network != "" {
+		network = s.cfg.Network
+	}
+	in, err := nsinit.Start(ctx, nsinit.Config{
+		ID: s.cfg.ID, Workspace: s.dir, Rootfs: d.Rootfs, Network: nsinit.Network(network),
+		UID: d.UID, GID: d.GID, Cgroup: home.dir, Enter: s.cg.enter,
+	})
+	if err != nil {
+		home.remove()
+		return nil, err
+	}
+	return &nsHost{s: s, in: in, home: home, rootDir: "/proc/" + strconv.Itoa(in.PID()) + "/root"}, nil
+}
+
+// nsHost asks a sandbox's init to start its processes.
+type nsHost struct {
+	s       *Sandbox
+	in      *nsinit.Init
+	home    *treeCgroup // the init's own group
+	rootDir string
+}
+
+func (h *nsHost) root() string { return h.rootDir }
+
+func (h *nsHost) close() error {
+	err := h.in.Close()
+	h.home.remove()
+	return err
+}
+
+// start asks the init for the process, in the tree's group, with the tree's stdio or a
+// new PTY whose slave goes to the init.
+func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
+	procs, err := sp.tree.procsFile()
+	if err != nil {
+		return nil, err
+	}
+	defer procs.Close()
+	req := nsinit.SpawnRequest{
+		Argv: sp.argv, Env: sp.env, Dir: h.s.guestPath(sp.dir),
+		Stdin: sp.stdin, Stdout: sp.stdout, Stderr: sp.stderr, Extra: sp.extra, Cgroup: procs,
+	}
+	var master *os.File
+	if sp.pty != nil {
+		m, slave, err := pty.Open()
+		if err != nil {
+			return nil, err
+		}
+		defer slave.Close() // the init has its own copy once Spawn returns
+		ws := &unix.Winsize{Col: sp.pty.Cols, Row: sp.pty.Rows}
+		if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, ws); err != nil {
+			_ = m.Close()
+			return nil, err
+		}
+		if master, err = pollable(m); err != nil {
+			return nil, err
+		}
+		req.TTY = slave
+	}
+	ch, err := h.in.Spawn(ctx, req)
+	if err != nil {
+		if master != nil {
+			_ = master.Close()
+		}
+		return nil, err
+	}
+	sp.master = master
+	return nsLeader{ch}, nil
+}
+
+// nsLeader is a process spawned by the init, which reaps it: when it exits, the init
+// kills what is left of its group and session before reaping it, and reports how it
+// ended.
+type nsLeader struct{ ch *nsinit.Child }
+
+// signalTimeout bounds a signal request to the init, which answers at once unless it
+// is gone (and then so is the process).
+const signalTimeout = 5 * time.Second
+
+func (l nsLeader) pid() int     { return l.ch.PID() }
+func (l nsLeader) hostPID() int { return l.ch.HostPID() }
+func (l nsLeader) awaitExit()   { <-l.ch.Done() }
+
+// signalTree asks the init to signal the group, and the session of a session leader.
+func (l nsLeader) signalTree(sig syscall.Signal, _ bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	_ = l.ch.Signal(ctx, sig) // ErrExited: the init has already ended the tree
+}
+
+// exitFD is a pipe whose write end is closed once the init reported the exit.
+func (l nsLeader) exitFD() (int, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return -1, os.NewSyscallError("pipe2", err)
+	}
+	go func() {
+		<-l.ch.Done()
+		_ = unix.Close(p[1])
+	}()
+	return p[0], nil
+}
+
+// reap returns the status the init reported. A process whose init went away first
+// died with the sandbox's pid namespace: it is reported killed.
+func (l nsLeader) reap() waitStatus {
+	st, err := l.ch.Wait(context.Background())
+	switch {
+	case err != nil:
+		return waitStatus{code: -1, sig: syscall.SIGKILL, ok: true}
+	case st.Signal != 0:
+		return waitStatus{code: -1, sig: st.Signal, ok: true}
+	}
+	return waitStatus{code: st.Code, ok: true}
+}

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// newNSSandbox makes a sandbox on the namespace driver and checks that its processes
+// really run in pid and mount namespaces of their own: the isolation tests are only
+// safe and meaningful then.
+func newNSSandbox(tb testing.TB, cfg *Config) *Sandbox {
+	tb.Helper()
+	c := Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Driver = NamespaceDriver{}
+	s := newTestSandbox(tb, &c)
+	h, ok := s.h.(*nsHost)
+	if !ok {
+		tb.Fatalf("driver host %T, want the namespace driver's", s.h)
+	}
+	for _, ns := range []string{"pid", "mnt"} {
+		ours, err1 := os.Readlink("/proc/self/ns/" + ns)
+		theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(h.in.PID()) + "/ns/" + ns)
+		if err1 != nil || err2 != nil || ours == theirs {
+			tb.Fatalf("the sandbox has no %s namespace of its own (%q vs %q: %v %v)", ns, ours, theirs, err1, err2)
+		}
+	}
+	return s
+}
+
+func TestNamespaceExec(t *testing.T) {
+	t.Parallel()
+	s := newNSSandbox(t, nil)
+	ctx := testCtx(t)
+	if err := os.Mkdir(filepath.Join(s.Dir(), "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		o    ExecOptions
+		want string
+		code int
+	}{
+		{"pwd is the guest workspace", ExecOptions{Command: "pwd; echo $HOME"}, "/workspace\n/workspace\n", 0},
+		{"relative cwd", ExecOptions{Command: "pwd", Cwd: "sub"}, "/workspace/sub\n", 0},
+		{"guest absolute cwd", ExecOptions{Command: "pwd", Cwd: "/workspace/sub"}, "/workspace/sub\n", 0},
+		{"server path cwd is mapped", ExecOptions{Command: "pwd", Cwd: filepath.Join(s.Dir(), "sub")}, "/workspace/sub\n", 0},
+		{"stdin", ExecOptions{Argv: []string{"cat"}, Stdin: []byte("in\n")}, "in\n", 0},
+		{"exit code", ExecOptions{Command: "exit 7"}, "", 7},
+		{"killed by a signal", ExecOptions{Command: "kill -9 $$"}, "", 137},
+		{"not found", ExecOptions{Argv: []string{"no-such-program"}}, "", 127},
+		{"only the sandbox's processes", ExecOptions{Command: "n=$(ls /proc | grep -c '^[0-9]'); [ $n -le 5 ] && echo few"}, "few\n", 0}, // init, sh, its subshell, ls, grep
+		{"hostname is the id", ExecOptions{Command: "hostname"}, s.cfg.ID + "\n", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := s.Exec(ctx, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ExitCode != c.code || (c.want != "" && string(r.Stdout) != c.want) {
+				t.Fatalf("exit %d stdout %q stderr %q; want %d %q", r.ExitCode, r.Stdout, r.Stderr, c.code, c.want)
+			}
+		})
+	}
+}
+
+func TestNamespaceProcessAndSession(t *testing.T) {
+	t.Parallel()
+	s := newNSSandbox(t, nil)
+	ctx := testCtx(t)
+	p, err := s.Start(ctx, StartOptions{Command: "echo $$; tty; exec cat", PTY: &WinSize{Cols: 80, Rows: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Info().Cwd != "/workspace" {
+		t.Errorf("process cwd %q, want /workspace", p.Info().Cwd)
+	}
+	sub := p.Subscribe(0)
+	defer sub.Close()
+	out := waitOutput(t, ctx, sub, "\n")
+	if got, _ := strconv.Atoi(strings.TrimSpace(strings.Split(out, "\n")[0])); got != p.Info().PID {
+		t.Errorf("the process says its pid is %q, the API %d", out, p.Info().PID)
+	}
+	if err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	sess, err := s.NewSession(ctx, SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	for _, cmd := range []string{"mkdir -p d && cd d && export X=1", "pwd; echo $X; echo err >&2"} {
+		r, err := sess.Exec(ctx, SessionCommand{Command: cmd})
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("%q: %+v %v", cmd, r, err)
+		}
+		if cmd[0] == 'p' && (string(r.Stdout) != "/workspace/d\n1\n" || string(r.Stderr) != "err\n") {
+			t.Fatalf("session: stdout %q stderr %q", r.Stdout, r.Stderr)
+		}
+	}
+	if snap := sess.Snapshot(); snap.Cwd != "/workspace/d" {
+		t.Errorf("snapshot cwd %q, want /workspace/d", snap.Cwd)
+	}
+}

@@ -73,7 +73,7 @@ func TestSweepAfterKill9(t *testing.T) {
 		t.Fatalf("helper: %q", lines)
 	}
 	leader := firstInt(t, []byte(lines[0]))
-	escapee := escapeePID(t, dir)
+	escapee := escapeePID(t, nil, dir)
 	t.Cleanup(func() {
 		if !pidGone(leader) {
 			_ = killPid(leader)

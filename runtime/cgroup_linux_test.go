@@ -46,15 +46,16 @@ func checkCgroupsGone(tb testing.TB, s *Sandbox) {
 const escapeeScript = `setsid sh -c 'echo $$ > pid; exec sleep 300' >/dev/null 2>&1 &
 while [ ! -s pid ]; do sleep 0.01; done; `
 
-// escapeePID reads the pid the escapee wrote, and makes sure it dies with the test
-// even when containment failed to end it.
-func escapeePID(tb testing.TB, dir string) int {
+// escapeePID reads the pid the escapee wrote in dir, the workspace of sandbox s (nil:
+// a sandbox of another process, on the local driver), as a host pid, and makes sure it
+// dies with the test even when containment failed to end it.
+func escapeePID(tb testing.TB, s *Sandbox, dir string) int {
 	tb.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "pid"))
 	if err != nil {
 		tb.Fatalf("the escapee did not start: %v", err)
 	}
-	pid := firstInt(tb, b)
+	pid := hostPID(tb, s, firstInt(tb, b))
 	tb.Cleanup(func() {
 		if !pidGone(pid) {
 			_ = killPid(pid)
@@ -99,7 +100,7 @@ func TestCgroupSetsidExec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pid := escapeePID(t, s.Dir())
+			pid := escapeePID(t, s, s.Dir())
 			if res.TimedOut != tt.timedOut {
 				t.Errorf("timed out %v, want %v", res.TimedOut, tt.timedOut)
 			}
@@ -154,7 +155,7 @@ func TestCgroupSetsidProcess(t *testing.T) {
 			sub := p.Subscribe(0)
 			defer sub.Close()
 			waitOutput(t, testCtx(t), sub, "ready")
-			pid := escapeePID(t, s.Dir())
+			pid := escapeePID(t, s, s.Dir())
 			tt.end(t, s, p)
 			if !pidGone(pid) {
 				t.Errorf("setsid grandchild %d still runs after its tree ended", pid)
@@ -177,7 +178,7 @@ func TestCgroupSessionClose(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec: %v %+v", err, res)
 	}
-	pid := escapeePID(t, s.Dir())
+	pid := escapeePID(t, s, s.Dir())
 	if err := sess.Close(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestCgroupCloseDoubleFork(t *testing.T) {
 	sub := p.Subscribe(0)
 	waitOutput(t, testCtx(t), sub, "ready")
 	sub.Close()
-	pid := escapeePID(t, s.Dir())
+	pid := escapeePID(t, s, s.Dir())
 	dirs := append([]string{s.cg.v2}, s.cg.v1dirs()...)
 	for _, d := range dirs {
 		if !isDir(d) {

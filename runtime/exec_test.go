@@ -38,12 +38,12 @@ func TestExec(t *testing.T) {
 		{name: "argv", o: ExecOptions{Argv: []string{"printf", "%s|", "x y", "z"}}, stdout: "x y|z|"},
 		{name: "exit code", o: ExecOptions{Command: "exit 7"}, code: 7},
 		{name: "killed by signal", o: ExecOptions{Command: "kill -USR1 $$"}, code: 128 + 10},
-		{name: "env overlay", o: ExecOptions{Command: `printf '%s %s %s %s' "$SB" "$B" "$C" "$HOME"`, Env: map[string]string{"B": "call", "C": "c"}}, stdout: "sandbox call c " + s.Dir()},
+		{name: "env overlay", o: ExecOptions{Command: `printf '%s %s %s %s' "$SB" "$B" "$C" "$HOME"`, Env: map[string]string{"B": "call", "C": "c"}}, stdout: "sandbox call c " + s.GuestDir()},
 		{name: "base env", o: ExecOptions{Command: `printf '%s' "$LANG"`}, stdout: "C.UTF-8"},
-		{name: "default cwd", o: ExecOptions{Command: "pwd"}, stdout: s.Dir() + "\n"},
-		{name: "relative cwd", o: ExecOptions{Command: "pwd", Cwd: "sub/dir"}, stdout: filepath.Join(s.Dir(), "sub/dir") + "\n"},
-		{name: "absolute cwd inside", o: ExecOptions{Command: "pwd", Cwd: filepath.Join(s.Dir(), "sub")}, stdout: filepath.Join(s.Dir(), "sub") + "\n"},
-		{name: "cleaned cwd inside", o: ExecOptions{Command: "pwd", Cwd: "sub/../sub/./dir/"}, stdout: filepath.Join(s.Dir(), "sub/dir") + "\n"},
+		{name: "default cwd", o: ExecOptions{Command: "pwd"}, stdout: s.GuestDir() + "\n"},
+		{name: "relative cwd", o: ExecOptions{Command: "pwd", Cwd: "sub/dir"}, stdout: filepath.Join(s.GuestDir(), "sub/dir") + "\n"},
+		{name: "absolute cwd inside", o: ExecOptions{Command: "pwd", Cwd: filepath.Join(s.Dir(), "sub")}, stdout: filepath.Join(s.GuestDir(), "sub") + "\n"},
+		{name: "cleaned cwd inside", o: ExecOptions{Command: "pwd", Cwd: "sub/../sub/./dir/"}, stdout: filepath.Join(s.GuestDir(), "sub/dir") + "\n"},
 		{name: "cwd dotdot escape", o: ExecOptions{Command: "pwd", Cwd: "../"}, err: ErrInvalid},
 		{name: "cwd nested escape", o: ExecOptions{Command: "pwd", Cwd: "sub/../../x"}, err: ErrInvalid},
 		{name: "cwd absolute outside", o: ExecOptions{Command: "pwd", Cwd: "/etc"}, err: ErrInvalid},
@@ -130,7 +130,7 @@ func TestExecKillsTree(t *testing.T) {
 			if res.TimedOut != tt.timedOut || res.ExitCode != tt.code {
 				t.Errorf("timed out %v code %d, want %v %d", res.TimedOut, res.ExitCode, tt.timedOut, tt.code)
 			}
-			pid := firstInt(t, res.Stdout)
+			pid := hostPID(t, s, firstInt(t, res.Stdout))
 			_, rest, _ := strings.Cut(string(res.Stdout), "\n")
 			if rest != tt.stdout {
 				t.Errorf("stdout after pid = %q, want %q", rest, tt.stdout)
@@ -145,7 +145,7 @@ func TestExecKillsTree(t *testing.T) {
 // child dies with its tree: TestCgroupSetsidExec.)
 func TestExecEscapedHolder(t *testing.T) {
 	t.Parallel()
-	s := newTestSandbox(t, &Config{NoCgroups: true})
+	s := newTestSandbox(t, &Config{NoCgroups: true, Driver: LocalDriver{}})
 	begin := time.Now()
 	res, err := s.Exec(testCtx(t), ExecOptions{Command: "setsid sh -c 'echo $$ > pid; exec sleep 30' & " +
 		"while [ ! -s pid ]; do sleep 0.01; done; cat pid"})
@@ -168,7 +168,7 @@ func TestExecContextCancel(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
-	waitGone(t, firstInt(t, res.Stdout))
+	waitGone(t, hostPID(t, s, firstInt(t, res.Stdout)))
 }
 
 func TestExecClosed(t *testing.T) {

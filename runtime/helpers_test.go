@@ -18,6 +18,15 @@ import (
 // loaded 2-core machines next to other suites.
 const bound = 30 * time.Second
 
+// testDriver is the driver of the sandboxes tests make without one:
+// $SANDGATE_TEST_DRIVER, "namespace" or "local" (the default).
+var testDriver = func() Driver {
+	if os.Getenv("SANDGATE_TEST_DRIVER") == "namespace" {
+		return NamespaceDriver{}
+	}
+	return LocalDriver{}
+}()
+
 // newTestSandbox makes a sandbox in a temp dir, closed at cleanup.
 func newTestSandbox(tb testing.TB, cfg *Config) *Sandbox {
 	tb.Helper()
@@ -27,6 +36,9 @@ func newTestSandbox(tb testing.TB, cfg *Config) *Sandbox {
 	}
 	if c.Dir == "" {
 		c.Dir = tb.TempDir()
+	}
+	if c.Driver == nil && !c.NoCgroups { // the namespace driver needs cgroups
+		c.Driver = testDriver
 	}
 	s, err := New(&c)
 	if err != nil {
@@ -166,3 +178,45 @@ func firstInt(tb testing.TB, b []byte) int {
 }
 
 func killPid(pid int) error { return unix.Kill(pid, unix.SIGKILL) }
+
+// hostPID returns the pid on the host of the process that sandbox s's processes know
+// as pid: pid itself on the local driver; on the namespace driver the process of s's
+// pid namespace whose pid there is pid, or -1 when none lives (pidGone(-1) is true and
+// waitGone(-1) returns at once).
+func hostPID(tb testing.TB, s *Sandbox, pid int) int {
+	tb.Helper()
+	if s == nil {
+		return pid
+	}
+	h, ok := s.h.(*nsHost)
+	if !ok {
+		return pid
+	}
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(h.in.PID()) + "/ns/pid")
+	if err != nil {
+		tb.Fatalf("pid namespace of the init: %v", err)
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				ids := strings.Fields(f)
+				if len(ids) > 1 && ids[len(ids)-1] == strconv.Itoa(pid) {
+					host, _ := strconv.Atoi(ids[0])
+					return host
+				}
+			}
+		}
+	}
+	return -1
+}

@@ -26,7 +26,7 @@ func TestProcessPipes(t *testing.T) {
 		{name: "stdin pipe and eof", o: StartOptions{Argv: []string{"cat"}}, input: "hello\x00world", stdout: "hello\x00world"},
 		{name: "killed by signal", o: StartOptions{Command: "kill -TERM $$"}, exit: ExitStatus{Code: -1, Signal: "SIGTERM"}},
 		{name: "timeout kills tree", o: StartOptions{Command: "sleep 30; echo never", Timeout: 200 * time.Millisecond}, exit: ExitStatus{Code: -1, Signal: "SIGKILL"}},
-		{name: "env and cwd", o: StartOptions{Command: `printf '%s:%s' "$X" "$(pwd)"`, Env: map[string]string{"X": "y"}}, stdout: "y:" + s.Dir()},
+		{name: "env and cwd", o: StartOptions{Command: `printf '%s:%s' "$X" "$(pwd)"`, Env: map[string]string{"X": "y"}}, stdout: "y:" + s.GuestDir()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestProcessKill(t *testing.T) {
 			sub := p.Subscribe(0)
 			defer sub.Close()
 			out := waitOutput(t, ctx, sub, "\n")
-			pid := firstInt(t, []byte(strings.TrimSpace(out)))
+			pid := hostPID(t, s, firstInt(t, []byte(strings.TrimSpace(out))))
 			begin := time.Now()
 			if err := p.Kill(ctx); err != nil {
 				t.Fatal(err)

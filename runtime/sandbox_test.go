@@ -111,7 +111,7 @@ func TestStartOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := p.Info()
-	if info.Tag != "web" || info.Label != "L" || info.Session != "s1" || info.PID <= 0 || info.Status != StatusRunning || info.Exit != nil || info.Argv[0] != "sleep" || info.Cwd != s.Dir() {
+	if info.Tag != "web" || info.Label != "L" || info.Session != "s1" || info.PID <= 0 || info.Status != StatusRunning || info.Exit != nil || info.Argv[0] != "sleep" || info.Cwd != s.GuestDir() {
 		t.Errorf("info %+v", info)
 	}
 }
@@ -338,7 +338,7 @@ func TestTerminalKill(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no pid in %q", out)
 	}
-	pid := firstInt(t, []byte(m[1]))
+	pid := hostPID(t, s, firstInt(t, []byte(m[1])))
 	if err := p.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestTerminalSignalForeground(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no pid in %q", out)
 	}
-	fg := firstInt(t, []byte(m[1]))
+	fg := hostPID(t, s, firstInt(t, []byte(m[1])))
 	sig, _ := ParseSignal("SIGINT")
 	if err := p.Signal(sig); err != nil {
 		t.Fatal(err)

@@ -94,14 +94,14 @@ func (ip *initProc) setup() error {
 	if err != nil {
 		return err
 	}
-	closeFDs(fds)
+	defer closeFDs(fds)
 	if fr.Op != opConfig || fr.Config == nil {
 		return fmt.Errorf("%w: expected a config frame, got %q", ErrProtocol, fr.Op)
 	}
 	if ip.cfg, err = fr.Config.withDefaults(); err != nil {
 		return err
 	}
-	if err := setupRoot(ip.cfg); err != nil {
+	if err := setupRoot(ip.cfg, fds); err != nil {
 		return err
 	}
 	if err := setupUTSNet(ip.cfg); err != nil {

@@ -25,31 +25,51 @@ var ownMounts = map[string]bool{"proc": true, "dev": true, "tmp": true, "workspa
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // setupRoot builds the sandbox's filesystem and pivots into it. It runs in the init,
-// as pid 1 of fresh pid and mount namespaces, before anything is spawned.
+// as pid 1 of fresh pid and mount namespaces, before anything is spawned. fds are those
+// of the config frame (see userNSFiles): empty without a user namespace; the caller
+// closes them.
 //
 //  1. Make every mount private, so nothing propagates to or from the host.
 //  2. Open the workspace and the root's source directory (O_PATH) while they are
-//     still reachable.
+//     still reachable, or take them from fds.
 //  3. Mount a tmpfs at staging and bind the root's entries into it read-only
 //     (symlinks are copied).
 //  4. Mount a fresh /proc, tmpfs /tmp, a minimal /dev (host nodes bound in, a new
-//     devpts instance) and /dev/shm, and bind the workspace read-write at /workspace.
+//     devpts instance) and /dev/shm, and bind the workspace read-write at /workspace
+//     (or attach the idmapped tree from fds there).
 //  5. pivot_root into staging, detach the old root, and remount / read-only.
-func setupRoot(cfg Config) (err error) {
+func setupRoot(cfg Config, fds []int) (err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("failed to make mounts private: %w", err)
 	}
-	ws, err := unix.Open(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("failed to open the workspace: %w", err)
+	want := 0
+	if cfg.UserNS != nil {
+		want = 1
+		if cfg.Rootfs != "" {
+			want = 2
+		}
 	}
-	defer unix.Close(ws)
+	if len(fds) != want {
+		return fmt.Errorf("%w: the config frame has %d fds, want %d", ErrProtocol, len(fds), want)
+	}
 	src, entries := "/", hostEntries
 	if cfg.Rootfs != "" {
 		src = cfg.Rootfs
-		if entries, err = rootfsEntries(cfg.Rootfs); err != nil {
+		if want == 2 {
+			src = fdPath(fds[1], "")
+		}
+		if entries, err = rootfsEntries(src); err != nil {
 			return err
 		}
+	}
+	mountWS := func(dst string) error { return attachTree(fds[0], dst) }
+	if cfg.UserNS == nil {
+		ws, err := unix.Open(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("failed to open the workspace: %w", err)
+		}
+		defer unix.Close(ws)
+		mountWS = func(dst string) error { return bindWorkspace(fdPath(ws, ""), dst) }
 	}
 	srcFD, err := unix.Open(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -64,10 +84,18 @@ func setupRoot(cfg Config) (err error) {
 			return err
 		}
 	}
-	if err := mountSpecial(fdPath(ws, "")); err != nil {
+	if err := mountSpecial(mountWS); err != nil {
 		return err
 	}
 	return pivot()
+}
+
+// bindWorkspace binds the workspace read-write, nosuid and nodev at dst.
+func bindWorkspace(ws, dst string) error {
+	if err := mount(ws, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "")
 }
 
 // rootfsEntries lists the top-level entries of a Rootfs, less those the init mounts.
@@ -151,8 +179,8 @@ func makeMountPoint(p string, dir bool) error {
 	return f.Close()
 }
 
-// mountSpecial mounts /proc, /tmp, /dev and /workspace (bound from ws) in staging.
-func mountSpecial(ws string) error {
+// mountSpecial mounts /proc, /tmp, /dev and /workspace (with mountWS) in staging.
+func mountSpecial(mountWS func(dst string) error) error {
 	r := func(p string) string { return filepath.Join(staging, p) }
 	for _, d := range []string{"proc", "tmp", "dev", "workspace"} {
 		if err := makeMountPoint(r(d), true); err != nil {
@@ -168,8 +196,7 @@ func mountSpecial(ws string) error {
 		func() error { return mount("tmpfs", r("tmp"), "tmpfs", nosuid, "mode=1777") },
 		func() error { return mount("tmpfs", r("dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755") },
 		func() error { return makeDev(r("dev")) },
-		func() error { return mount(ws, r("workspace"), "", unix.MS_BIND|unix.MS_REC, "") },
-		func() error { return mount("", r("workspace"), "", unix.MS_BIND|unix.MS_REMOUNT|nosuid, "") },
+		func() error { return mountWS(r("workspace")) },
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {

@@ -31,36 +31,19 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 //
 //  1. Make every mount private, so nothing propagates to or from the host.
 //  2. Open the workspace and the root's source directory (O_PATH) while they are
-//     still reachable, or take them from fds.
+//     still reachable (with a user namespace, the server sent them as mount trees).
 //  3. Mount a tmpfs at staging and bind the root's entries into it read-only
 //     (symlinks are copied).
 //  4. Mount a fresh /proc, tmpfs /tmp, a minimal /dev (host nodes bound in, a new
 //     devpts instance) and /dev/shm, and bind the workspace read-write at /workspace
-//     (or attach the idmapped tree from fds there).
+//     (or attach its idmapped tree there).
 //  5. pivot_root into staging, detach the old root, and remount / read-only.
 func setupRoot(cfg Config, fds []int) (err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("failed to make mounts private: %w", err)
 	}
-	want := 0
-	if cfg.UserNS != nil {
-		want = 1
-		if cfg.Rootfs != "" {
-			want = 2
-		}
-	}
-	if len(fds) != want {
+	if want := len(userNSFDNames(cfg)); len(fds) != want {
 		return fmt.Errorf("%w: the config frame has %d fds, want %d", ErrProtocol, len(fds), want)
-	}
-	src, entries := "/", hostEntries
-	if cfg.Rootfs != "" {
-		src = cfg.Rootfs
-		if want == 2 {
-			src = fdPath(fds[1], "")
-		}
-		if entries, err = rootfsEntries(src); err != nil {
-			return err
-		}
 	}
 	mountWS := func(dst string) error { return attachTree(fds[0], dst) }
 	if cfg.UserNS == nil {
@@ -71,23 +54,72 @@ func setupRoot(cfg Config, fds []int) (err error) {
 		defer unix.Close(ws)
 		mountWS = func(dst string) error { return bindWorkspace(fdPath(ws, ""), dst) }
 	}
-	srcFD, err := unix.Open(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("failed to open the rootfs: %w", err)
+	src := "/"
+	if cfg.Rootfs != "" {
+		src = cfg.Rootfs
 	}
-	defer unix.Close(srcFD)
+	if cfg.Rootfs != "" && cfg.UserNS != nil {
+		src = ""
+	} else {
+		srcFD, err := unix.Open(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("failed to open the rootfs: %w", err)
+		}
+		defer unix.Close(srcFD)
+		src = fdPath(srcFD, "")
+	}
 	if err := mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if err := bindEntry(fdPath(srcFD, e), filepath.Join(staging, e)); err != nil {
-			return err
-		}
+	if src == "" {
+		err = bindEntriesFromTree(cfg, fds[1])
+	} else {
+		err = bindEntries(cfg, src)
+	}
+	if err != nil {
+		return err
 	}
 	if err := mountSpecial(mountWS); err != nil {
 		return err
 	}
 	return pivot()
+}
+
+// bindEntriesFromTree binds the root's entries from a detached rootfs tree, attached
+// below staging only while they are bound.
+func bindEntriesFromTree(cfg Config, tree int) (err error) {
+	src := filepath.Join(staging, ".rootfs")
+	if err := makeMountPoint(src, true); err != nil {
+		return err
+	}
+	if err := attachTree(tree, src); err != nil {
+		return err
+	}
+	err = bindEntries(cfg, src)
+	if uerr := unix.Unmount(src, unix.MNT_DETACH); uerr != nil && err == nil {
+		err = fmt.Errorf("failed to detach the rootfs: %w", uerr)
+	}
+	if rerr := os.Remove(src); rerr != nil && err == nil {
+		err = fmt.Errorf("failed to remove the rootfs' mount point: %w", rerr)
+	}
+	return err
+}
+
+// bindEntries binds the root's entries from the directory src into staging.
+func bindEntries(cfg Config, src string) error {
+	entries := hostEntries
+	if cfg.Rootfs != "" {
+		var err error
+		if entries, err = rootfsEntries(src); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := bindEntry(filepath.Join(src, e), filepath.Join(staging, e)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bindWorkspace binds the workspace read-write, nosuid and nodev at dst.

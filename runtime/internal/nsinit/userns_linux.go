@@ -31,17 +31,31 @@ func userNSAttr(sys *syscall.SysProcAttr, r IDRange) {
 	sys.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 }
 
+// userNSFDNames names the fds of the config frame for cfg, in order (see
+// userNSFiles).
+func userNSFDNames(cfg Config) []string {
+	switch {
+	case cfg.UserNS == nil:
+		return nil
+	case cfg.Rootfs == "":
+		return []string{"workspace"}
+	}
+	return []string{"workspace", "rootfs"}
+}
+
 // userNSFiles returns the fds the config frame carries when cfg has a user namespace
-// (none otherwise), in this order:
+// (none otherwise), in the order of userNSFDNames:
 //
 //  1. the workspace as a detached mount tree, idmapped through the init's user
 //     namespace, nosuid, nodev and private;
-//  2. the Rootfs directory opened O_PATH, if cfg has one.
+//  2. the Rootfs, if cfg has one, as a detached mount tree, read-only, nosuid, nodev
+//     and private, not idmapped: its files stay the host's root's.
 //
 // Both are made here because the init cannot: an idmapped mount needs CAP_SYS_ADMIN
 // over the filesystem's own user namespace (the host's), and root of the sandbox's
-// namespace may not even search the directories above the workspace or rootfs
-// (t.TempDir and a data directory are 0700). The caller closes the fds.
+// namespace may not even search the directories above the workspace or rootfs (a data
+// directory is 0700). A mount of the server's namespace cannot be bound from inside
+// another, but a detached tree can be attached there. The caller closes the fds.
 func userNSFiles(cfg Config, initPID int) (fds []int, err error) {
 	if cfg.UserNS == nil {
 		return nil, nil
@@ -57,41 +71,45 @@ func userNSFiles(cfg Config, initPID int) (fds []int, err error) {
 		return nil, fmt.Errorf("failed to open the init's user namespace: %w", err)
 	}
 	defer unix.Close(userns)
-	tree, err := idmappedTree(cfg.Workspace, userns)
+	tree, err := detachedTree(cfg.Workspace, &unix.MountAttr{
+		Attr_set:  unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Userns_fd: uint64(userns),
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("failed to idmap the workspace: %w", err)
 	}
 	fds = append(fds, tree)
 	if cfg.Rootfs != "" {
-		src, err := unix.Open(cfg.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		tree, err := detachedTree(cfg.Rootfs, &unix.MountAttr{
+			Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		})
 		if err != nil {
-			return fds, fmt.Errorf("failed to open the rootfs: %w", err)
+			return fds, fmt.Errorf("failed to clone the rootfs: %w", err)
 		}
-		fds = append(fds, src)
+		fds = append(fds, tree)
 	}
 	return fds, nil
 }
 
-// idmappedTree clones dir (and the mounts below it) into a detached mount tree whose
-// ids are mapped through the user namespace open as userns: an id n on disk is seen
-// as the id the namespace maps host id n+HostUID to, so the files root owns on disk
-// belong to root inside, and what root inside writes is owned by root on disk. No
-// chown is ever needed, and a workspace the local driver filled (root-owned) is the
-// sandbox's as it is. The tree is also nosuid, nodev and private (a shared host mount
-// would otherwise make the clone its peer).
-func idmappedTree(dir string, userns int) (int, error) {
+// detachedTree clones dir (and the mounts below it) into a detached mount tree, sets
+// attr on all of it, and makes it private (a shared host mount would otherwise make
+// the clone its peer).
+//
+// With MOUNT_ATTR_IDMAP the ids of the tree are mapped through the user namespace
+// attr names, as if the disk were inside it: a file of uid n on disk is seen as host
+// uid HostUID+n, which is n inside. So the files root owns on disk belong to root
+// inside, and what root inside writes is owned by root on disk. No chown is ever
+// needed, and a workspace the local driver filled (root-owned) is the sandbox's as it
+// is.
+func detachedTree(dir string, attr *unix.MountAttr) (int, error) {
 	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
-		return -1, fmt.Errorf("failed to clone the workspace mount: %w", err)
+		return -1, fmt.Errorf("failed to clone the mount of %s: %w", dir, err)
 	}
-	attr := &unix.MountAttr{
-		Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-		Userns_fd:   uint64(userns),
-		Propagation: unix.MS_PRIVATE,
-	}
+	attr.Propagation = unix.MS_PRIVATE
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
 		_ = unix.Close(tree)
-		return -1, fmt.Errorf("failed to idmap the workspace mount: %w", err)
+		return -1, fmt.Errorf("failed to set the attributes of the mount of %s: %w", dir, err)
 	}
 	return tree, nil
 }
@@ -99,7 +117,7 @@ func idmappedTree(dir string, userns int) (int, error) {
 // attachTree mounts a detached mount tree received from the server at dst.
 func attachTree(tree int, dst string) error {
 	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("failed to attach the workspace at %s: %w", dst, err)
+		return fmt.Errorf("failed to attach a mount at %s: %w", dst, err)
 	}
 	return nil
 }

@@ -160,9 +160,20 @@ func TestUserNSHostFiles(t *testing.T) {
 	})
 	t.Run("host root", func(t *testing.T) {
 		t.Parallel()
+		ws := t.TempDir()
+		if out, err := exec.Command("cp", self, filepath.Join(ws, "helper")).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
 		r := DefaultIDRange
-		in := startInit(t, Config{UserNS: &r})
-		wantStderr("Permission denied")(t, run(t, in, "", "sh", "-c", "echo x >> /etc/passwd"))
+		in := startInit(t, Config{Workspace: ws, UserNS: &r})
+		// Opened, never written: the helper only tries the open.
+		files := []string{"/etc/passwd", "/usr/bin/sh", "/proc/sys/kernel/core_pattern"}
+		var want strings.Builder
+		for _, f := range files {
+			want.WriteString(f + ": permission denied\n")
+		}
+		wantStdout(want.String())(t, runReq(t, in, "", SpawnRequest{
+			Argv: append([]string{"/workspace/helper"}, files...), Env: []string{helperEnv + "=write"}}))
 	})
 }
 

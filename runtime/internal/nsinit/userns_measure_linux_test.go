@@ -16,12 +16,16 @@ import (
 // TestMeasureUserNS reports what a user namespace costs, and the two ways of giving
 // the sandbox's root its workspace: the idmapped mount (what Start does) against a
 // chown on every write plus a recursive lchown to adopt a workspace. Like TestMeasure
-// it only runs with NSINIT_MEASURE=1:
+// it only runs with NSINIT_MEASURE=1 (and takes NSINIT_MEASURE_BIN too):
 //
 //	NSINIT_MEASURE=1 go test -run TestMeasureUserNS -v ./runtime/internal/nsinit/
 func TestMeasureUserNS(t *testing.T) {
 	if os.Getenv("NSINIT_MEASURE") != "1" {
 		t.Skip("set NSINIT_MEASURE=1 to measure")
+	}
+	if bin := os.Getenv("NSINIT_MEASURE_BIN"); bin != "" {
+		initBinary = bin // as in TestMeasure
+		t.Logf("init binary: %s", bin)
 	}
 	ctx := testCtx(t)
 	ws := t.TempDir()

@@ -27,6 +27,7 @@ type Config struct {
 	// ID is the sandbox id; it becomes the hostname inside. Required, at most 64 bytes.
 	ID string `json:"id"`
 	// Workspace is the host directory bind-mounted read-write at /workspace. Required.
+	// With UserNS its last element must not be a symlink.
 	Workspace string `json:"workspace"`
 	// Rootfs, if set, is a host directory whose top-level entries make up the read-only
 	// root. Empty means a read-only view of the host's /usr, /etc, /opt and the

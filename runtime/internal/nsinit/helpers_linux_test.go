@@ -23,7 +23,9 @@ func testCtx(tb testing.TB) context.Context {
 }
 
 // startInit starts an init (with a fresh workspace unless cfg has one), checks that it
-// really has its own pid and mount namespaces, and closes it when the test ends.
+// really has its own pid and mount namespaces, and closes it when the test ends. With
+// NSINIT_TEST_USERNS=1 an init without UserNS gets DefaultIDRange, so the whole
+// suite can be run in user namespaces.
 func startInit(tb testing.TB, cfg Config) *Init {
 	tb.Helper()
 	if cfg.ID == "" {

@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,5 +114,23 @@ func mountLoopExt4(t *testing.T, dir string) {
 func unmount(t *testing.T, dir string) {
 	if err := unix.Unmount(dir, 0); err != nil {
 		t.Errorf("unmount %s: %v", dir, err)
+	}
+}
+
+// TestUserNSWorkspaceSymlink checks that a workspace swapped for a symlink (to /, say)
+// is refused rather than idmapped into the sandbox.
+func TestUserNSWorkspaceSymlink(t *testing.T) {
+	t.Parallel()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	r := DefaultIDRange
+	in, err := Start(testCtx(t), Config{ID: "sb-link", Workspace: link, UserNS: &r})
+	if err == nil {
+		_ = in.Close()
+	}
+	if !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("Start on a symlinked workspace = %v, want ENOTDIR", err)
 	}
 }

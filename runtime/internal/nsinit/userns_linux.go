@@ -101,8 +101,16 @@ func userNSFiles(cfg Config, initPID int) (fds []int, err error) {
 // inside, and what root inside writes is owned by root on disk. No chown is ever
 // needed, and a workspace the local driver filled (root-owned) is the sandbox's as it
 // is.
+//
+// dir's last element must not be a symlink: a workspace swapped for a link to / would
+// otherwise hand the sandbox's root the host's root filesystem, idmapped to it.
 func detachedTree(dir string, attr *unix.MountAttr) (int, error) {
-	tree, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("failed to open %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.AT_EMPTY_PATH|unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
 		return -1, fmt.Errorf("failed to clone the mount of %s: %w", dir, err)
 	}

@@ -54,14 +54,13 @@ func setupRoot(cfg Config, fds []int) (err error) {
 		defer unix.Close(ws)
 		mountWS = func(dst string) error { return bindWorkspace(fdPath(ws, ""), dst) }
 	}
-	src := "/"
-	if cfg.Rootfs != "" {
-		src = cfg.Rootfs
-	}
-	if cfg.Rootfs != "" && cfg.UserNS != nil {
-		src = ""
-	} else {
-		srcFD, err := unix.Open(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	src := "" // the root's source directory; empty when it is a tree in fds
+	if cfg.Rootfs == "" || cfg.UserNS == nil {
+		dir := "/"
+		if cfg.Rootfs != "" {
+			dir = cfg.Rootfs
+		}
+		srcFD, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("failed to open the rootfs: %w", err)
 		}

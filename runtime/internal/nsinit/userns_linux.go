@@ -144,10 +144,10 @@ func UserNSSupported(ctx context.Context, workspaceDir string) error {
 	r := DefaultIDRange
 	in, err := Start(ctx, Config{ID: "userns-probe", Workspace: workspaceDir, Network: NetworkNone, UserNS: &r})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoUserNS, err)
+		return fmt.Errorf("%w: %w", ErrNoUserNS, err)
 	}
 	if err := in.Close(); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoUserNS, err)
+		return fmt.Errorf("%w: %w", ErrNoUserNS, err)
 	}
 	return nil
 }

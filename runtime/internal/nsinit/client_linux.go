@@ -46,8 +46,12 @@ type Init struct {
 //  1. A SOCK_SEQPACKET socketpair is made; the init gets one end as fd 3.
 //  2. This binary (/proc/self/exe) is re-executed with only SANDGATE_NSINIT=1 in its
 //     environment, in new pid, mount, uts, ipc and (unless NetworkHost) net
-//     namespaces, with Pdeathsig SIGKILL so it dies with this process.
-//  3. The Config is sent; the init builds the sandbox and answers ready or error.
+//     namespaces, and with UserNS in a new user namespace owning them, with
+//     Pdeathsig SIGKILL so it dies with this process.
+//  3. With UserNS, the workspace is cloned into an idmapped mount for the init's
+//     user namespace.
+//  4. The Config is sent (with that mount); the init builds the sandbox and answers
+//     ready or error.
 //
 // The binary's main must call Main when IsInit reports true (runtime.MaybeRunInit).
 func Start(ctx context.Context, cfg Config) (*Init, error) {
@@ -60,7 +64,12 @@ func Start(ctx context.Context, cfg Config) (*Init, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to start the init: %w", err)
 	}
-	if err := in.handshake(ctx, cfg); err != nil {
+	fds, err := userNSFiles(cfg, in.pid)
+	if err == nil {
+		err = in.handshake(ctx, cfg, fds)
+		closeFDs(fds)
+	}
+	if err != nil {
 		in.kill()
 		return nil, fmt.Errorf("failed to set up the sandbox: %w", err)
 	}
@@ -150,6 +159,9 @@ func start(cfg Config) (*Init, error) {
 	if cgDir != nil {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cgDir.Fd())
 	}
+	if cfg.UserNS != nil {
+		userNSAttr(cmd.SysProcAttr, *cfg.UserNS)
+	}
 	if err := cmd.Start(); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -168,9 +180,9 @@ func start(cfg Config) (*Init, error) {
 	}, nil
 }
 
-// handshake sends the Config and waits for ready.
-func (in *Init) handshake(ctx context.Context, cfg Config) error {
-	if err := in.c.send(&frame{Op: opConfig, Config: &cfg, Home: cfg.Cgroup != ""}, nil, nil); err != nil {
+// handshake sends the Config, with fds (see userNSFiles), and waits for ready.
+func (in *Init) handshake(ctx context.Context, cfg Config, fds []int) error {
+	if err := in.c.send(&frame{Op: opConfig, Config: &cfg, Home: cfg.Cgroup != ""}, fds, nil); err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = in.c.f.SetReadDeadline(time.Unix(1, 0)) })

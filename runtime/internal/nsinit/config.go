@@ -1,7 +1,9 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"syscall"
@@ -25,6 +27,7 @@ type Config struct {
 	// ID is the sandbox id; it becomes the hostname inside. Required, at most 64 bytes.
 	ID string `json:"id"`
 	// Workspace is the host directory bind-mounted read-write at /workspace. Required.
+	// With UserNS its last element must not be a symlink.
 	Workspace string `json:"workspace"`
 	// Rootfs, if set, is a host directory whose top-level entries make up the read-only
 	// root. Empty means a read-only view of the host's /usr, /etc, /opt and the
@@ -32,8 +35,9 @@ type Config struct {
 	Rootfs string `json:"rootfs,omitempty"`
 	// Network defaults to NetworkLoopback.
 	Network Network `json:"network,omitempty"`
-	// UID and GID are the ids spawned processes run as. Zero (the default) is root
-	// inside, without capabilities.
+	// UID and GID are the ids spawned processes run as, as seen inside (within UserNS
+	// when it is set). Zero (the default) is root inside, without capabilities; without
+	// a user namespace a non-zero UID is the fallback way to run unprivileged.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
 
@@ -45,6 +49,42 @@ type Config struct {
 	// before it builds the sandbox or spawns anything, so the caller can put it in
 	// groups that clone cannot (cgroup v1); an error ends the start.
 	Enter func(hostPID int) error `json:"-"`
+	// UserNS, if set, puts the init in a new user namespace that maps ids 0 to Size-1
+	// inside onto HostUID and HostGID onwards, and that owns its other namespaces: root
+	// inside is HostUID outside, with no privilege over the host. The workspace is then
+	// mounted idmapped (see the package doc), so its root-owned files belong to root
+	// inside. Nil (the default) keeps the host's ids. UserNSSupported says whether this
+	// machine allows it.
+	UserNS *IDRange `json:"userns,omitempty"`
+}
+
+// IDRange is a contiguous range of host uids and gids that a user namespace maps ids
+// 0 to Size-1 onto.
+type IDRange struct {
+	// HostUID and HostGID are the host ids of uid and gid 0 inside. Both must be
+	// above 0: mapping root onto root would give the sandbox the host's root.
+	HostUID uint32 `json:"host_uid"`
+	HostGID uint32 `json:"host_gid"`
+	// Size is how many ids are mapped; at least 1. 65536 gives the sandbox the usual
+	// range of a Linux system.
+	Size uint32 `json:"size"`
+}
+
+// DefaultIDRange maps 65536 ids inside onto host ids 100000 to 165535, the first range
+// /etc/subuid hands out on most distributions.
+var DefaultIDRange = IDRange{HostUID: 100000, HostGID: 100000, Size: 65536}
+
+// validate reports what makes r unusable, if anything.
+func (r IDRange) validate() error {
+	switch {
+	case r.HostUID == 0 || r.HostGID == 0:
+		return errors.New("userns must not map root onto the host's root")
+	case r.Size == 0:
+		return errors.New("userns size must be at least 1")
+	case uint64(r.HostUID)+uint64(r.Size) > math.MaxUint32 || uint64(r.HostGID)+uint64(r.Size) > math.MaxUint32:
+		return errors.New("userns range goes past the last host id")
+	}
+	return nil
 }
 
 // withDefaults returns a validated copy of c with defaults filled in.
@@ -63,6 +103,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: unknown network %q", ErrInvalidConfig, c.Network)
 	case c.UID < 0 || c.GID < 0:
 		return c, fmt.Errorf("%w: negative uid or gid", ErrInvalidConfig)
+	}
+	if c.UserNS != nil {
+		r := *c.UserNS // the caller's value stays the caller's
+		c.UserNS = &r
+		if err := r.validate(); err != nil {
+			return c, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		if uint64(c.UID) >= uint64(r.Size) || uint64(c.GID) >= uint64(r.Size) {
+			return c, fmt.Errorf("%w: uid or gid outside the userns range", ErrInvalidConfig)
+		}
 	}
 	return c, nil
 }

@@ -20,6 +20,13 @@ func TestConfigDefaults(t *testing.T) {
 		{"unknown network", Config{ID: "a", Workspace: "/w", Network: "wifi"}, true},
 		{"negative uid", Config{ID: "a", Workspace: "/w", UID: -1}, true},
 		{"host network", Config{ID: "a", Workspace: "/w", Network: NetworkHost}, false},
+		{"userns", Config{ID: "a", Workspace: "/w", UserNS: &DefaultIDRange, UID: 65535, GID: 1}, false},
+		{"userns root onto root", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 0, HostGID: 1, Size: 1}}, true},
+		{"userns gid root onto root", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 0, Size: 1}}, true},
+		{"userns empty", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 1}}, true},
+		{"userns past the last id", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1 << 31, HostGID: 1, Size: 1 << 31}}, true},
+		{"uid outside the userns", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 1, Size: 10}, UID: 10}, true},
+		{"gid outside the userns", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 1, Size: 10}, GID: 10}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,6 +37,9 @@ func TestConfigDefaults(t *testing.T) {
 			}
 			if err == nil && tt.cfg.Network == "" && got.Network != NetworkLoopback {
 				t.Fatalf("Network = %q, want loopback by default", got.Network)
+			}
+			if err == nil && tt.cfg.UserNS != nil && (got.UserNS == tt.cfg.UserNS || *got.UserNS != *tt.cfg.UserNS) {
+				t.Fatalf("UserNS = %p %v, want a copy of %p %v", got.UserNS, got.UserNS, tt.cfg.UserNS, tt.cfg.UserNS)
 			}
 		})
 	}

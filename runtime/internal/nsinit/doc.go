@@ -32,6 +32,30 @@
 // back to clone, whose flags the filter can see). Processes run as root inside unless
 // [Config].UID and GID are set.
 //
+// # User namespace and workspace ownership
+//
+// With [Config].UserNS the init is also cloned into a new user namespace, which owns
+// its other namespaces: ids 0 to Size-1 inside are HostUID (HostGID) onwards outside,
+// and the init is root inside, with no supplementary groups. Everything above works
+// the same inside it, but root inside is an unprivileged uid to the host: a host file
+// seen inside (owned by the host's root, which is unmapped and shows as 65534) is
+// refused for lack of permission before its read-only mount is even asked, and a
+// setuid-root host program gives nothing. Without a user namespace, Config.UID is the
+// fallback way to run unprivileged; [UserNSSupported] says which one this machine
+// allows.
+//
+// The workspace is not chowned. The server clones its mount into a detached tree,
+// idmapped through the init's user namespace (mount_setattr with MOUNT_ATTR_IDMAP, on
+// ext4, tmpfs, a loop-mounted ext4 image and most local filesystems), and hands it
+// over with the config; the init attaches it at /workspace. Through that mount a file
+// of uid n on disk is uid n inside: what the files API (the host's root) writes is
+// root's inside, what root inside writes is root's on disk, modes as they are, and a
+// workspace made before (root-owned) needs no adoption. TestMeasureUserNS measured the
+// clone at a few microseconds, against about two milliseconds to lchown a
+// thousand files. A Rootfs comes the same way, read-only and not idmapped: root inside
+// may not even search the directories above it, and the init could not bind a mount
+// of the server's namespace anyway.
+//
 // # Lifetime
 //
 //  1. The init is started with Pdeathsig SIGKILL from one OS thread that lives as long
@@ -49,7 +73,8 @@
 // fd 3). Each frame is one datagram holding one JSON object with an "op" and an "id";
 // a frame is at most 128 KiB. fds travel as SCM_RIGHTS on the frame they belong to.
 //
-//	server → init  config   {config}                      first frame
+//	server → init  config   {config}                      first frame; with UserNS
+//	                        + the workspace's idmapped tree (+ the rootfs's tree)
 //	init → server  ready                                   setup done; or error {err, errno}
 //	server → init  spawn    {id, argv, env, dir, tty, session} + 3 fds (stdin, stdout,
 //	                        stderr) or 1 fd (a PTY slave, with tty set)
@@ -72,6 +97,10 @@
 //   - stdio files are put in blocking mode, as os/exec does: the process shares
 //     their open file descriptions.
 //   - The seccomp filter exists for amd64 and arm64; elsewhere Start fails.
+//   - With UserNS every sandbox shares one range unless the caller gives each its
+//     own. Root inside may set the setuid bit on its own files, which are root's on
+//     disk: the host must never run programs from workspaces (mount their disks
+//     nosuid). A Rootfs must be readable and searchable by others.
 //   - The init exits, and the server's Wait calls return ErrClosed or ErrInitExited,
 //     without a final exit frame for processes still running.
 package nsinit

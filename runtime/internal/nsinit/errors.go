@@ -19,6 +19,9 @@ var (
 	// ErrFrameTooLarge is returned when a request (argv and env together) does not fit
 	// in one protocol frame.
 	ErrFrameTooLarge = errors.New("nsinit: request too large")
+	// ErrNoUserNS is returned by UserNSSupported when a sandbox cannot have its own
+	// user namespace here; the message says why.
+	ErrNoUserNS = errors.New("nsinit: user namespaces are not available")
 	// ErrProtocol is returned when the other end sent a frame that breaks the protocol.
 	ErrProtocol = errors.New("nsinit: protocol error")
 )

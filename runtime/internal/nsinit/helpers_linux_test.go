@@ -23,7 +23,9 @@ func testCtx(tb testing.TB) context.Context {
 }
 
 // startInit starts an init (with a fresh workspace unless cfg has one), checks that it
-// really has its own pid and mount namespaces, and closes it when the test ends.
+// really has its own pid and mount namespaces, and closes it when the test ends. With
+// NSINIT_TEST_USERNS=1 an init without UserNS gets DefaultIDRange, so the whole
+// suite can be run in user namespaces.
 func startInit(tb testing.TB, cfg Config) *Init {
 	tb.Helper()
 	if cfg.ID == "" {
@@ -31,6 +33,9 @@ func startInit(tb testing.TB, cfg Config) *Init {
 	}
 	if cfg.Workspace == "" {
 		cfg.Workspace = tb.TempDir()
+	}
+	if cfg.UserNS == nil && os.Getenv("NSINIT_TEST_USERNS") == "1" {
+		cfg.UserNS = &DefaultIDRange // run every such test in a user namespace
 	}
 	in, err := Start(testCtx(tb), cfg)
 	if err != nil {
@@ -183,13 +188,20 @@ func waitNoneIn(tb testing.TB, ns string) {
 //
 // ls (run inside a sandbox): print the names in / and the content of /marker.
 //
-// client: start an init on $NSINIT_WS, spawn a setsid daemon in it, print
-// "<init host pid> <pid namespace>" and block until killed.
+// client: start an init on $NSINIT_WS (in a user namespace if $NSINIT_USERNS is 1),
+// spawn a setsid daemon in it, print "<init host pid> <pid namespace>" and block until
+// killed.
+//
+// Others: see userNSHelper.
 func runHelper(mode string) int {
 	switch mode {
 	case "client":
 		ctx := context.Background()
-		in, err := Start(ctx, Config{ID: "sb-helper", Workspace: os.Getenv("NSINIT_WS")})
+		cfg := Config{ID: "sb-helper", Workspace: os.Getenv("NSINIT_WS")}
+		if os.Getenv("NSINIT_USERNS") == "1" {
+			cfg.UserNS = &DefaultIDRange
+		}
+		in, err := Start(ctx, cfg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -216,6 +228,9 @@ func runHelper(mode string) int {
 		}
 		fmt.Printf("%s\n%s", strings.Join(names, " "), marker)
 		return 0
+	}
+	if code, ok := userNSHelper(mode); ok {
+		return code
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2

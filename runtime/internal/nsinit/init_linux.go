@@ -105,7 +105,7 @@ func (ip *initProc) setup() error {
 	if err != nil {
 		return err
 	}
-	closeFDs(fds)
+	defer closeFDs(fds)
 	if fr.Op != opConfig || fr.Config == nil {
 		return fmt.Errorf("%w: expected a config frame, got %q", ErrProtocol, fr.Op)
 	}
@@ -115,7 +115,7 @@ func (ip *initProc) setup() error {
 	if fr.Home {
 		ip.home = os.NewFile(homeFD, "cgroup.procs")
 	}
-	if err := setupRoot(ip.cfg); err != nil {
+	if err := setupRoot(ip.cfg, fds); err != nil {
 		return err
 	}
 	if err := setupUTSNet(ip.cfg); err != nil {

@@ -10,11 +10,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// modes are the two ways a sandbox holds its ids: the host's (root without
+// capabilities), or root of a user namespace of its own. Tests that must hold in both
+// run once per mode.
+var modes = []struct {
+	name   string
+	userns *IDRange
+}{
+	{"host ids", nil},
+	{"userns", &DefaultIDRange},
+}
+
+// forModes runs f as a parallel subtest per mode, with cfg's UserNS set for it.
+func forModes(t *testing.T, cfg Config, f func(t *testing.T, cfg Config)) {
+	t.Helper()
+	for _, m := range modes {
+		cfg := cfg
+		cfg.UserNS = m.userns
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, cfg)
+		})
+	}
+}
+
 // TestFirstPIDIsInner checks that pids cross the boundary both ways: the first process
 // has a small pid inside, and HostPID is the same process seen from the host.
 func TestFirstPIDIsInner(t *testing.T) {
 	t.Parallel()
-	in := startInit(t, Config{})
+	forModes(t, Config{}, testFirstPIDIsInner)
+}
+
+func testFirstPIDIsInner(t *testing.T, cfg Config) {
+	in := startInit(t, cfg)
 	r := run(t, in, "", "sh", "-c", "echo $$")
 	ch := r.child
 	if got := strings.TrimSpace(r.stdout); got != fmt.Sprint(ch.PID()) {
@@ -28,7 +56,11 @@ func TestFirstPIDIsInner(t *testing.T) {
 // TestHostPIDNamesTheProcess checks HostPID against the kernel's NSpid line.
 func TestHostPIDNamesTheProcess(t *testing.T) {
 	t.Parallel()
-	in := startInit(t, Config{})
+	forModes(t, Config{}, testHostPIDNamesTheProcess)
+}
+
+func testHostPIDNamesTheProcess(t *testing.T, cfg Config) {
+	in := startInit(t, cfg)
 	ctx := testCtx(t)
 	ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"sleep", "1000"}})
 	if err != nil {
@@ -50,15 +82,21 @@ func TestHostPIDNamesTheProcess(t *testing.T) {
 	}
 }
 
-// TestIsolation runs the isolation cases of one sandbox, each a process inside.
+// TestIsolation runs the isolation cases of one sandbox, each a process inside, with
+// the host's ids and in a user namespace.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
+	forModes(t, Config{ID: "sb-iso"}, testIsolation)
+}
+
+func testIsolation(t *testing.T, cfg Config) {
 	ws := t.TempDir()
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "marker"), []byte("host"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in := startInit(t, Config{ID: "sb-iso", Workspace: ws})
+	cfg.Workspace = ws
+	in := startInit(t, cfg)
 	tests := []struct {
 		name  string
 		argv  []string

@@ -63,3 +63,6 @@ func (ch *Child) Wait(ctx context.Context) (ExitStatus, error) { return ExitStat
 
 // Signal returns ErrUnsupported.
 func (ch *Child) Signal(ctx context.Context, sig syscall.Signal) error { return ErrUnsupported }
+
+// UserNSSupported returns ErrUnsupported: there are no namespaces outside Linux.
+func UserNSSupported(ctx context.Context, workspaceDir string) error { return ErrUnsupported }

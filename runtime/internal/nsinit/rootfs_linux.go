@@ -25,49 +25,108 @@ var ownMounts = map[string]bool{"proc": true, "dev": true, "tmp": true, "workspa
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // setupRoot builds the sandbox's filesystem and pivots into it. It runs in the init,
-// as pid 1 of fresh pid and mount namespaces, before anything is spawned.
+// as pid 1 of fresh pid and mount namespaces, before anything is spawned. fds are those
+// of the config frame (see userNSFiles): empty without a user namespace; the caller
+// closes them.
 //
 //  1. Make every mount private, so nothing propagates to or from the host.
 //  2. Open the workspace and the root's source directory (O_PATH) while they are
-//     still reachable.
+//     still reachable (with a user namespace, the server sent them as mount trees).
 //  3. Mount a tmpfs at staging and bind the root's entries into it read-only
 //     (symlinks are copied).
 //  4. Mount a fresh /proc, tmpfs /tmp, a minimal /dev (host nodes bound in, a new
-//     devpts instance) and /dev/shm, and bind the workspace read-write at /workspace.
+//     devpts instance) and /dev/shm, and bind the workspace read-write at /workspace
+//     (or attach its idmapped tree there).
 //  5. pivot_root into staging, detach the old root, and remount / read-only.
-func setupRoot(cfg Config) (err error) {
+func setupRoot(cfg Config, fds []int) (err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("failed to make mounts private: %w", err)
 	}
-	ws, err := unix.Open(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("failed to open the workspace: %w", err)
+	if want := len(userNSFDNames(cfg)); len(fds) != want {
+		return fmt.Errorf("%w: the config frame has %d fds, want %d", ErrProtocol, len(fds), want)
 	}
-	defer unix.Close(ws)
-	src, entries := "/", hostEntries
-	if cfg.Rootfs != "" {
-		src = cfg.Rootfs
-		if entries, err = rootfsEntries(cfg.Rootfs); err != nil {
-			return err
+	mountWS := func(dst string) error { return attachTree(fds[0], dst) }
+	if cfg.UserNS == nil {
+		ws, err := unix.Open(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("failed to open the workspace: %w", err)
 		}
+		defer unix.Close(ws)
+		mountWS = func(dst string) error { return bindWorkspace(fdPath(ws, ""), dst) }
 	}
-	srcFD, err := unix.Open(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("failed to open the rootfs: %w", err)
+	src := "" // the root's source directory; empty when it is a tree in fds
+	if cfg.Rootfs == "" || cfg.UserNS == nil {
+		dir := "/"
+		if cfg.Rootfs != "" {
+			dir = cfg.Rootfs
+		}
+		srcFD, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("failed to open the rootfs: %w", err)
+		}
+		defer unix.Close(srcFD)
+		src = fdPath(srcFD, "")
 	}
-	defer unix.Close(srcFD)
 	if err := mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if err := bindEntry(fdPath(srcFD, e), filepath.Join(staging, e)); err != nil {
-			return err
-		}
+	if src == "" {
+		err = bindEntriesFromTree(cfg, fds[1])
+	} else {
+		err = bindEntries(cfg, src)
 	}
-	if err := mountSpecial(fdPath(ws, "")); err != nil {
+	if err != nil {
+		return err
+	}
+	if err := mountSpecial(mountWS); err != nil {
 		return err
 	}
 	return pivot()
+}
+
+// bindEntriesFromTree binds the root's entries from a detached rootfs tree, attached
+// below staging only while they are bound.
+func bindEntriesFromTree(cfg Config, tree int) (err error) {
+	src := filepath.Join(staging, ".rootfs")
+	if err := makeMountPoint(src, true); err != nil {
+		return err
+	}
+	if err := attachTree(tree, src); err != nil {
+		return err
+	}
+	err = bindEntries(cfg, src)
+	if uerr := unix.Unmount(src, unix.MNT_DETACH); uerr != nil && err == nil {
+		err = fmt.Errorf("failed to detach the rootfs: %w", uerr)
+	}
+	if rerr := os.Remove(src); rerr != nil && err == nil {
+		err = fmt.Errorf("failed to remove the rootfs' mount point: %w", rerr)
+	}
+	return err
+}
+
+// bindEntries binds the root's entries from the directory src into staging.
+func bindEntries(cfg Config, src string) error {
+	entries := hostEntries
+	if cfg.Rootfs != "" {
+		var err error
+		if entries, err = rootfsEntries(src); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := bindEntry(filepath.Join(src, e), filepath.Join(staging, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindWorkspace binds the workspace read-write, nosuid and nodev at dst.
+func bindWorkspace(ws, dst string) error {
+	if err := mount(ws, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "")
 }
 
 // rootfsEntries lists the top-level entries of a Rootfs, less those the init mounts.
@@ -151,8 +210,8 @@ func makeMountPoint(p string, dir bool) error {
 	return f.Close()
 }
 
-// mountSpecial mounts /proc, /tmp, /dev and /workspace (bound from ws) in staging.
-func mountSpecial(ws string) error {
+// mountSpecial mounts /proc, /tmp, /dev and /workspace (with mountWS) in staging.
+func mountSpecial(mountWS func(dst string) error) error {
 	r := func(p string) string { return filepath.Join(staging, p) }
 	for _, d := range []string{"proc", "tmp", "dev", "workspace"} {
 		if err := makeMountPoint(r(d), true); err != nil {
@@ -168,8 +227,7 @@ func mountSpecial(ws string) error {
 		func() error { return mount("tmpfs", r("tmp"), "tmpfs", nosuid, "mode=1777") },
 		func() error { return mount("tmpfs", r("dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755") },
 		func() error { return makeDev(r("dev")) },
-		func() error { return mount(ws, r("workspace"), "", unix.MS_BIND|unix.MS_REC, "") },
-		func() error { return mount("", r("workspace"), "", unix.MS_BIND|unix.MS_REMOUNT|nosuid, "") },
+		func() error { return mountWS(r("workspace")) },
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {

@@ -33,6 +33,9 @@ type host interface {
 	// the processes see the host's, else a directory such that root+p is the
 	// server's path of the sandbox's absolute path p.
 	root() string
+	// owner is the host uid and gid that files the server makes for the sandbox's
+	// processes (a session's command files) must belong to, or -1, -1 to keep ours.
+	owner() (uid, gid int)
 	// close ends whatever the host holds (the namespace driver's init, and with it
 	// every process still inside). Sandbox.Close calls it once, after the trees.
 	close() error

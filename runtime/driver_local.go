@@ -29,8 +29,9 @@ func (LocalDriver) open(_ context.Context, s *Sandbox) (host, error) {
 // localHost starts processes as children of the server.
 type localHost struct{ cg *sandboxCgroup }
 
-func (localHost) root() string { return "" }
-func (localHost) close() error { return nil }
+func (localHost) root() string          { return "" }
+func (localHost) owner() (uid, gid int) { return -1, -1 }
+func (localHost) close() error          { return nil }
 
 // start looks argv[0] up, starts the command in the tree's cgroup (and the sandbox's
 // v1 groups) and returns its leader.

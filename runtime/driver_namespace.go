@@ -26,6 +26,12 @@ type NamespaceDriver struct {
 	// UID and GID are the ids processes run as inside; 0 (the default) is root
 	// without capabilities.
 	UID, GID int
+	// UserNS puts each sandbox in a user namespace of its own that maps ids 0-65535
+	// inside onto 100000-165535 on the host: root inside is an unprivileged uid
+	// outside. The workspace is mounted idmapped, so its files, owned by the server's
+	// user on disk, belong to root inside. ProbeNamespace says whether the machine
+	// allows it.
+	UserNS bool
 }
 
 var _ Driver = NamespaceDriver{}

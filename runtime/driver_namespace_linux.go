@@ -29,15 +29,22 @@ func (d NamespaceDriver) open(ctx context.Context, s *Sandbox) (host, error) {
 	if s.cfg.Network != "" {
 		network = s.cfg.Network
 	}
-	in, err := nsinit.Start(ctx, nsinit.Config{
+	cfg := nsinit.Config{
 		ID: s.cfg.ID, Workspace: s.dir, Rootfs: d.Rootfs, Network: nsinit.Network(network),
 		UID: d.UID, GID: d.GID, Cgroup: home.dir, Enter: s.cg.enter,
-	})
-	if err != nil {
+	}
+	h := &nsHost{s: s, home: home, uid: -1, gid: -1}
+	if d.UserNS {
+		ids := nsinit.DefaultIDRange
+		cfg.UserNS = &ids
+		h.uid, h.gid = int(ids.HostUID)+d.UID, int(ids.HostGID)+d.GID
+	}
+	if h.in, err = nsinit.Start(ctx, cfg); err != nil {
 		home.remove()
 		return nil, err
 	}
-	return &nsHost{s: s, in: in, home: home, rootDir: "/proc/" + strconv.Itoa(in.PID()) + "/root"}, nil
+	h.rootDir = "/proc/" + strconv.Itoa(h.in.PID()) + "/root"
+	return h, nil
 }
 
 // nsHost asks a sandbox's init to start its processes.
@@ -46,9 +53,12 @@ type nsHost struct {
 	in      *nsinit.Init
 	home    *treeCgroup // the init's own group
 	rootDir string
+	uid     int // the host ids of the processes' user with a user namespace; else -1
+	gid     int
 }
 
-func (h *nsHost) root() string { return h.rootDir }
+func (h *nsHost) root() string          { return h.rootDir }
+func (h *nsHost) owner() (uid, gid int) { return h.uid, h.gid }
 
 func (h *nsHost) close() error {
 	err := h.in.Close()

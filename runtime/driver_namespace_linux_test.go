@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +18,9 @@ func newNSSandbox(tb testing.TB, cfg *Config) *Sandbox {
 	if cfg != nil {
 		c = *cfg
 	}
-	c.Driver = NamespaceDriver{}
+	if _, ok := c.Driver.(NamespaceDriver); !ok {
+		c.Driver = NamespaceDriver{}
+	}
 	s := newTestSandbox(tb, &c)
 	h, ok := s.h.(*nsHost)
 	if !ok {
@@ -72,8 +75,36 @@ func TestNamespaceExec(t *testing.T) {
 
 func TestNamespaceProcessAndSession(t *testing.T) {
 	t.Parallel()
-	s := newNSSandbox(t, nil)
+	for _, userNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("userns=%v", userNS), func(t *testing.T) {
+			t.Parallel()
+			testNamespaceProcessAndSession(t, NamespaceDriver{UserNS: userNS})
+		})
+	}
+}
+
+func testNamespaceProcessAndSession(t *testing.T, d NamespaceDriver) {
+	s := newNSSandbox(t, &Config{Driver: d})
 	ctx := testCtx(t)
+	r, err := s.Exec(ctx, ExecOptions{Command: "id -u"})
+	if err != nil || string(r.Stdout) != "0\n" {
+		t.Fatalf("id -u inside: %q %v, want 0", r.Stdout, err)
+	}
+	sleeper, err := s.Start(ctx, StartOptions{Argv: []string{"sleep", "30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(hostPID(t, s, sleeper.Info().PID)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUID := "0"
+	if d.UserNS {
+		wantUID = "100000"
+	}
+	if !strings.Contains(string(status), "\nUid:\t"+wantUID+"\t") {
+		t.Errorf("outside, the process's ids are not %s:\n%s", wantUID, status)
+	}
 	p, err := s.Start(ctx, StartOptions{Command: "echo $$; tty; exec cat", PTY: &WinSize{Cols: 80, Rows: 24}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,10 +19,13 @@ import (
 const bound = 30 * time.Second
 
 // testDriver is the driver of the sandboxes tests make without one:
-// $SANDGATE_TEST_DRIVER, "namespace" or "local" (the default).
+// $SANDGATE_TEST_DRIVER, "namespace", "namespace-userns" or "local" (the default).
 var testDriver = func() Driver {
-	if os.Getenv("SANDGATE_TEST_DRIVER") == "namespace" {
+	switch os.Getenv("SANDGATE_TEST_DRIVER") {
+	case "namespace":
 		return NamespaceDriver{}
+	case "namespace-userns":
+		return NamespaceDriver{UserNS: true}
 	}
 	return LocalDriver{}
 }()

@@ -242,7 +242,11 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 	if root != "" {
 		tmpDir = root + "/dev/shm" // the sandbox's own tmpfs, which its shell can see
 	}
-	tmp, err := sessMkdirTemp(tmpDir)
+	var tmp string
+	err = sessAsOwner(sb, func() (err error) {
+		tmp, err = sessMkdirTemp(tmpDir)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -153,14 +152,14 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 	if limit == 0 {
 		limit = s.limit
 	}
-	if err := os.WriteFile(filepath.Join(s.tmp, "c"), []byte(c.Command), 0o600); err != nil {
+	if err := sessWriteOwned(s.sb, filepath.Join(s.tmp, "c"), []byte(c.Command)); err != nil {
 		return ExecResult{}, fmt.Errorf("runtime: failed to write session command: %w", err)
 	}
-	out, err := sessOpenStream(filepath.Join(s.tmp, "o"), limit)
+	out, err := sessOpenStream(s.sb, filepath.Join(s.tmp, "o"), limit)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("runtime: failed to make session stdout: %w", err)
 	}
-	errs, err := sessOpenStream(filepath.Join(s.tmp, "e"), limit)
+	errs, err := sessOpenStream(s.sb, filepath.Join(s.tmp, "e"), limit)
 	if err != nil {
 		out.finish(0)
 		return ExecResult{}, fmt.Errorf("runtime: failed to make session stderr: %w", err)
@@ -178,7 +177,7 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 	nonce := sessRandHex(16)
 	perCall := req.cwd != "" || len(c.Env) > 0
 	if perCall {
-		if err := os.WriteFile(filepath.Join(s.tmp, "p"), sessPerCallScript(s.sb.guestPath(req.cwd), c.Env), 0o600); err != nil {
+		if err := sessWriteOwned(s.sb, filepath.Join(s.tmp, "p"), sessPerCallScript(s.sb.guestPath(req.cwd), c.Env)); err != nil {
 			result(-1)
 			return ExecResult{}, fmt.Errorf("runtime: failed to write session per-call settings: %w", err)
 		}

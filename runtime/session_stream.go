@@ -26,9 +26,9 @@ type sessStream struct {
 	done  chan struct{}
 }
 
-func sessOpenStream(path string, limit int) (*sessStream, error) {
+func sessOpenStream(sb *Sandbox, path string, limit int) (*sessStream, error) {
 	_ = os.Remove(path)
-	if err := unix.Mkfifo(path, 0o600); err != nil {
+	if err := sessAsOwner(sb, func() error { return unix.Mkfifo(path, 0o600) }); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)

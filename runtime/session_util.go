@@ -110,3 +110,16 @@ func sessMkdirTemp(dir string) (string, error) {
 	}
 	return os.MkdirTemp(dir, "sandgate-sess-")
 }
+
+// sessAsOwner runs fn, which makes files of the session's private directory, as the
+// host user of the sandbox's processes when that is not the server's (a user
+// namespace), so the shell can use them.
+func sessAsOwner(sb *Sandbox, fn func() error) error {
+	uid, gid := sb.h.owner()
+	return asOwner(uid, gid, fn)
+}
+
+// sessWriteOwned writes a file of the session's private directory, for the shell.
+func sessWriteOwned(sb *Sandbox, path string, b []byte) error {
+	return sessAsOwner(sb, func() error { return os.WriteFile(path, b, 0o600) })
+}

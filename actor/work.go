@@ -128,6 +128,7 @@ func (a *sbActor) runtimeConfig() runtime.Config {
 		Dir: a.n.workspaceDir(a.id), Env: maps.Clone(a.rec.Env), MaxProcesses: a.n.cfg.Limits.MaxProcesses,
 		OutputBufferBytes: b.OutputBufferBytes, KillGrace: a.n.cfg.KillGrace, Driver: a.n.cfg.Driver,
 		ID: a.id, Scope: a.n.cfg.NodeID, // cgroups: sandgate-<node>/<sandbox>.<random>, swept by Open
+		Network: string(b.Network), // the namespace driver's; the local one shares the host's
 		// The limits this machine can enforce: Node.Open logs what is not.
 		MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUMillis: lim.CPUMillis,
 	}

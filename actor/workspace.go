@@ -46,6 +46,7 @@ func (n *Node) Workspace(ctx context.Context, sb string) (*runtime.Workspace, er
 	if err != nil {
 		return nil, fmt.Errorf("actor: %w", err) // runtime's error says "failed to open workspace"
 	}
+	w.SeenAt(runtime.GuestDir(n.cfg.Driver, w.Dir())) // the processes' spelling: exec of pwd
 	return w, nil
 }
 

@@ -15,7 +15,10 @@ import (
 func TestFilesRefuseSwappedWorkspace(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
-	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.DataDir = data }})
+	// The local driver: a sandbox on the namespace driver cannot reach the workspaces
+	// directory to swap its workspace (TestIsolationWorkspaceSwap), but the files API must not
+	// depend on that.
+	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.DataDir, c.Runtime = data, RuntimeLocal }})
 	marker := t.TempDir()
 	if err := os.WriteFile(filepath.Join(marker, "marker"), []byte("host"), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,11 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 const (
@@ -87,6 +90,9 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		PolicyFile: opts.policyFile, PolicyConfig: []byte(opts.policyConfig), PolicyTimeout: 2 * time.Second,
 		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxSandboxesPerTenant: opts.maxPerTenant, // zero means the default (1000)
+		// The namespace driver where it works (as serve chooses); the local smoke run
+		// sets $SANDGATE_TEST_RUNTIME=local.
+		Runtime: os.Getenv("SANDGATE_TEST_RUNTIME"),
 	}
 	if opts.config != nil {
 		opts.config(cfg)
@@ -110,6 +116,19 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 	})
 	return ts
 }
+
+// hostWorkspace is sandbox sb's workspace directory on the host.
+func (ts *testServer) hostWorkspace(sb string) string {
+	return filepath.Join(ts.srv.cfg.DataDir, "workspaces", sb)
+}
+
+// guestWorkspace is sandbox sb's workspace as its processes see it (what pwd prints).
+func (ts *testServer) guestWorkspace(sb string) string {
+	return runtime.GuestDir(ts.srv.driver, ts.hostWorkspace(sb))
+}
+
+// isolated reports whether the server runs sandboxes on the namespace driver.
+func (ts *testServer) isolated() bool { return ts.srv.driver.Name() == RuntimeNamespace }
 
 // response is a finished HTTP exchange.
 type response struct {

@@ -99,6 +99,20 @@ type Config struct {
 	// behind; past it the process goes on, and the reader is sent a gap when it reads
 	// again. Defaults to 5 s (runtime.DefaultHoldBound).
 	StreamHoldBound time.Duration
+	// Runtime is the runtime driver: RuntimeNamespace (each sandbox in namespaces and
+	// cgroups of its own; the start fails where that does not work), RuntimeLocal
+	// (host processes as the server's user, for development), or "" for the namespace
+	// driver where a probe sandbox runs and the local one otherwise. The choice and
+	// its reason are logged at start.
+	Runtime string
+	// SandboxNetwork, if set, is a sandbox's network where the policy grants no other:
+	// "none", "loopback" or "host" (serve's --sandbox-network). It overrides
+	// Defaults.Network.
+	SandboxNetwork string
+	// Rootfs is the namespace driver's read-only root: a directory whose top-level
+	// entries make up /; "" is a read-only view of the host's /usr, /etc, /opt and
+	// their links.
+	Rootfs string
 	// InputTimeout bounds how long input (POST .../input, WebSocket binary frames)
 	// waits for a process that does not read it: the POST is then answered 503
 	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
@@ -112,6 +126,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	node    *actor.Node
+	driver  runtime.Driver // the sandboxes' runtime driver (chooseDriver)
 	tokens  *tokenTable
 	metrics *metrics
 	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
@@ -154,7 +169,15 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	driver, err := chooseDriver(ctx, &c)
+	if err != nil {
+		if host != nil {
+			_ = host.Close()
+		}
+		return nil, err
+	}
 	node, err := actor.Open(ctx, &actor.Config{
+		Driver:   driver,
 		NodeID:   c.NodeID,
 		DataDir:  c.DataDir,
 		Policy:   c.Budgets,
@@ -172,6 +195,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:     c,
+		driver:  driver,
 		plugins: host,
 		reloads: reloads,
 		log:     c.Logger,
@@ -250,6 +274,12 @@ func withDefaults(cfg *Config) (Config, error) {
 		if p.Tenant == "" {
 			return c, errors.New("gateway: a token has an empty tenant name")
 		}
+	}
+	if n := actor.Network(c.SandboxNetwork); n != "" {
+		if !n.Valid() {
+			return c, fmt.Errorf("gateway: sandbox network %q is not none, loopback or host", n)
+		}
+		c.Defaults.Network = n
 	}
 	var err error
 	if c.Defaults, c.Limits, err = actor.OperatorBudgets(c.Defaults, c.Limits); err != nil {

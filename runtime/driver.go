@@ -25,6 +25,15 @@ type Driver interface {
 	open(ctx context.Context, s *Sandbox) (host, error)
 }
 
+// GuestDir returns where processes of driver d see the workspace directory hostDir (a
+// nil d is the default, LocalDriver).
+func GuestDir(d Driver, hostDir string) string {
+	if d == nil {
+		return hostDir
+	}
+	return d.guestDir(hostDir)
+}
+
 // host starts the processes of one sandbox.
 type host interface {
 	// start starts the leader of a new process tree, as sp says.

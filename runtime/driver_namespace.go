@@ -1,7 +1,7 @@
 package runtime
 
 // NamespaceDriver runs each sandbox's processes inside namespaces of their own: one
-// small init per sandbox (this binary, re-executed: see MaybeRunInit) holds new pid,
+// small init per sandbox (this binary, re-executed: linking the runtime is all it takes) holds new pid,
 // mount, uts, ipc and network namespaces, and every exec, process, terminal and
 // session shell is spawned by it, forked from a thread with no capabilities,
 // no_new_privs and a seccomp filter. Inside, / is a read-only view of the host's

@@ -8,11 +8,11 @@ import (
 	"github.com/sandgate/sandgate/internal/leakcheck"
 )
 
-// TestMain runs a sandbox init when re-executed as one, and otherwise checks, once
+// TestMain (a re-executed sandbox init never gets here: the nsinit package runs it
+// from its init function) checks, once
 // every test of the package ran, that no goroutine, fd or child
 // process (orphaned grandchildren included) was left behind.
 func TestMain(m *testing.M) {
-	MaybeRunInit() // TestMaybeRunInit re-executes this binary as a sandbox init
 	if os.Getenv(crashEnv) != "" {
 		crashHelper() // a child of TestSweepAfterKill9; never returns
 	}

@@ -108,6 +108,15 @@ func OpenWorkspaceIn(parent, name string) (_ *Workspace, err error) {
 // Dir returns the workspace's absolute path.
 func (w *Workspace) Dir() string { return w.dir }
 
+// SeenAt adds abs, a clean absolute path, as one more spelling of the workspace in
+// absolute paths: where the sandbox's processes see it (see GuestDir), so that a path
+// they print works here too. Call it before using w.
+func (w *Workspace) SeenAt(abs string) {
+	if abs = filepath.Clean(abs); filepath.IsAbs(abs) && !slices.Contains(w.prefixes, abs) {
+		w.prefixes = append(w.prefixes, abs)
+	}
+}
+
 // Close releases the workspace's directory handle.
 func (w *Workspace) Close() error { return w.root.Close() }
 

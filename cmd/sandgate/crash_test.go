@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 	must(t, json.Unmarshal([]byte(n.post(t, tok, "/v1/sandboxes/cr1/processes", `{"argv":["sleep","297"],"tag":"bg"}`)), &proc))
 	// The sweep that ends leftovers at start is not this test's subject: end the
 	// process here, if it is still the one started (its pid may have been reused).
-	t.Cleanup(func() { killIfCmdline(t, proc.PID, "sleep\x00297\x00") })
+	sleeper := hostPIDOf(t, "cr1", proc.PID)
+	t.Cleanup(func() { killIfCmdline(t, sleeper, "sleep\x00297\x00") })
 	// A terminal's shell is a process too.
 	status, body := n.request(t, tok, "PUT", "/v1/sandboxes/cr1/terminals/t1", `{}`)
 	var term struct{ Process string }
@@ -35,7 +37,7 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 		t.Fatalf("PUT terminal: %d %s", status, body)
 	}
 	_, body = n.request(t, tok, "GET", "/v1/sandboxes/cr1/processes/"+term.Process, "")
-	shell := pidOf(t, body)
+	shell := pidOf(t, "cr1", body)
 	shellCmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", shell))
 	must(t, err)
 	t.Cleanup(func() { killIfCmdline(t, shell, string(shellCmd)) })
@@ -46,6 +48,12 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 	if code := waitExit(t, n); code != -1 {
 		t.Fatalf("serve exited with %d after SIGKILL", code)
 	}
+	// On the namespace runtime nothing of the sandbox outlives the server: each init
+	// dies with it (Pdeathsig), and its pid namespace with the init.
+	if !strings.Contains(n.log.String(), "runtime: namespace driver") {
+		t.Fatalf("serve does not run sandboxes on the namespace runtime here: %s", n.log.String())
+	}
+	waitGone(t, []int{sleeper, shell})
 
 	n2 := startNode(t, tok, "--data", data)
 	exits := map[string]map[string]any{}

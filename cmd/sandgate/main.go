@@ -7,13 +7,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/sandgate/sandgate/runtime"
 )
 
 func main() {
-	// A sandbox's init is this binary re-executed: it must run before anything else.
-	runtime.MaybeRunInit()
 	// Client subcommands stop on SIGINT/SIGTERM through ctx. serve counts the signals
 	// itself (the first shuts down cleanly, a second forces), so it gets none here: a
 	// signal that both ended ctx and reached serve would count twice.

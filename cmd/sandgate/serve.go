@@ -57,7 +57,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
 	budget := fs.String("budget", "", "JSON `file` of the operator's budget defaults and maxima: {\"default\": {...}, \"max\": {...}} with the budget object's fields")
-	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
+	runtimeName := fs.String("runtime", "", "execution runtime `driver`: namespace (each sandbox in its own namespaces and cgroups; the default where the kernel allows it) or local (host processes as this user, for development)")
+	rootfs := fs.String("rootfs", "", "read-only root `directory` of the namespace runtime's sandboxes (default: the host's /usr, /etc, /opt, read-only)")
+	network := fs.String("sandbox-network", "", "a sandbox's network unless the policy grants another: none, loopback (the default) or host")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -69,10 +71,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *runtimeName != "local" {
-		fmt.Fprintf(stderr, "serve: unknown runtime %q (available: local)\n", *runtimeName)
+	if *runtimeName != "" && *runtimeName != gateway.RuntimeNamespace && *runtimeName != gateway.RuntimeLocal {
+		fmt.Fprintf(stderr, "serve: unknown runtime %q (namespace or local)\n", *runtimeName)
 		return 2
 	}
+
 	if *join != "" {
 		fmt.Fprintln(stderr, "serve: --join: clustering is not available in this build yet; run without --join")
 		return 2
@@ -85,7 +88,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
-		Labels: nodeLabels, Logger: log, UI: webui.Handler(),
+		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
+		SandboxNetwork: *network,
 	}
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
@@ -109,6 +113,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		cfg.Defaults, cfg.Limits = bs.Default, bs.Max
 	}
+
 	if cfg.Tokens, err = gateway.ServeTokens(*token, *tokens); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2

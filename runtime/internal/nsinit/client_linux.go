@@ -53,7 +53,7 @@ type Init struct {
 //  4. The Config is sent (with that mount); the init builds the sandbox and answers
 //     ready or error.
 //
-// The binary's main must call Main when IsInit reports true (runtime.MaybeRunInit).
+// A binary that links this package becomes the init when re-executed (see init).
 func Start(ctx context.Context, cfg Config) (*Init, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

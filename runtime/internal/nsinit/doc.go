@@ -7,8 +7,9 @@
 // # Entry points
 //
 //   - [Start] re-executes the running binary as an init and waits until the sandbox
-//     is set up; the binary's main must call [Main] when [IsInit] reports true
-//     (runtime.MaybeRunInit does).
+//     is set up. Any binary that links this package becomes the init when so
+//     re-executed: the package's init function runs [Main] before the program's
+//     own main (or a test binary's TestMain) could run.
 //   - [Init.Spawn] starts a process inside with pipes or a PTY slave as its stdio, in
 //     a new process group or session; [Child] gives its inner and host pids, Wait and
 //     Signal (to its process group).

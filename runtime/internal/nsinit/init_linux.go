@@ -24,6 +24,18 @@ const ctlFD = 3
 // IsInit reports whether this process was started by Start to be a sandbox's init.
 func IsInit() bool { return os.Getenv(markerEnv) == "1" }
 
+// init runs the sandbox init, before anything of the program that links this package
+// (main, or a test binary's TestMain) gets to run, when the process was started as
+// one. Start re-executes the running binary; were it left to main to call Main, a
+// binary that forgot would run as itself inside the sandbox (a test binary would run
+// its whole suite there, and start inits of its own). Everything Main uses is
+// initialized by then: it needs only the standard library and x/sys.
+func init() {
+	if IsInit() {
+		Main()
+	}
+}
+
 // Main runs the sandbox init and exits; it never returns. Call it first thing in main
 // (and in TestMain) when IsInit reports true. Its exit code is 0 after its control
 // socket closed, 128+n after signal n, and 1 if the setup failed.

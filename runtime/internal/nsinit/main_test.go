@@ -12,13 +12,9 @@ import (
 // the tests.
 const helperEnv = "NSINIT_TEST_HELPER"
 
-// TestMain runs the init when the test binary is re-executed as one (as
-// runtime.MaybeRunInit does in sandgate), a helper when asked, and otherwise the tests
-// under leakcheck.
+// TestMain runs a helper when asked, and otherwise the tests under leakcheck (a
+// re-executed init never gets here: the package's init function runs it).
 func TestMain(m *testing.M) {
-	if IsInit() {
-		Main()
-	}
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(runHelper(h))
 	}

@@ -1,0 +1,34 @@
+//go:build !linux
+
+package diskimg
+
+import (
+	"context"
+	"fmt"
+)
+
+var errNotLinux = fmt.Errorf("%w: loop-mounted images need Linux", ErrUnsupported)
+
+// Supported reports why this machine cannot make and mount images: only Linux can.
+func Supported() error { return errNotLinux }
+
+// Create fails: only Linux can make images.
+func Create(ctx context.Context, path string, size int64) error { return errNotLinux }
+
+// Attach fails: only Linux can mount images.
+func Attach(image, dir string) (*Mount, error) { return nil, errNotLinux }
+
+// Unmount fails: only Linux can mount images.
+func (m *Mount) Unmount() (lazy bool, err error) { return false, errNotLinux }
+
+// Usage fails: only Linux can mount images.
+func Usage(dir string) (Space, error) { return Space{}, errNotLinux }
+
+// Held reports false: only Linux can mount images.
+func Held(loop int, image string) bool { return false }
+
+// Sweep finds nothing to do: only Linux can mount images.
+func Sweep(mountDir, imageDir string) ([]string, error) { return nil, nil }
+
+// MountsUnder finds nothing: only Linux can mount images.
+func MountsUnder(dir string) ([]string, error) { return nil, nil }

@@ -29,6 +29,9 @@ func (n *Node) Workspace(ctx context.Context, sb string) (*runtime.Workspace, er
 			return struct{}{}, err
 		}
 		a.touch()
+		if err := a.mountDisk(); err != nil {
+			return struct{}{}, err
+		}
 		// Recreate it if it went missing (a process removed it): the API promises a
 		// workspace for every sandbox. Mkdir does not follow a symlink in its place.
 		if err := os.MkdirAll(n.workspacesDir(), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
@@ -40,6 +41,13 @@ func toAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// A full workspace: with disk images its disk_bytes budget is used up, so it is
+		// the contract's 429 budget_exceeded, with no Retry-After: waiting frees nothing,
+		// deleting files does. (Without images it is the server's disk that is full.)
+		return errorf(http.StatusTooManyRequests, codeBudgetExceeded,
+			"the workspace is full (its disk_bytes budget, or the server's disk): %s", humanMessage(err))
 	}
 	for _, rule := range errorRules {
 		for _, target := range rule.errs {

@@ -66,6 +66,11 @@ type Config struct {
 	// clamped to them. Zero fields mean the default's. A default above its maximum is a
 	// start-up error.
 	Limits actor.Budget
+	// DiskImages enforces budgets' disk_bytes with an ext4 image per sandbox mounted on
+	// its workspace (actor.Config.DiskImages): it needs root, loop devices and
+	// mkfs.ext4, and the node logs at start whether quotas are enforced and why not.
+	// Default off; serve turns it on.
+	DiskImages bool
 	// UI serves the browser pages (/, /t/{sb}/{t}, /assets/); nil serves none.
 	UI http.Handler
 	// Logger receives structured logs; nil logs to stderr as text.
@@ -162,6 +167,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		Limits:   c.Limits,
 		Logger:   c.Logger,
 
+		DiskImages:            c.DiskImages,
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
 	})
 	if err != nil {

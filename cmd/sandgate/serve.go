@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
 	budget := fs.String("budget", "", "JSON `file` of the operator's budget defaults and maxima: {\"default\": {...}, \"max\": {...}} with the budget object's fields")
 	runtimeName := fs.String("runtime", "local", "execution runtime `driver`")
+	diskImages := fs.Bool("disk-images", true, "enforce budgets' disk_bytes with an ext4 image per sandbox mounted on its workspace (needs root, loop devices and mkfs.ext4; where they are missing the server says so at start and runs without quotas)")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -85,7 +86,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
-		Labels: nodeLabels, Logger: log, UI: webui.Handler(),
+		Labels: nodeLabels, Logger: log, UI: webui.Handler(), DiskImages: *diskImages,
 	}
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")

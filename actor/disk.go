@@ -111,6 +111,11 @@ func (a *sbActor) createDisk(size int64) error {
 		_ = os.Remove(a.n.imagePath(a.id))
 		return err
 	}
+	// A workspace starts empty, as a plain directory does: mkfs's lost+found would show
+	// in every listing. e2fsck makes it again if it ever needs it.
+	if err := os.Remove(filepath.Join(a.n.workspaceDir(a.id), "lost+found")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: sandbox %q: failed to empty new workspace: %w", ErrUnavailable, a.id, err)
+	}
 	return nil
 }
 

@@ -52,8 +52,16 @@ func TestFilesFullWorkspace(t *testing.T) {
 	}
 	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/other/files?path=small", strings.Repeat("y", 1<<20))
 	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/full/events", map[string]any{"type": "agent.still", "data": map[string]any{}})
-	ts.must(http.StatusOK, "POST", "/v1/sandboxes/full/exec", map[string]any{"command": "rm -f big; ls"})
-	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/full/files?path=after", "fits again")
+	var ex struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+	}
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/full/exec", map[string]any{"command": "ls -A"}).json(t, &ex)
+	if ex.ExitCode != 0 || ex.Stdout != "" {
+		t.Fatalf("workspace after the refused write: exit %d, %q; want it empty (no partial file)", ex.ExitCode, ex.Stdout)
+	}
+	// The refused write's bytes were freed: 4 MiB fits in what is left of 8.
+	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/full/files?path=after", strings.Repeat("z", 4<<20))
 
 	var sb struct {
 		Usage struct {

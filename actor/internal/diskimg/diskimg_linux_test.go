@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,4 +311,39 @@ func FuzzMountsUnder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAttachConcurrent attaches 20 images at once: concurrent callers are handed the
+// same free device by LOOP_CTL_GET_FREE, and all but one must ask again (EBUSY).
+func TestAttachConcurrent(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	var mounts [n]*Mount
+	var errs [n]error
+	images, dirs := make([]string, n), make([]string, n)
+	for i := range n {
+		images[i], dirs[i] = newImage(t, MinSize)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mounts[i], errs[i] = Attach(images[i], dirs[i])
+		}()
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Attach %d: %v", i, errs[i])
+			continue
+		}
+		m := mounts[i]
+		t.Cleanup(func() { _, _ = m.Unmount() })
+		if seen[m.Loop] || !Held(m.Loop, images[i]) {
+			t.Errorf("image %d on /dev/loop%d: shared %v, held %v; want a device of its own", i, m.Loop, seen[m.Loop], Held(m.Loop, images[i]))
+		}
+		seen[m.Loop] = true
+	}
 }

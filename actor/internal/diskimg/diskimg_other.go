@@ -32,3 +32,6 @@ func Sweep(mountDir, imageDir string) ([]string, error) { return nil, nil }
 
 // MountsUnder finds nothing: only Linux can mount images.
 func MountsUnder(dir string) ([]string, error) { return nil, nil }
+
+// LoopsUnder finds nothing: only Linux has loop devices.
+func LoopsUnder(dir string) ([]int, error) { return nil, nil }

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		if len(left) > 0 {
 			return "mounts left behind: " + strings.Join(left, ", ")
 		}
+		// A loop device lets its file go just after the unmount: leakcheck asks again.
+		if loops, err := LoopsUnder(tmp); err != nil || len(loops) > 0 {
+			return fmt.Sprintf("loop devices left bound to test files: %v %v", loops, err)
+		}
 		_ = os.Remove(tmp)
 		return ""
 	})

@@ -24,7 +24,6 @@ func Sweep(mountDir, imageDir string) (swept []string, err error) {
 			err = fmt.Errorf("diskimg: failed to sweep: %w", err)
 		}
 	}()
-	imageDir = resolve(imageDir)
 	points, err := MountsUnder(mountDir)
 	if err != nil {
 		return nil, err
@@ -39,20 +38,34 @@ func Sweep(mountDir, imageDir string) (swept []string, err error) {
 		}
 		swept = append(swept, p)
 	}
-	loops, err := filepath.Glob("/sys/block/loop*")
+	loops, err := LoopsUnder(imageDir)
 	if err != nil {
 		return swept, err
 	}
+	for _, n := range loops {
+		errs = append(errs, detachLoop(n))
+	}
+	return swept, errors.Join(errs...)
+}
+
+// LoopsUnder returns the loop devices (their numbers) bound to a file below dir.
+func LoopsUnder(dir string) ([]int, error) {
+	dir = resolve(dir)
+	loops, err := filepath.Glob("/sys/block/loop*")
+	if err != nil {
+		return nil, fmt.Errorf("diskimg: failed to list loop devices: %w", err)
+	}
+	var out []int
 	for _, l := range loops {
 		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(l), "loop"))
 		if err != nil {
 			continue
 		}
-		if f := backingFile(n); strings.HasPrefix(f, imageDir+"/") {
-			errs = append(errs, detachLoop(n))
+		if f := backingFile(n); strings.HasPrefix(f, dir+"/") {
+			out = append(out, n)
 		}
 	}
-	return swept, errors.Join(errs...)
+	return out, nil
 }
 
 // MountsUnder returns the mount points strictly below dir, of any filesystem.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,17 @@ func (n *Node) openDisks() {
 	if len(swept) > 0 {
 		n.log.Warn("actor: unmounted disk images left by a previous run", "mounts", swept)
 	}
+	// A leftover that was busy (a process of the crashed run not dead yet) was detached
+	// lazily, and still holds its image: its sandbox's next mount waits for it.
+	held, err := diskimg.LoopsUnder(n.disksDir())
+	if err != nil {
+		n.log.Error("actor: failed to list loop devices", "err", err)
+	}
+	for _, l := range held {
+		if id, ok := strings.CutSuffix(filepath.Base(l.File), ".img"); ok {
+			d.unmounted(id, &diskimg.Mount{Image: l.File, Loop: l.N}, true)
+		}
+	}
 }
 
 func (n *Node) disksDir() string           { return filepath.Join(n.cfg.DataDir, "disks") }
@@ -94,6 +106,24 @@ func DiskImagesSupported() error { return diskimg.Supported() }
 // MountedImages returns how many workspace images are mounted now. (Extension, for
 // metrics.)
 func (n *Node) MountedImages() int { return int(n.disks.mounted.Load()) }
+
+// DetachImages detaches every workspace image mounted under the node's workspaces at
+// once (lazily: each is released when its last user goes), for a forced exit that
+// cannot wait for Close: the process exits next, and the images are not left mounted
+// for the next start to sweep. Actors are not told; nothing may use the node after it.
+// (Extension.)
+func (n *Node) DetachImages() {
+	points, err := diskimg.MountsUnder(n.workspacesDir())
+	if err != nil {
+		n.log.Error("actor: failed to detach workspace images", "err", err)
+		return
+	}
+	for _, p := range points {
+		if err := diskimg.Detach(p); err != nil {
+			n.log.Error("actor: failed to detach workspace image", "err", err)
+		}
+	}
+}
 
 // createDisk makes and mounts the image of a sandbox being created, when images are on
 // and its budget has a disk size. Otherwise it removes an image a create that failed to

@@ -210,7 +210,8 @@ func TestDiskHibernateUnmounts(t *testing.T) {
 }
 
 // A mount a crashed run of the node left behind is unmounted by the next Open on the
-// same data dir, and only that node's: another data dir's mount stays.
+// same data dir, and only that node's: another data dir's mount stays. A leftover still
+// busy is detached lazily, and its sandbox is not mounted again until it lets go.
 func TestDiskSweepAtOpen(t *testing.T) {
 	requireDiskImages(t)
 	data := smallFS(t, 64<<20)
@@ -224,10 +225,14 @@ func TestDiskSweepAtOpen(t *testing.T) {
 	leftover, err := diskimg.Attach(n.imagePath("crashed"), n.workspaceDir("crashed"))
 	must(t, err)
 	t.Cleanup(func() { _, _ = leftover.Unmount() }) // a no-op once swept
+	// A process of the crashed run that is not dead yet holds a file open on it.
+	held, err := os.Open(filepath.Join(n.workspaceDir("crashed"), "f"))
+	must(t, err)
+	defer held.Close()
 	other := diskNode(t, "")
 	mustCreate(t, other, "neighbour")
 
-	n2 := reopen(t, n.cfg, n.clock)
+	n2 := reopen(t, n.cfg, n.clock) // the sweep detaches the busy leftover lazily
 	left, err := diskimg.MountsUnder(n2.workspacesDir())
 	must(t, err)
 	if len(left) != 0 {
@@ -239,6 +244,11 @@ func TestDiskSweepAtOpen(t *testing.T) {
 	if theirs, _ := diskimg.MountsUnder(other.workspacesDir()); len(theirs) != 1 {
 		t.Fatalf("the other node's mounts: %q; want its sandbox's", theirs)
 	}
+	// Mounting the image again while the leftover still holds it would corrupt it.
+	if _, err := n2.Workspace(tctx(t), "crashed"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("activation while the swept leftover still holds the image: %v; want ErrUnavailable", err)
+	}
+	must(t, held.Close())
 	if res := execIn(t, n2, "crashed", "cat f"); string(res.Stdout) != "survived\n" {
 		t.Fatalf("after the sweep: %q, %q; want the file back", res.Stdout, res.Stderr)
 	}

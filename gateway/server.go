@@ -383,10 +383,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Abort ends every process tree the server started at once, with SIGKILL, for a forced
-// exit that cannot wait for Shutdown. Nothing is closed or flushed: the caller exits
-// next (the actors' storage survives a crash).
+// exit that cannot wait for Shutdown, and detaches the workspace images (each is
+// released once its killed processes are gone). Nothing is closed or flushed: the
+// caller exits next (the actors' storage and the images survive a crash).
 func (s *Server) Abort() {
 	runtime.KillAll()
+	s.node.DetachImages()
 }
 
 // openPolicy starts the Wasm policy host when c names a plugin file, and points the

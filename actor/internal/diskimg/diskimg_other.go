@@ -21,6 +21,9 @@ func Attach(image, dir string) (*Mount, error) { return nil, errNotLinux }
 // Unmount fails: only Linux can mount images.
 func (m *Mount) Unmount() (lazy bool, err error) { return false, errNotLinux }
 
+// Detach does nothing: only Linux can mount images.
+func Detach(dir string) error { return nil }
+
 // Usage fails: only Linux can mount images.
 func Usage(dir string) (Space, error) { return Space{}, errNotLinux }
 
@@ -34,4 +37,4 @@ func Sweep(mountDir, imageDir string) ([]string, error) { return nil, nil }
 func MountsUnder(dir string) ([]string, error) { return nil, nil }
 
 // LoopsUnder finds nothing: only Linux has loop devices.
-func LoopsUnder(dir string) ([]int, error) { return nil, nil }
+func LoopsUnder(dir string) ([]Loop, error) { return nil, nil }

@@ -95,7 +95,8 @@ func detachLoop(n int) error {
 // unmount or a mount namespace that still holds the filesystem delays. Mounting the
 // image again before then would put two filesystems on one file.
 func Held(loop int, image string) bool {
-	return backingFile(loop) == image
+	f := backingFile(loop) // as the kernel names it: absolute, no symlinks
+	return f != "" && (f == image || f == resolve(image))
 }
 
 // backingFile is the file bound to /dev/loop<n>, "" when none (or when unknown).

@@ -20,6 +20,12 @@ type Mount struct {
 	autoclear bool
 }
 
+// Loop is a loop device, /dev/loop<N>, and the file bound to it.
+type Loop struct {
+	N    int
+	File string
+}
+
 // Space is a mounted image's statfs: bytes used by files and the bytes files may use
 // in all (the filesystem's own metadata and journal are in neither).
 type Space struct {

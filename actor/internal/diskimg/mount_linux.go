@@ -102,6 +102,17 @@ func (m *Mount) Unmount() (lazy bool, err error) {
 	return lazy, nil
 }
 
+// Detach detaches the filesystem mounted on dir lazily, at once: it leaves the
+// directory now and is released (its loop device with it) when its last user goes.
+// For a process about to exit; a directory that is not a mount point is not an error.
+func Detach(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("diskimg: failed to detach %s: %w", dir, err)
+	}
+	return nil
+}
+
 // Usage returns the space used and in all of the filesystem mounted on dir.
 func Usage(dir string) (Space, error) {
 	var st unix.Statfs_t

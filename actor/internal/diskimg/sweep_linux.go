@@ -42,27 +42,27 @@ func Sweep(mountDir, imageDir string) (swept []string, err error) {
 	if err != nil {
 		return swept, err
 	}
-	for _, n := range loops {
-		errs = append(errs, detachLoop(n))
+	for _, l := range loops {
+		errs = append(errs, detachLoop(l.N))
 	}
 	return swept, errors.Join(errs...)
 }
 
-// LoopsUnder returns the loop devices (their numbers) bound to a file below dir.
-func LoopsUnder(dir string) ([]int, error) {
+// LoopsUnder returns the loop devices bound to a file below dir.
+func LoopsUnder(dir string) ([]Loop, error) {
 	dir = resolve(dir)
 	loops, err := filepath.Glob("/sys/block/loop*")
 	if err != nil {
 		return nil, fmt.Errorf("diskimg: failed to list loop devices: %w", err)
 	}
-	var out []int
+	var out []Loop
 	for _, l := range loops {
 		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(l), "loop"))
 		if err != nil {
 			continue
 		}
 		if f := backingFile(n); strings.HasPrefix(f, dir+"/") {
-			out = append(out, n)
+			out = append(out, Loop{N: n, File: f})
 		}
 	}
 	return out, nil

@@ -73,6 +73,9 @@ type Config struct {
 
 	// runtimeUsage replaces the runtime's own usage report (usage.go) in tests.
 	runtimeUsage func(*runtime.Sandbox) (memoryBytes int64, pids int)
+	// diskSupported replaces the check that this machine can mount images (disk.go)
+	// in tests.
+	diskSupported func() error
 }
 
 // Defaults for Config fields.

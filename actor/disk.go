@@ -59,7 +59,11 @@ func (n *Node) openDisks() {
 	d := &n.disks
 	_, statErr := os.Stat(n.disksDir())
 	d.present = n.cfg.DiskImages || statErr == nil
-	switch err := diskimg.Supported(); {
+	supported := n.cfg.diskSupported
+	if supported == nil {
+		supported = diskimg.Supported
+	}
+	switch err := supported(); {
 	case !n.cfg.DiskImages:
 		n.log.Info("actor: workspace disk quotas are not enforced: disk images are off")
 	case err != nil:

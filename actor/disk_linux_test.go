@@ -3,6 +3,8 @@ package actor
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -310,4 +312,29 @@ func TestDiskBusyAtPassivation(t *testing.T) {
 	must(t, err)
 	_ = f.Close()
 	_ = ws.Close()
+}
+
+// On a machine that cannot mount images, DiskImages logs that quotas are not enforced
+// and why, and sandboxes get plain workspaces that work.
+func TestDiskImagesUnsupported(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	n := newTestNode(t, func(c *Config) {
+		c.DiskImages = true
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.diskSupported = func() error { return fmt.Errorf("%w: no loop devices (test)", diskimg.ErrUnsupported) }
+	})
+	if !strings.Contains(logs.String(), "workspace disk quotas are not enforced") || !strings.Contains(logs.String(), "no loop devices (test)") {
+		t.Fatalf("the node's log does not say quotas are off and why:\n%s", logs.String())
+	}
+	mustCreate(t, n, "plain")
+	if res := execIn(t, n, "plain", "echo ok > f && cat f"); string(res.Stdout) != "ok\n" {
+		t.Fatalf("exec in a plain workspace: %q, %q", res.Stdout, res.Stderr)
+	}
+	if n.MountedImages() != 0 {
+		t.Fatal("an image was mounted on a machine that cannot")
+	}
+	if _, err := os.Stat(n.imagePath("plain")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("image: %v; want none", err)
+	}
 }

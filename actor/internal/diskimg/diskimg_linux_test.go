@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,5 +346,36 @@ func TestAttachConcurrent(t *testing.T) {
 			t.Errorf("image %d on /dev/loop%d: shared %v, held %v; want a device of its own", i, m.Loop, seen[m.Loop], Held(m.Loop, images[i]))
 		}
 		seen[m.Loop] = true
+	}
+}
+
+// TestSupported: a machine that cannot mount images says why, with ErrUnsupported.
+func TestSupported(t *testing.T) {
+	t.Parallel()
+	found := func() (string, error) { return "/usr/sbin/mkfs.ext4", nil }
+	missing := func() (string, error) { return findMkfs("mkfs.nosuchfs", t.TempDir()) }
+	tests := []struct {
+		name    string
+		euid    int
+		mkfs    func() (string, error)
+		control string
+		want    string // "" means supported
+	}{
+		{"root with everything", 0, found, loopControl, ""},
+		{"not root", 1000, found, loopControl, "needs root (running as uid 1000)"},
+		{"no mkfs.ext4", 0, missing, loopControl, "mkfs.nosuchfs not found"},
+		{"no loop devices", 0, found, "/dev/no-such-loop-control", "no loop devices"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := supported(tt.euid, tt.mkfs, tt.control)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("supported: %v; want nil", err)
+			case tt.want != "" && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("supported: %v; want ErrUnsupported saying %q", err, tt.want)
+			}
+		})
 	}
 }

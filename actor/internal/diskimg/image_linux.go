@@ -25,31 +25,37 @@ import (
 //   - the journal stays (-O ^has_journal was no faster): images survive a crash.
 var mkfsArgs = []string{"-q", "-F", "-t", "ext4", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=1,root_owner=0:0"}
 
-var mkfsPath = sync.OnceValues(func() (string, error) {
-	if p, err := exec.LookPath("mkfs.ext4"); err == nil {
+var mkfsPath = sync.OnceValues(func() (string, error) { return findMkfs("mkfs.ext4", "/sbin", "/usr/sbin") })
+
+// findMkfs looks for the program name in PATH, then in dirs.
+func findMkfs(name string, dirs ...string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, dir := range []string{"/sbin", "/usr/sbin"} {
-		p := filepath.Join(dir, "mkfs.ext4")
+	for _, dir := range dirs {
+		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: mkfs.ext4 not found in PATH, /sbin or /usr/sbin (apt: e2fsprogs)", ErrUnsupported)
-})
+	return "", fmt.Errorf("%w: %s not found in PATH or %s (apt: e2fsprogs)", ErrUnsupported, name, strings.Join(dirs, ", "))
+}
 
 // Supported reports whether this machine can make and mount images: nil, or an error
 // matching ErrUnsupported that says why not.
-func Supported() error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w: mounting needs root (running as uid %d)", ErrUnsupported, os.Geteuid())
+func Supported() error { return supported(os.Geteuid(), mkfsPath, loopControl) }
+
+// supported is Supported with what it checks passed in, for tests.
+func supported(euid int, mkfs func() (string, error), control string) error {
+	if euid != 0 {
+		return fmt.Errorf("%w: mounting needs root (running as uid %d)", ErrUnsupported, euid)
 	}
-	if _, err := mkfsPath(); err != nil {
+	if _, err := mkfs(); err != nil {
 		return err
 	}
-	fd, err := unix.Open(loopControl, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(control, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("%w: no loop devices: %w", ErrUnsupported, err)
+		return fmt.Errorf("%w: no loop devices (%s): %w", ErrUnsupported, control, err)
 	}
 	_ = unix.Close(fd)
 	return nil

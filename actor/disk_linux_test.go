@@ -185,7 +185,7 @@ func TestDiskLifecycle(t *testing.T) {
 }
 
 // Hibernation (idle TTL) unmounts the image; the files API mounts it again without
-// waking the sandbox.
+// waking the sandbox, and work that wakes it runs on it.
 func TestDiskHibernateUnmounts(t *testing.T) {
 	n := diskNode(t, "")
 	in := mustCreate(t, n, "sleepy")
@@ -208,6 +208,21 @@ func TestDiskHibernateUnmounts(t *testing.T) {
 	must(t, err)
 	if in.State != StateHibernated || n.MountedImages() != 1 {
 		t.Fatalf("after a files API read: state %s, %d mounted; want hibernated with its image mounted", in.State, n.MountedImages())
+	}
+	// Woken by work instead: the runtime starts on the image, mounted again.
+	must(t, n.DeleteSandbox(tctx(t), "sleepy"))
+	in = mustCreate(t, n, "woken")
+	execIn(t, n, "woken", "echo y > f")
+	n.clock.Advance(in.Budget.IdleTTL + time.Second)
+	eventually(t, 30*time.Second, "hibernation", func() bool {
+		in, err := n.GetSandbox(tctx(t), "woken")
+		return err == nil && in.State == StateHibernated
+	})
+	if got := n.MountedImages(); got != 0 {
+		t.Fatalf("MountedImages %d while hibernated; want 0", got)
+	}
+	if res := execIn(t, n, "woken", "cat f"); string(res.Stdout) != "y\n" {
+		t.Fatalf("exec that wakes a hibernated sandbox: %q, %q; want its file", res.Stdout, res.Stderr)
 	}
 }
 

@@ -89,6 +89,9 @@ func (a *sbActor) run() {
 		a.stop(fmt.Errorf("%w: failed to load sandbox %q: %v", ErrUnavailable, a.id, loadErr))
 		return
 	}
+	if err := a.mountDisk(); err != nil { // before any turn; turns that need it retry
+		a.n.log.Error("actor: failed to mount workspace image at activation", "sandbox", a.id, "err", err)
+	}
 	a.lastTurn = a.now()
 	a.mu.Lock()
 	a.loaded = true
@@ -322,6 +325,9 @@ func (a *sbActor) stop(err error) {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
+	if a.sb.mount != nil {
+		a.n.disks.leaving(a.id, a.sb.mount) // a new activation waits for the unmount below
+	}
 	a.n.forget(a)
 	select {
 	case <-a.stopped:
@@ -333,6 +339,7 @@ func (a *sbActor) stop(err error) {
 		a.passTimer.Stop()
 	}
 	a.endWork(false)
+	a.unmountDisk() // after the runtime closed: nothing of the sandbox holds it
 	if a.msgWake != nil {
 		close(a.msgWake)
 		a.msgWake = nil

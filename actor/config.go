@@ -61,11 +61,21 @@ type Config struct {
 	KillGrace time.Duration
 	// Driver is passed to runtime.Config (nil: the runtime's local driver).
 	Driver runtime.Driver
+	// DiskImages enforces the budget's DiskBytes: a sandbox created with DiskBytes > 0
+	// gets an ext4 image of that size, DataDir/disks/<id>.img, mounted on its workspace
+	// while it is active (disk.go). It needs root, loop devices and mkfs.ext4; without
+	// them Open logs why and sandboxes get plain directories. Images made earlier are
+	// mounted whether or not it is set. Default off (each create then costs a mkfs).
+	// (Extension.)
+	DiskImages bool
 	// Logger receives operational logs. Nil → slog.Default().
 	Logger *slog.Logger
 
 	// runtimeUsage replaces the runtime's own usage report (usage.go) in tests.
 	runtimeUsage func(*runtime.Sandbox) (memoryBytes int64, pids int)
+	// diskSupported replaces the check that this machine can mount images (disk.go)
+	// in tests.
+	diskSupported func() error
 }
 
 // Defaults for Config fields.

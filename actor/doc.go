@@ -47,6 +47,11 @@
 // in memory until it hibernates (which closes the shells), then passivates. A
 // passivated sandbox costs only its alarm-heap entry in memory.
 //
+// With Config.DiskImages, a sandbox's workspace is an ext4 image of its DiskBytes
+// budget, mounted while its actor is active and unmounted after its runtime closed, at
+// hibernation, passivation and close: a passivated sandbox holds no mount and no loop
+// device (disk.go; docs/design.md, "Workspace disk quotas").
+//
 // # Lifecycle and alarms
 //
 // States: running → hibernated (idle TTL passed) → running (next request that needs

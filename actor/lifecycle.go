@@ -136,6 +136,7 @@ func (a *sbActor) onAlarm() {
 // on the next request that needs them) and moves to "hibernated".
 func (a *sbActor) hibernate() {
 	a.endWork(true)
+	a.unmountDisk()
 	a.setState(StateHibernated, "")
 	a.emit("sandbox.hibernated", nil)
 }

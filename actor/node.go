@@ -29,6 +29,7 @@ type Node struct {
 	seqBase   seqBase  // counters a new sandbox starts after (seqbase.go)
 	owners    *owners  // sandbox id → tenant, loaded at Open
 	runIdx    runIndex // sandboxes that may hold running records (running.go)
+	disks     diskImages
 
 	mu      sync.Mutex // protects following
 	actors  map[string]*sbActor
@@ -76,6 +77,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		return nil, err
 	}
 	n.sweep()             // end what a crash of this node left running
+	n.openDisks()         // then unmount the workspace images it left mounted
 	n.recoverRunning(ctx) // then record those processes as exited
 	return n, nil
 }

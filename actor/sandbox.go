@@ -121,19 +121,29 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	if err := os.MkdirAll(a.n.workspaceDir(a.id), 0o755); err != nil {
 		return SandboxInfo{}, false, fmt.Errorf("actor: failed to create workspace: %w", err)
 	}
-	if err := makeCwd(a.n.workspaceDir(a.id), spec.Cwd); err != nil {
+	decided := b.decide(a.n.cfg.Defaults, a.n.cfg.Limits)
+	a.rec = &sandboxRec{ID: spec.ID} // for createDisk; set in full below
+	err = a.createDisk(decided.DiskBytes)
+	if err == nil {
+		err = makeCwd(a.n.workspaceDir(a.id), spec.Cwd)
+	}
+	if err != nil {
+		_ = a.dropDisk()
+		a.rec = nil
 		_ = os.RemoveAll(a.n.workspaceDir(a.id))
 		return SandboxInfo{}, false, err
 	}
 	evBase, msgBase, err := a.n.seqBase.get(a.n.store)
 	if err != nil {
+		_ = a.dropDisk()
+		a.rec = nil
 		return SandboxInfo{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	now := a.now()
 	a.rec = &sandboxRec{
 		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
-		State: StateRunning, Budget: toBudgetRec(b.decide(a.n.cfg.Defaults, a.n.cfg.Limits)),
+		State: StateRunning, Budget: toBudgetRec(decided),
 	}
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
 	a.msgCount, a.msgDirty = 0, nil
@@ -218,6 +228,9 @@ func (a *sbActor) delete() error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	a.endWork(false)
+	if err := a.dropDisk(); err != nil {
+		return err
+	}
 	a.sb.forget(a)
 	if err := os.RemoveAll(a.n.workspaceDir(a.id)); err != nil {
 		return fmt.Errorf("actor: failed to remove workspace of %q: %w", a.id, err)

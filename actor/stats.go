@@ -15,6 +15,8 @@ type Stats struct {
 	// read (a damaged file): they answer ErrCorrupt until it is repaired and the node
 	// restarted. Found at open and by later reads and writes.
 	UnreadableSandboxes int
+	// MountedImages counts the workspace disk images mounted now (Config.DiskImages).
+	MountedImages int
 }
 
 // Stats sums what the active sandboxes last published. It never waits for an actor, so
@@ -31,6 +33,7 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st.ActiveSandboxes = len(n.actors)
+	st.MountedImages = n.MountedImages()
 	for _, a := range n.actors {
 		if in := a.info.Load(); in != nil {
 			st.Processes += in.Counts.Processes

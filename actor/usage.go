@@ -53,7 +53,13 @@ func (a *sbActor) usageNow() *Usage {
 		u.MemoryBytes, u.Pids = src(a.sb.rt)
 	}
 	m := &a.sb.disk
-	if now := a.now(); m.at.IsZero() || now.Sub(m.at) >= diskUsageMaxAge || now.Before(m.at) {
+	switch now := a.now(); {
+	case a.measureDisk():
+		// A mounted image: its statfs is exact and cheap (disk.go).
+	case a.sb.hasImage:
+		// An image not mounted now (hibernated) cannot change: its last figure stands,
+		// and a walk would only see the empty directory it mounts on.
+	case m.at.IsZero() || now.Sub(m.at) >= diskUsageMaxAge || now.Before(m.at):
 		m.bytes, m.at = diskUsage(a.n.workspaceDir(a.id), diskWalkLimit), now
 	}
 	u.DiskBytes = m.bytes

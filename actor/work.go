@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/sandgate/sandgate/actor/internal/diskimg"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -25,8 +26,10 @@ type sandboxWork struct {
 	lost      map[string]*exitedRec       // running records found at activation, to record as exited
 	sessions  map[string]*sessionState
 	terminals map[string]*terminalState
-	execs     int       // exec calls running, counted in the process budget
-	disk      diskMeter // cached workspace disk usage (usage.go)
+	execs     int            // exec calls running, counted in the process budget
+	disk      diskMeter      // cached workspace disk usage (usage.go)
+	mount     *diskimg.Mount // the workspace image, while mounted (disk.go)
+	hasImage  bool           // the workspace is an image (mounted or not)
 }
 
 // load reads remembered sessions and terminals.
@@ -105,6 +108,9 @@ func (w *sandboxWork) forget(a *sbActor) {
 func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 	if a.sb.rt != nil {
 		return a.sb.rt, nil
+	}
+	if err := a.mountDisk(); err != nil {
+		return nil, err // the image is there but not reachable now: not a failed sandbox
 	}
 	cfg := a.runtimeConfig()
 	rt, err := runtime.New(&cfg)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
@@ -65,6 +66,14 @@ func toAPIError(err error) *apiError {
 				return e
 			}
 		}
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// A full workspace: with disk images its disk_bytes budget is used up, so it is
+		// the contract's 429 budget_exceeded, with no Retry-After: waiting frees nothing,
+		// deleting files does. (Without images it is the server's disk that is full.)
+		// After the rules: the node's own storage failing on a full disk is unavailable.
+		return errorf(http.StatusTooManyRequests, codeBudgetExceeded,
+			"the workspace is full (its disk_bytes budget, or the server's disk): %s", humanMessage(err))
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"fmt"
+	"io/fs"
 	"net/http"
+	"syscall"
 	"testing"
 
 	"github.com/sandgate/sandgate/actor"
@@ -27,6 +29,13 @@ func TestErrorMessages(t *testing.T) {
 		{fmt.Errorf("%w: sandbox %q", actor.ErrExpired, "sh2"), http.StatusGone, codeExpired, `sandbox expired: sandbox "sh2"`},
 		{fmt.Errorf("failed to start: %w", runtime.ErrTooManyProcesses),
 			http.StatusTooManyRequests, codeBudgetExceeded, "failed to start: too many processes"},
+		// A full workspace is its disk budget; the node's own storage on a full disk is
+		// unavailable, not the sandbox's budget.
+		{fmt.Errorf("runtime: failed to write %q: %w", "f", &fs.PathError{Op: "write", Path: "f", Err: syscall.ENOSPC}),
+			http.StatusTooManyRequests, codeBudgetExceeded,
+			`the workspace is full (its disk_bytes budget, or the server's disk): failed to write "f": write f: no space left on device`},
+		{fmt.Errorf("%w: failed to save sandbox %q: %w", actor.ErrUnavailable, "s", &fs.PathError{Op: "write", Path: "actors.db", Err: syscall.ENOSPC}),
+			http.StatusServiceUnavailable, codeUnavailable, `failed to save sandbox "s": write actors.db: no space left on device`},
 	}
 	for _, tt := range tests {
 		e := toAPIError(tt.err)

@@ -74,6 +74,8 @@ func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
 			func(s actor.Stats) int64 { return int64(s.Pids) }),
 		gauge("sandgate_usage_disk_bytes", "Bytes allocated to the workspaces of the active sandboxes together, as of each one's last turn.",
 			func(s actor.Stats) int64 { return s.DiskBytes }),
+		gauge("sandgate_disk_images_mounted", "Workspace disk images mounted now (one per active sandbox with a disk quota).",
+			func(s actor.Stats) int64 { return int64(s.MountedImages) }),
 		gauge("sandgate_storage_unreadable_sandboxes", "Sandboxes whose stored records could not be read (damaged actors.db); they answer 503 until it is repaired and the node restarted.",
 			func(s actor.Stats) int64 { return int64(s.UnreadableSandboxes) }),
 	}

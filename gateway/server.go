@@ -66,6 +66,11 @@ type Config struct {
 	// clamped to them. Zero fields mean the default's. A default above its maximum is a
 	// start-up error.
 	Limits actor.Budget
+	// DiskImages enforces budgets' disk_bytes with an ext4 image per sandbox mounted on
+	// its workspace (actor.Config.DiskImages): it needs root, loop devices and
+	// mkfs.ext4, and the node logs at start whether quotas are enforced and why not.
+	// Default off; serve turns it on.
+	DiskImages bool
 	// UI serves the browser pages (/, /t/{sb}/{t}, /assets/); nil serves none.
 	UI http.Handler
 	// Logger receives structured logs; nil logs to stderr as text.
@@ -185,6 +190,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		Limits:   c.Limits,
 		Logger:   c.Logger,
 
+		DiskImages:            c.DiskImages,
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
 	})
 	if err != nil {
@@ -407,10 +413,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Abort ends every process tree the server started at once, with SIGKILL, for a forced
-// exit that cannot wait for Shutdown. Nothing is closed or flushed: the caller exits
-// next (the actors' storage survives a crash).
+// exit that cannot wait for Shutdown, and detaches the workspace images (each is
+// released once its killed processes are gone). Nothing is closed or flushed: the
+// caller exits next (the actors' storage and the images survive a crash).
 func (s *Server) Abort() {
 	runtime.KillAll()
+	s.node.DetachImages()
 }
 
 // openPolicy starts the Wasm policy host when c names a plugin file, and points the

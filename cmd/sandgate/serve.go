@@ -60,6 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	runtimeName := fs.String("runtime", "", "execution runtime `driver`: namespace (each sandbox in its own namespaces and cgroups; the default where the kernel allows it) or local (host processes as this user, for development)")
 	rootfs := fs.String("rootfs", "", "read-only root `directory` of the namespace runtime's sandboxes (default: the host's /usr, /etc, /opt, read-only)")
 	network := fs.String("sandbox-network", "", "a sandbox's network unless the policy grants another: none, loopback (the default) or host")
+	diskImages := fs.Bool("disk-images", true, "enforce budgets' disk_bytes with an ext4 image per sandbox mounted on its workspace (needs root, loop devices and mkfs.ext4; where they are missing the server says so at start and runs without quotas)")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -89,7 +90,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
-		SandboxNetwork: *network,
+		SandboxNetwork: *network, DiskImages: *diskImages,
 	}
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")

@@ -59,6 +59,14 @@ func Check(tb testing.TB) {
 	})
 }
 
+// extraChecks are the checks Also added; Main runs them with its own.
+var extraChecks []func() string
+
+// Also adds check to what Main looks for once the package's tests end, for resources
+// only the package knows (mounts, loop devices): check returns "" when nothing leaked,
+// or what did. Call it from TestMain before Main; it is not safe for concurrent use.
+func Also(check func() string) { extraChecks = append(extraChecks, check) }
+
 func waitClean(baseFDs map[string]string, baseG map[string]bool) string {
 	deadline := time.Now().Add(settle)
 	for {
@@ -92,6 +100,13 @@ func leaks(baseFDs map[string]string, baseG map[string]bool) string {
 	}
 	if kids := liveChildren(); len(kids) > 0 {
 		out = append(out, "live child processes: "+strings.Join(kids, "; "))
+	}
+	if baseG == nil { // Main, not Check: the package's own checks too
+		for _, check := range extraChecks {
+			if msg := check(); msg != "" {
+				out = append(out, msg)
+			}
+		}
 	}
 	return strings.Join(out, "\n")
 }

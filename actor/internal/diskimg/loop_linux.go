@@ -1,0 +1,109 @@
+package diskimg
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	loopControl = "/dev/loop-control"
+	loopMajor   = 7
+	// attachTries bounds the race for a free device: LOOP_CTL_GET_FREE names one, and
+	// another process may configure it before we do (EBUSY).
+	attachTries = 64
+)
+
+// attachLoop binds image to a free loop device with LO_FLAGS_AUTOCLEAR, so the device
+// lets the image go when its last user (the mount) goes. It returns the device's open
+// fd, which the caller closes once the image is mounted (closing it before would clear
+// the device at once), the device's number, and whether autoclear was kept.
+func attachLoop(image string) (fd, n int, autoclear bool, err error) {
+	file, err := unix.Open(image, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, false, fmt.Errorf("open image: %w", err)
+	}
+	defer unix.Close(file) // the device holds its own reference once configured
+	ctl, err := unix.Open(loopControl, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, false, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	defer unix.Close(ctl)
+	cfg := unix.LoopConfig{Fd: uint32(file)}
+	cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+	copy(cfg.Info.File_name[:len(cfg.Info.File_name)-1], image)
+	for range attachTries {
+		n, err = unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return -1, 0, false, fmt.Errorf("get free loop device: %w", err)
+		}
+		fd, err = openLoop(n)
+		if err != nil {
+			return -1, 0, false, err
+		}
+		err = unix.IoctlLoopConfigure(fd, &cfg)
+		if errors.Is(err, unix.EBUSY) {
+			_ = unix.Close(fd) // taken by someone else since GET_FREE: ask again
+			continue
+		}
+		if err != nil {
+			_ = unix.Close(fd)
+			return -1, 0, false, fmt.Errorf("configure /dev/loop%d: %w", n, err)
+		}
+		info, err := unix.IoctlLoopGetStatus64(fd)
+		autoclear = err == nil && info.Flags&unix.LO_FLAGS_AUTOCLEAR != 0
+		return fd, n, autoclear, nil
+	}
+	return -1, 0, false, fmt.Errorf("no free loop device after %d tries: %w", attachTries, unix.EBUSY)
+}
+
+// openLoop opens /dev/loop<n>, making the node where no devtmpfs made it.
+func openLoop(n int) (int, error) {
+	path := "/dev/loop" + strconv.Itoa(n)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		err = unix.Mknod(path, unix.S_IFBLK|0o660, int(unix.Mkdev(loopMajor, uint32(n))))
+		if err == nil || errors.Is(err, unix.EEXIST) {
+			fd, err = unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", path, err)
+	}
+	return fd, nil
+}
+
+// detachLoop unbinds /dev/loop<n> from its file. ENXIO (nothing bound) is success.
+func detachLoop(n int) error {
+	fd, err := unix.Open("/dev/loop"+strconv.Itoa(n), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/loop%d: %w", n, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
+		return fmt.Errorf("detach /dev/loop%d: %w", n, err)
+	}
+	return nil
+}
+
+// Held reports whether loop device n is still bound to image: after an unmount the
+// device lets the image go once the filesystem's last user is gone, which a lazy
+// unmount or a mount namespace that still holds the filesystem delays. Mounting the
+// image again before then would put two filesystems on one file.
+func Held(loop int, image string) bool {
+	f := backingFile(loop) // as the kernel names it: absolute, no symlinks
+	return f != "" && (f == image || f == resolve(image))
+}
+
+// backingFile is the file bound to /dev/loop<n>, "" when none (or when unknown).
+func backingFile(n int) string {
+	b, err := os.ReadFile("/sys/block/loop" + strconv.Itoa(n) + "/loop/backing_file")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n") // a deleted file shows as "path (deleted)": not image
+}

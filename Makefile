@@ -17,8 +17,14 @@ run: build ## start one node on 127.0.0.1:7070 with embedded defaults
 
 test: web test-go test-web ## run every test suite (what CI runs): Go with -race, then the browser tests
 
-test-go: ## go test -race ./...
-	$(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
+# Sandboxes run on the namespace runtime (the default of serve where the kernel allows
+# it; the runtime suite is told so, in a user namespace as serve's probe picks here);
+# then the runtime suite again and a smoke subset of the gateway's on the local one.
+LOCAL_SMOKE := 'TestExec|TestProcess|TestSession|TestTerminal|TestFiles|TestSandbox'
+test-go: ## go test -race ./... on the namespace runtime, then on the local one (runtime, gateway smoke)
+	SANDGATE_TEST_DRIVER=namespace-userns $(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
+	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) ./runtime/
+	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) -run $(LOCAL_SMOKE) ./gateway/
 
 web: web/node_modules/.ci-stamp ## build the web UI bundle into gateway/webui/dist (npm ci + esbuild)
 	cd web && node build.mjs

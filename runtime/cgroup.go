@@ -17,7 +17,9 @@ type Limits struct {
 	// clone fail with EAGAIN past it.
 	Pids int
 	// CPUMillis is the CPU quota in thousandths of a core: 1000 is one core, 500 half
-	// of one. The smallest quota the kernel takes is 10.
+	// of one. The smallest quota the kernel takes is 10. The group's CPU weight
+	// (cpu.shares, cpu.weight) follows it, 1000 being the default weight, so busy
+	// sandboxes share a contended CPU in proportion to their quotas.
 	CPUMillis int
 }
 

@@ -201,6 +201,9 @@ func (c *sandboxCgroup) setLimits(lim Limits) error {
 	}
 	mem, pids, quota := "-1", "max", "-1"
 	memV2, cpuV2 := "max", "max 100000"
+	// The weight follows the quota, so that sandboxes competing for the CPU get it in
+	// proportion to their budgets (1000 millis is the default weight of a group).
+	shares, weight := "1024", "100"
 	if lim.MemoryBytes > 0 {
 		mem = strconv.FormatInt(lim.MemoryBytes, 10)
 		memV2 = mem
@@ -211,6 +214,8 @@ func (c *sandboxCgroup) setLimits(lim Limits) error {
 	if lim.CPUMillis > 0 {
 		quota = strconv.Itoa(lim.CPUMillis * 100) // of a 100 ms period
 		cpuV2 = quota + " 100000"
+		shares = strconv.Itoa(max(2, lim.CPUMillis*1024/1000))
+		weight = strconv.Itoa(min(10000, max(1, lim.CPUMillis/10)))
 	}
 	sets := []struct {
 		ctl, v1File, v1Val, v2File, v2Val string
@@ -219,6 +224,7 @@ func (c *sandboxCgroup) setLimits(lim Limits) error {
 		{"memory", "memory.limit_in_bytes", mem, "memory.max", memV2, lim.MemoryBytes > 0},
 		{"pids", "pids.max", pids, "pids.max", pids, lim.Pids > 0},
 		{"cpu", "cpu.cfs_quota_us", quota, "cpu.max", cpuV2, lim.CPUMillis > 0},
+		{"cpu", "cpu.shares", shares, "cpu.weight", weight, false},
 	}
 	for _, s := range sets {
 		switch {

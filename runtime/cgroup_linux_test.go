@@ -309,9 +309,10 @@ func TestCgroupUsageAndSetLimits(t *testing.T) {
 		name            string
 		lim             Limits
 		mem, pids, quot string
+		shares          string
 	}{
-		{"set", Limits{MemoryBytes: 256 << 20, Pids: 50, CPUMillis: 500}, "268435456", "50", "50000"},
-		{"lift", Limits{}, "9223372036854771712", "max", "-1"},
+		{"set", Limits{MemoryBytes: 256 << 20, Pids: 50, CPUMillis: 500}, "268435456", "50", "50000", "512"},
+		{"lift", Limits{}, "9223372036854771712", "max", "-1", "1024"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := s.SetLimits(tt.lim); err != nil {
@@ -321,6 +322,7 @@ func TestCgroupUsageAndSetLimits(t *testing.T) {
 				{s.cg.v1["memory"], "memory.limit_in_bytes", tt.mem},
 				{s.cg.v1["pids"], "pids.max", tt.pids},
 				{s.cg.v1["cpu"], "cpu.cfs_quota_us", tt.quot},
+				{s.cg.v1["cpu"], "cpu.shares", tt.shares},
 			} {
 				b, err := os.ReadFile(filepath.Join(f.dir, f.file))
 				if got := strings.TrimSpace(string(b)); err != nil || got != f.want {

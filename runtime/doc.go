@@ -13,6 +13,18 @@
 //     a PTY; [Process.Subscribe] follows their output from any offset still buffered.
 //   - [Sandbox.Close] kills everything and waits.
 //
+// # Drivers
+//
+// The [Driver] decides where processes run. [LocalDriver] starts them as children of
+// the server, on the host, as its user. [NamespaceDriver] gives each sandbox a small
+// init (runtime/internal/nsinit: this binary re-executed) holding new pid, mount, uts,
+// ipc and network namespaces, optionally a user namespace, a read-only root and the
+// workspace at /workspace; every exec, process, terminal and session shell is forked
+// by that init, and pids and cwds in results are the ones inside. [ProbeNamespace]
+// says whether the namespace driver works on a machine. Both drivers share everything
+// below: the init kills what a leader left in its group before reaping it, as the
+// server does for its own children, and places each tree's leader in its cgroup.
+//
 // # Process trees
 //
 // Every process is the leader of its own process group (a PTY process leads a new
@@ -40,8 +52,9 @@
 // mounted (else to the v2 group, where the controllers are enabled), and [Sandbox.Usage]
 // reads them. clone3 cannot place a process in a v1 group, so each leader's pid is
 // written there right after it started: a window of microseconds (milliseconds on a
-// loaded machine) in which it runs, and may fork, outside the limits; a namespace init
-// that places itself before it runs anything will close it. An OOM kills inside the
+// loaded machine) in which it runs, and may fork, outside the limits. On the namespace
+// driver the window is closed: the init is placed in the v1 groups before it runs
+// anything, and every process it forks inherits them. An OOM kills inside the
 // sandbox only (the v1 OOM killer picks its victim in the group).
 //
 // The sandbox's primary group stays flock'd while the sandbox lives. [Sweep], run once

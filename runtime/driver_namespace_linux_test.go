@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -138,5 +139,42 @@ func testNamespaceProcessAndSession(t *testing.T, d NamespaceDriver) {
 	}
 	if snap := sess.Snapshot(); snap.Cwd != "/workspace/d" {
 		t.Errorf("snapshot cwd %q, want /workspace/d", snap.Cwd)
+	}
+}
+
+// TestNamespaceAdoptsHostPaths: paths saved while the sandbox ran on the local driver
+// (a session's cwd, a process's cwd: server paths in the workspace) still work on the
+// namespace driver, as the same places under /workspace.
+func TestNamespaceAdoptsHostPaths(t *testing.T) {
+	t.Parallel()
+	s := newNSSandbox(t, &Config{Driver: NamespaceDriver{UserNS: true}})
+	ctx := testCtx(t)
+	sub := filepath.Join(s.Dir(), "old", "cwd")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.NewSession(ctx, SessionOptions{Snapshot: &SessionSnapshot{Cwd: sub, Env: map[string]string{"KEPT": "yes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	r, err := sess.Exec(ctx, SessionCommand{Command: "pwd; echo $KEPT; touch made-inside"})
+	if err != nil || string(r.Stdout) != "/workspace/old/cwd\nyes\n" {
+		t.Fatalf("resumed session: %q %q %v", r.Stdout, r.Stderr, err)
+	}
+	p, err := s.Start(ctx, StartOptions{Command: "pwd", Cwd: sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Info().Cwd != "/workspace/old/cwd" {
+		t.Errorf("process cwd %q, want /workspace/old/cwd", p.Info().Cwd)
+	}
+	// A file made inside is the server's user's on disk (the workspace is idmapped).
+	fi, err := os.Stat(filepath.Join(sub, "made-inside"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
+		t.Errorf("a file made inside belongs to uid %d on disk, want %d", st.Uid, os.Getuid())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -195,31 +196,5 @@ func hostPID(tb testing.TB, s *Sandbox, pid int) int {
 	if !ok {
 		return pid
 	}
-	ns, err := os.Readlink("/proc/" + strconv.Itoa(h.in.PID()) + "/ns/pid")
-	if err != nil {
-		tb.Fatalf("pid namespace of the init: %v", err)
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
-				ids := strings.Fields(f)
-				if len(ids) > 1 && ids[len(ids)-1] == strconv.Itoa(pid) {
-					host, _ := strconv.Atoi(ids[0])
-					return host
-				}
-			}
-		}
-	}
-	return -1
+	return procfs.HostPID("/proc", h.in.PID(), pid)
 }

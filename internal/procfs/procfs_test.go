@@ -52,3 +52,15 @@ func TestDescendants(t *testing.T) {
 		t.Fatalf("Descendants = %v, want %v (zombies and strangers left out)", got, want)
 	}
 }
+
+func TestHostPID(t *testing.T) {
+	if got := HostPID("/proc", os.Getpid(), os.Getpid()); got != os.Getpid() {
+		t.Errorf("HostPID of this process in its own namespace = %d, want %d", got, os.Getpid())
+	}
+	if got := HostPID("/proc", os.Getpid(), 1<<30); got != -1 {
+		t.Errorf("HostPID of a pid nobody has = %d, want -1", got)
+	}
+	if got := HostPID("/proc", 1<<30, 1); got != -1 {
+		t.Errorf("HostPID in the namespace of a missing process = %d, want -1", got)
+	}
+}

@@ -82,3 +82,36 @@ func Descendants(procs []Proc, pid int) []int {
 	}
 	return out
 }
+
+// HostPID returns the pid, in the namespace of the /proc mounted at root, of the
+// process that has pid inner in the pid namespace of process nsPID (a sandbox's init,
+// say), or -1 if no such process lives there.
+func HostPID(root string, nsPID, inner int) int {
+	ns, err := os.Readlink(root + "/" + strconv.Itoa(nsPID) + "/ns/pid")
+	if err != nil {
+		return -1
+	}
+	ents, _ := os.ReadDir(root)
+	want := strconv.Itoa(inner)
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if l, err := os.Readlink(root + "/" + e.Name() + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile(root + "/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				if ids := strings.Fields(f); len(ids) > 0 && ids[len(ids)-1] == want {
+					host, _ := strconv.Atoi(ids[0])
+					return host
+				}
+			}
+		}
+	}
+	return -1
+}

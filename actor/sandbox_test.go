@@ -54,6 +54,7 @@ func TestExecAndBudgets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			ctx := tctx(t) // the subtest's own: it may wait for a parallel slot longer than the parent's lives
 			res, err := n.Exec(ctx, "ex", tc.o)
 			must(t, err)
 			if tc.timedOut {
@@ -74,6 +75,7 @@ func TestExecAndBudgets(t *testing.T) {
 	}
 	t.Run("max processes", func(t *testing.T) {
 		t.Parallel()
+		ctx := tctx(t) // the subtest's own: it may wait for a parallel slot longer than the parent's lives
 		mustCreate(t, n, "mp") // its own sandbox: the execs above count in ex's budget
 		for range 2 {
 			_, err := n.StartProcess(ctx, "mp", runtime.StartOptions{Command: "sleep 30"})

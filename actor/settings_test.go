@@ -40,6 +40,7 @@ func TestCreateSandboxEffectiveSettings(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			ctx := tctx(t) // the subtest's own: it may wait for a parallel slot longer than the parent's lives
 			_, created, err := n.CreateSandbox(ctx, tc.spec)
 			if tc.err != nil {
 				wantErr(t, err, tc.err)

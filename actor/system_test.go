@@ -19,7 +19,6 @@ import (
 func TestCreateIdempotent(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t, nil)
-	ctx := tctx(t)
 	in := mustCreate(t, n, "dev1")
 	if in.State != StateRunning || in.Node != "n1" || in.Budget != DefaultBudget() {
 		t.Fatalf("info = %+v", in)
@@ -39,6 +38,7 @@ func TestCreateIdempotent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			ctx := tctx(t) // the subtest's own: it may wait for a parallel slot longer than the parent's lives
 			in, created, err := n.CreateSandbox(ctx, tc.spec)
 			if tc.err != nil {
 				wantErr(t, err, tc.err)

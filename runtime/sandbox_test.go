@@ -101,7 +101,9 @@ func TestStartOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := s.Start(ctx, tt.o); !errors.Is(err, tt.err) {
+			// A context of the subtest's own: a parallel subtest may wait for a slot
+			// longer than the parent's context lives.
+			if _, err := s.Start(testCtx(t), tt.o); !errors.Is(err, tt.err) {
 				t.Errorf("err = %v, want %v", err, tt.err)
 			}
 		})

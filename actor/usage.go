@@ -18,12 +18,6 @@ type Usage struct {
 	DiskBytes   int64 // bytes allocated to the workspace's files
 }
 
-// cgroupUsage is an optional capability of a runtime sandbox: the memory and pids its
-// cgroup uses now. It is detected by type assertion, so a runtime without it still works.
-type cgroupUsage interface {
-	Usage() (memoryBytes int64, pids int, err error)
-}
-
 // Bounds of the disk usage walk. The walk runs on the actor goroutine, so it is cached
 // and bounded: a workspace of more entries shows the allocation of the first
 // diskWalkLimit (a lower bound) until the workspace is a filesystem of its own, whose
@@ -97,13 +91,9 @@ func diskUsage(dir string, limit int) int64 {
 
 // runtimeUsage asks rt for its cgroup's usage when it can tell; 0, 0 otherwise.
 func runtimeUsage(rt *runtime.Sandbox) (memoryBytes int64, pids int) {
-	src, ok := any(rt).(cgroupUsage)
-	if !ok {
+	u, err := rt.Usage()
+	if err != nil { // no cgroups: nothing to report
 		return 0, 0
 	}
-	mem, pids, err := src.Usage()
-	if err != nil {
-		return 0, 0
-	}
-	return mem, pids
+	return max(u.MemoryBytes, 0), u.Pids
 }

@@ -149,3 +149,29 @@ func BenchmarkUsage(b *testing.B) {
 	b.ReportMetric(walkNs/float64(b.N)/1e6, "walk_2000_ms")
 	b.ReportMetric(walkNs/listNs, "walk_x_readdir")
 }
+
+// TestUsageFromCgroups: without a stand-in, memory and pids come from the sandbox's
+// cgroups (a stand-in hid that the runtime's Usage was never asked).
+func TestUsageFromCgroups(t *testing.T) {
+	t.Parallel()
+	if how, err := runtime.Containment(); err != nil {
+		t.Fatalf("this test needs the machine's cgroups (%s): %v", how, err)
+	}
+	n := newTestNode(t, nil)
+	mustCreate(t, n, "ucg")
+	ctx := tctx(t)
+	_, err := n.StartProcess(ctx, "ucg", runtime.StartOptions{Command: "sleep 30 & sleep 30"})
+	must(t, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		in, err := n.GetSandbox(ctx, "ucg")
+		must(t, err)
+		if u := in.Usage; u != nil && u.Pids >= 3 && u.MemoryBytes > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage %+v of a sandbox running three processes, want them counted and some memory", in.Usage)
+		}
+		time.Sleep(10 * time.Millisecond) // the shell forks its sleeps on its own time
+	}
+}

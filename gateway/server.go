@@ -33,7 +33,8 @@ type Config struct {
 	// a create past it is 429 budget_exceeded naming the limit. Zero means the default
 	// (DefaultMaxSandboxesPerTenant); a negative value means no limit.
 	MaxSandboxesPerTenant int
-	// NodeID names this node. Defaults to the host name.
+	// NodeID names this node. Defaults to a random UUID made once and kept in
+	// DataDir/node-id: stable across restarts, and distinct for nodes sharing a host.
 	NodeID string
 	// RaftListen is the cluster address, reported by /v1/cluster.
 	RaftListen string
@@ -169,6 +170,11 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.NodeID == "" {
+		if c.NodeID, err = loadOrCreateNodeID(c.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	reloads := make(chan uint64, 1)
 	host, err := openPolicy(ctx, &c, reloads)
 	if err != nil {
@@ -241,9 +247,6 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.DataDir == "" {
 		c.DataDir = "data"
-	}
-	if c.NodeID == "" {
-		c.NodeID, _ = os.Hostname()
 	}
 	if c.RaftListen == "" {
 		c.RaftListen = "127.0.0.1:7071"

@@ -50,7 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
 	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenants: a value is a tenant name, or {\"tenant\": NAME, \"admin\": true} for an operator (--token is always an admin of tenant \"default\")")
 	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
-	nodeID := fs.String("node-id", "", "node `id` (default: the host name)")
+	nodeID := fs.String("node-id", "", "node `id` (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	join := fs.String("join", "", "HTTP `address` of a cluster member to join")
 	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestNodeIDKeptInDataDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id, err := loadOrCreateNodeID(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !uuidPattern.MatchString(id) {
+		t.Fatalf("node id %q is not a random UUID", id)
+	}
+	again, err := loadOrCreateNodeID(dir)
+	if err != nil || again != id {
+		t.Fatalf("second start: %q, %v; want the same id %q", again, err, id)
+	}
+	other, err := loadOrCreateNodeID(t.TempDir())
+	if err != nil || other == id {
+		t.Fatalf("another data dir got %q, %v; want an id of its own", other, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, nodeIDFile), []byte("given\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := loadOrCreateNodeID(dir); kept != "given" {
+		t.Fatalf("an id in the file: got %q, want it kept", kept)
+	}
+}
+
+// TestServerDefaultNodeID: a server without Config.NodeID names itself with the id
+// kept in its data directory.
+func TestServerDefaultNodeID(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.DataDir, c.NodeID = data, "" }})
+	var sb struct{ Node string }
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "nid"}).json(t, &sb)
+	kept, err := os.ReadFile(filepath.Join(data, nodeIDFile))
+	if err != nil || !uuidPattern.MatchString(sb.Node) || sb.Node+"\n" != string(kept) {
+		t.Fatalf("sandbox node %q, kept id %q (%v); want the node's UUID, kept in the data dir", sb.Node, kept, err)
+	}
+}

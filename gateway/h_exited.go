@@ -52,6 +52,7 @@ func (s *Server) exitedWS(w http.ResponseWriter, r *http.Request, info runtime.P
 		return nil
 	}
 	defer conn.CloseNow()
+	defer s.metrics.wsStarted(r.Pattern)()
 	ctx, cancel := context.WithTimeout(r.Context(), defaultWSWriteTimeout)
 	defer cancel()
 	ww := &wsWriter{conn: conn}

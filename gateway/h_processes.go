@@ -333,6 +333,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	sb := r.PathValue("sb")
 	p, err := s.node.Process(r.Context(), sb, r.PathValue("p"))
 	if info, ok := actor.ExitedProcess(err); ok {
+		defer s.metrics.sseStarted(r.Pattern)()
 		return exitedOutputSSE(w, info, from, given)
 	}
 	if err != nil {
@@ -348,8 +349,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	sub := s.subscribeLive(p, startOffset(p, from, given))
 	defer sub.Close()
 
-	s.metrics.sseClients.Inc()
-	defer s.metrics.sseClients.Dec()
+	defer s.metrics.sseStarted(r.Pattern)()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
 	return s.pumpOutputSSE(ctx, sse, sub, sb, p.ID())
 }
@@ -375,7 +375,7 @@ func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime
 	pumpSSE(ctx, sse, sub.Next, func(ev runtime.Event) error {
 		switch ev.Kind {
 		case runtime.EventOutput:
-			s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
+			s.metrics.streamed.WithLabelValues(streamSSE).Add(float64(len(ev.Data)))
 		case runtime.EventExit:
 			s.settleExit(ctx, sb, id)
 		}

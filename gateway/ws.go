@@ -111,7 +111,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	s.bg.Add(1)
 	s.mu.Unlock()
 
-	s.metrics.wsClients.Inc()
+	ended := s.metrics.wsStarted(r.Pattern)
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	sb, began := r.PathValue("sb"), time.Now()
 	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub,
@@ -143,7 +143,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		sub.Close()
 		conn.CloseNow()
 		release()
-		s.metrics.wsClients.Dec()
+		ended()
 	}()
 	a.mu.Lock()
 	a.startPumpLocked()
@@ -174,7 +174,7 @@ func (s *Server) writeWSEvent(ctx context.Context, ww *wsWriter, ev runtime.Even
 		if err := ww.write(ctx, websocket.MessageBinary, ev.Data); err != nil {
 			return err
 		}
-		s.metrics.streamed.WithLabelValues("websocket").Add(float64(len(ev.Data)))
+		s.metrics.streamed.WithLabelValues(streamWebSocket).Add(float64(len(ev.Data)))
 		return nil
 	case runtime.EventGap:
 		return writeControl(ctx, ww, wsControl{Type: "gap", From: &ev.From, To: &ev.To})

@@ -195,13 +195,15 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 				cfg.Logger.Error("metrics listener failed", "err", err)
 			}
 		}()
-		fmt.Fprintf(stdout, "metrics: http://%s/metrics (no token)\n", metricsLn.Addr())
 	} else {
 		close(metricsServed)
 	}
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "token: %s (kept in %s/token)\n", madeToken, cfg.DataDir)
 		fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+	}
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics: http://%s/metrics (no token)\n", metricsLn.Addr())
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 

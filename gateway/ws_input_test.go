@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,51 @@ func TestWSInputErrors(t *testing.T) {
 		if r := ts.do("GET", "/v1/sandboxes/we/terminals/t1/ws"+q, nil); r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
 			t.Fatalf("GET ws%s: %d %s", q, r.status, r.body)
 		}
+	}
+}
+
+// TestWSInputErrorsUnderOutput hammers the error messages' path while output streams:
+// bad controls sent as fast as possible, while the process writes, all reach the
+// client in order after ready and before the exit (at least the 16 that may wait), and
+// the stream still ends with the exit and every output byte.
+func TestWSInputErrorsUnderOutput(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("wh")
+	var p struct{ ID string }
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/wh/processes", map[string]any{
+		"command": "seq 1 50000; read x; echo done-$x", "pty": map[string]any{"cols": 80, "rows": 24}}).json(t, &p)
+	c := ts.dialWS("/v1/sandboxes/wh/processes/" + p.ID + "/ws?offset=0")
+	const bad = 40
+	for i := range bad {
+		c.send(t, websocket.MessageText, []byte(`{"type":"bad`+strconv.Itoa(i)+`"}`))
+	}
+	c.send(t, websocket.MessageBinary, []byte("ok\r"))
+	if st := c.readUntil(t, 60*time.Second, func(c *wsClient) bool { return c.control("exit") != nil }); st != -1 {
+		t.Fatalf("closed with %v before the exit", st)
+	}
+	if c.controls[0]["type"] != "ready" || c.controls[len(c.controls)-1]["type"] != "exit" {
+		t.Fatalf("first %v, last %v: want ready first and exit last", c.controls[0], c.controls[len(c.controls)-1])
+	}
+	next := 0
+	for _, m := range c.controls[1 : len(c.controls)-1] {
+		if m["type"] != "error" {
+			t.Fatalf("unexpected message %v", m)
+		}
+		msg, _ := m["message"].(string)
+		for next < bad && !strings.Contains(msg, `"bad`+strconv.Itoa(next)+`"`) {
+			next++ // dropped while 16 waited
+		}
+		if next == bad {
+			t.Fatalf("error %q is out of order", msg)
+		}
+		next++
+	}
+	if n := len(c.controls) - 2; n < maxNotices {
+		t.Fatalf("%d error messages, want at least %d", n, maxNotices)
+	}
+	out := c.output.String()
+	if !strings.Contains(out, "50000\r\n") || !strings.Contains(out, "done-ok") {
+		t.Fatalf("output lacks the end of seq or the answer: ...%q", out[max(0, len(out)-200):])
 	}
 }

@@ -199,3 +199,37 @@ func TestOutputSSEUTF8(t *testing.T) {
 		})
 	}
 }
+
+// FuzzOutputText: however the output is cut into two chunks of one stream, the text
+// the utf8 encoder sends is what decoding the whole output at once gives, and it is
+// said to be replaced exactly when that decoding replaced something.
+func FuzzOutputText(f *testing.F) {
+	f.Add([]byte(sample), 3)
+	f.Add([]byte("\xe2\x82"+"\xf0\x9f\x98\x80"), 2)
+	f.Add([]byte("x\xff\xc3"), 2)
+	f.Fuzz(func(t *testing.T, src []byte, cut int) {
+		if len(src) == 0 {
+			return
+		}
+		cut = min(max(cut, 0), len(src))
+		rec := httptest.NewRecorder()
+		out := newOutputSSE(newSSEWriter(rec, time.Second), encodingUTF8)
+		for _, ev := range []runtime.Event{
+			{Kind: runtime.EventOutput, Stream: runtime.StreamStdout, Offset: 0, Data: append([]byte(nil), src[:cut]...)},
+			{Kind: runtime.EventOutput, Stream: runtime.StreamStdout, Offset: int64(cut), Data: append([]byte(nil), src[cut:]...)},
+			{Kind: runtime.EventExit},
+		} {
+			if err := out.write(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text, replaced, ids := textOf(t, parseSSE(rec.Body.String()), 0)
+		want, wantReplaced := toText(src)
+		if text != want || replaced != wantReplaced {
+			t.Fatalf("cut %q at %d: %q (replaced %v), want %q (%v)", src, cut, text, replaced, want, wantReplaced)
+		}
+		if ids[len(ids)-1] != int64(len(src)) {
+			t.Fatalf("cut %q at %d: last id %d", src, cut, ids[len(ids)-1])
+		}
+	})
+}

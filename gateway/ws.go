@@ -86,10 +86,11 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 }
 
 // attachWS bridges a WebSocket to a process: output bytes as binary frames, input and
-// JSON control in the client's frames as its mode says (see inputMode). Output is pulled from the process's ring
-// at the client's own pace: a client that keeps reading is never skipped (the process
-// waits for it while it is a ring behind), and one that stops holds the process and
-// the other clients back for Config.StreamHoldBound at most (see subscribeLive).
+// JSON control in the client's frames as its mode says (see inputMode). Output is
+// pulled from the process's ring at the client's own pace: a client that keeps reading
+// is never skipped (the process waits for it while it is a ring behind), and one that
+// stops holds the process and the other clients back for Config.StreamHoldBound at
+// most (see subscribeLive).
 //
 // The handler returns once the connection is upgraded: net/http's goroutine for it,
 // whose stack grew deep during the upgrade, ends there. One fresh goroutine reads the

@@ -4,7 +4,7 @@ GO        ?= go
 TEST_TIMEOUT ?= 900s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run build test test-go web test-web bench lint fmt check plugins
+.PHONY: help run build test test-go web tools test-web bench lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ test: web test-go test-web ## run every test suite (what CI runs): Go with -race
 # it; the runtime suite is told so, in a user namespace as serve's probe picks here);
 # then the runtime suite again and a smoke subset of the gateway's on the local one.
 LOCAL_SMOKE := 'TestExec|TestProcess|TestSession|TestTerminal|TestFiles|TestSandbox'
-test-go: ## go test -race ./... on the namespace runtime, then on the local one (runtime, gateway smoke)
+test-go: tools ## go test -race ./... on the namespace runtime, then on the local one (runtime, gateway smoke)
 	SANDGATE_TEST_DRIVER=namespace-userns $(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
 	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) ./runtime/
 	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) -run $(LOCAL_SMOKE) ./gateway/
@@ -32,6 +32,13 @@ web: web/node_modules/.ci-stamp ## build the web UI bundle into gateway/webui/di
 # npm ci runs again only when the lock file or package.json is newer than the last install.
 web/node_modules/.ci-stamp: web/package-lock.json web/package.json
 	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+# The third-party tools the Go tests drive (wscat), pinned by tools/package-lock.json.
+tools: tools/node_modules/.ci-stamp ## install the pinned npm tools the Go tests run (npm ci in tools/)
+
+tools/node_modules/.ci-stamp: tools/package-lock.json tools/package.json
+	cd tools && npm ci --no-audit --no-fund
 	touch $@
 
 test-web: build ## run the browser tests against bin/sandgate (needs /usr/bin/chromium)

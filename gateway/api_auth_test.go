@@ -79,7 +79,7 @@ func TestHealthzAndUnknownRoutes(t *testing.T) {
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/m1/terminals/t1", map[string]any{})
 	r = ts.doToken(testAdminToken, "GET", "/metrics", nil)
 	for _, want := range []string{
-		`sandgate_http_requests_total{code="201",method="PUT",route="PUT /v1/sandboxes/{sb}/terminals/{t}"} 1`,
+		`sandgate_http_requests_total{code="201",route="PUT /v1/sandboxes/{sb}/terminals/{t}"} 1`,
 		"sandgate_http_request_duration_seconds_bucket", "sandgate_active_sandboxes 1",
 		"sandgate_terminals 1", "sandgate_websocket_clients 0", "sandgate_streamed_bytes_total",
 	} {

@@ -41,6 +41,19 @@
 // while idle: output is sent by a pump that runs only while there is output (see
 // wsAttachment).
 //
+// The SSE output stream carries bytes as base64, or with ?encoding=utf8 as text whose
+// events end on character boundaries (sse_output.go); ids are byte offsets either way.
+// A WebSocket client's ?input= says which of its frames are input and which are JSON
+// controls, so that wscat's text lines can be typed (ws_input.go); a control the
+// server cannot use is answered with an error message, never ignored.
+//
+// # Metrics
+//
+// /metrics (metrics.go) needs a token on the API listener; [Server.ServeMetrics]
+// serves it without one on a listener of its own. Request latency is recorded for
+// request/response routes only: streams are recorded, by lifetime, in histograms of
+// their own when they end.
+//
 // # Caveats
 //
 //   - A node runs alone: cluster membership routes answer 503 until clustering exists.

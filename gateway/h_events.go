@@ -78,8 +78,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	defer sub.Close()
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	s.metrics.sseClients.Inc()
-	defer s.metrics.sseClients.Dec()
+	defer s.metrics.sseStarted(r.Pattern)()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
 
 	pumpSSE(ctx, sse, sub.Next, func(ev actor.Event) error {

@@ -30,11 +30,11 @@ func exitedStream(info runtime.ProcessInfo, from int64, given bool) (int64, []ru
 }
 
 // exitedOutputSSE answers the SSE output stream of an exited process's record.
-func exitedOutputSSE(w http.ResponseWriter, info runtime.ProcessInfo, from int64, given bool) error {
-	sse := newSSEWriter(w, defaultWSWriteTimeout) // two small events
+func exitedOutputSSE(w http.ResponseWriter, info runtime.ProcessInfo, from int64, given bool, encoding string) error {
+	out := newOutputSSE(newSSEWriter(w, defaultWSWriteTimeout), encoding) // two small events
 	_, events := exitedStream(info, from, given)
 	for _, ev := range events {
-		if err := writeOutputEvent(sse, ev); err != nil {
+		if err := out.write(ev); err != nil {
 			return nil // the client went away
 		}
 	}
@@ -52,6 +52,7 @@ func (s *Server) exitedWS(w http.ResponseWriter, r *http.Request, info runtime.P
 		return nil
 	}
 	defer conn.CloseNow()
+	defer s.metrics.wsStarted(r.Pattern)()
 	ctx, cancel := context.WithTimeout(r.Context(), defaultWSWriteTimeout)
 	defer cancel()
 	ww := &wsWriter{conn: conn}

@@ -318,22 +318,20 @@ func (s *Server) resizeProcess(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// outputEventJSON is the data of an SSE output event.
-type outputEventJSON struct {
-	Stream string `json:"stream"`
-	Offset int64  `json:"offset"`
-	Data   string `json:"data"`
-}
-
 func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	from, given, err := resumePoint(r, "offset")
+	if err != nil {
+		return err
+	}
+	encoding, err := outputEncoding(r)
 	if err != nil {
 		return err
 	}
 	sb := r.PathValue("sb")
 	p, err := s.node.Process(r.Context(), sb, r.PathValue("p"))
 	if info, ok := actor.ExitedProcess(err); ok {
-		return exitedOutputSSE(w, info, from, given)
+		defer s.metrics.sseStarted(r.Pattern)()
+		return exitedOutputSSE(w, info, from, given, encoding)
 	}
 	if err != nil {
 		return err
@@ -348,10 +346,9 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	sub := s.subscribeLive(p, startOffset(p, from, given))
 	defer sub.Close()
 
-	s.metrics.sseClients.Inc()
-	defer s.metrics.sseClients.Dec()
+	defer s.metrics.sseStarted(r.Pattern)()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
-	return s.pumpOutputSSE(ctx, sse, sub, sb, p.ID())
+	return s.pumpOutputSSE(ctx, newOutputSSE(sse, encoding), sub, sb, p.ID())
 }
 
 // subscribeLive subscribes a live stream (WebSocket or SSE) to p's output from offset
@@ -371,33 +368,15 @@ func startOffset(p *runtime.Process, from int64, given bool) int64 {
 }
 
 // pumpOutputSSE sends the output of process id of sandbox sb from sub, until the exit.
-func (s *Server) pumpOutputSSE(ctx context.Context, sse *sseWriter, sub *runtime.Subscription, sb, id string) error {
-	pumpSSE(ctx, sse, sub.Next, func(ev runtime.Event) error {
+func (s *Server) pumpOutputSSE(ctx context.Context, out *outputSSE, sub *runtime.Subscription, sb, id string) error {
+	pumpSSE(ctx, out.sse, sub.Next, func(ev runtime.Event) error {
 		switch ev.Kind {
 		case runtime.EventOutput:
-			s.metrics.streamed.WithLabelValues("sse").Add(float64(len(ev.Data)))
+			s.metrics.streamed.WithLabelValues(streamSSE).Add(float64(len(ev.Data)))
 		case runtime.EventExit:
 			s.settleExit(ctx, sb, id)
 		}
-		return writeOutputEvent(sse, ev)
+		return out.write(ev)
 	})
 	return nil // the exit was sent, or the client or server went away
-}
-
-func writeOutputEvent(sse *sseWriter, ev runtime.Event) error {
-	switch ev.Kind {
-	case runtime.EventOutput:
-		b, _ := json.Marshal(outputEventJSON{
-			Stream: string(ev.Stream), Offset: ev.Offset, Data: base64.StdEncoding.EncodeToString(ev.Data),
-		})
-		return sse.Event("output", strconv.FormatInt(ev.Offset+int64(len(ev.Data)), 10), b)
-	case runtime.EventGap:
-		b, _ := json.Marshal(map[string]int64{"from": ev.From, "to": ev.To})
-		return sse.Event("gap", strconv.FormatInt(ev.To, 10), b)
-	case runtime.EventExit:
-		code, sig := exitFields(ev.Exit)
-		b, _ := json.Marshal(map[string]any{"exit_code": code, "signal": sig})
-		return sse.Event("exit", "", b)
-	}
-	return nil
 }

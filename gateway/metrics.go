@@ -14,26 +14,54 @@ import (
 
 // metrics holds the gateway's Prometheus collectors, on a registry of its own so that
 // two servers in one process (tests, a cluster on one machine) never collide.
+//
+// Request latency is observed only for request/response routes: an SSE or WebSocket
+// stream lasts as long as its client stays, minutes or days, and would drown every
+// latency percentile. Streams that started (the SSE response began, the WebSocket was
+// upgraded) are observed in histograms of their own when they end; a stream route
+// that answers an error instead is counted in sandgate_http_requests_total only.
 type metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	sseLife    *prometheus.HistogramVec
+	wsLife     *prometheus.HistogramVec
 	wsClients  prometheus.Gauge
 	sseClients prometheus.Gauge
 	streamed   *prometheus.CounterVec
 }
+
+// Stream transports, the values of route.stream.
+const (
+	streamSSE       = "sse"
+	streamWebSocket = "websocket"
+)
+
+// streamBuckets are the bounds of stream lifetimes: from a client that gives up at
+// once to a terminal left open for a day.
+var streamBuckets = []float64{.1, 1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600}
 
 func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandgate_http_requests_total",
-			Help: "HTTP requests by route pattern, method and status code.",
-		}, []string{"route", "method", "code"}),
+			Help: "HTTP requests by route (method and path pattern) and status code, streams included.",
+		}, []string{"route", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sandgate_http_request_duration_seconds",
-			Help:    "HTTP request latency by route pattern (streams: until the stream ends).",
+			Help:    "Latency of request/response routes by route (method and path pattern); SSE and WebSocket streams are not included.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		sseLife: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sandgate_sse_stream_duration_seconds",
+			Help:    "Lifetimes of Server-Sent Events streams by route, observed when each ends.",
+			Buckets: streamBuckets,
+		}, []string{"route"}),
+		wsLife: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sandgate_websocket_stream_duration_seconds",
+			Help:    "Lifetimes of WebSocket connections to processes and terminals by route, observed when each ends.",
+			Buckets: streamBuckets,
 		}, []string{"route"}),
 		wsClients: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sandgate_websocket_clients",
@@ -48,12 +76,53 @@ func newMetrics() *metrics {
 			Help: "Process output bytes sent to clients, by transport (sse, websocket).",
 		}, []string{"transport"}),
 	}
-	for _, transport := range []string{"sse", "websocket"} {
+	for _, transport := range []string{streamSSE, streamWebSocket} {
 		m.streamed.WithLabelValues(transport) // export zeros before the first byte
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.wsClients, m.sseClients, m.streamed,
+	m.reg.MustRegister(m.requests, m.latency, m.sseLife, m.wsLife, m.wsClients, m.sseClients, m.streamed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// declareStreams exports the stream routes' lifetime histograms before their first
+// stream, so a dashboard sees zeros rather than no series.
+func (m *metrics) declareStreams(routes []route) {
+	for _, rt := range routes {
+		if h := m.lifetimes(rt.stream); h != nil {
+			h.WithLabelValues(rt.pattern)
+		}
+	}
+}
+
+func (m *metrics) lifetimes(transport string) *prometheus.HistogramVec {
+	switch transport {
+	case streamSSE:
+		return m.sseLife
+	case streamWebSocket:
+		return m.wsLife
+	}
+	return nil
+}
+
+// sseStarted counts an SSE stream of route (a ServeMux pattern) that began sending
+// events, and returns what to call when it ends: it records the stream's lifetime.
+func (m *metrics) sseStarted(route string) (ended func()) {
+	began := time.Now()
+	m.sseClients.Inc()
+	return func() {
+		m.sseClients.Dec()
+		m.sseLife.WithLabelValues(route).Observe(time.Since(began).Seconds())
+	}
+}
+
+// wsStarted is sseStarted for a WebSocket connection that was upgraded.
+func (m *metrics) wsStarted(route string) (ended func()) {
+	began := time.Now()
+	m.wsClients.Inc()
+	return func() {
+		m.wsClients.Dec()
+		m.wsLife.WithLabelValues(route).Observe(time.Since(began).Seconds())
+	}
 }
 
 // nodeGauges reports the actor node's active sandboxes, processes, sessions and
@@ -95,13 +164,17 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// observe records one finished request.
-func (m *metrics) observe(route, method string, status int, d time.Duration) {
+// observe records one finished request of route (a ServeMux pattern, which names the
+// method; "" for a request no route matched). Its latency is recorded unless the route
+// streams (stream is its transport), whose lifetimes have histograms of their own.
+func (m *metrics) observe(route, stream string, status int, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	if stream == "" {
+		m.latency.WithLabelValues(route).Observe(d.Seconds())
+	}
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps to the real writer so

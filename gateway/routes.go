@@ -21,6 +21,9 @@ type route struct {
 	public bool
 	// queryToken routes accept ?token= (SSE and WebSocket: browsers cannot set headers).
 	queryToken bool
+	// stream is the transport of a streaming route (streamSSE or streamWebSocket), ""
+	// for a request/response one: metrics record a stream's lifetime, not its latency.
+	stream string
 	// policyInHandler routes call the routing policy themselves, once they know the
 	// command or labels the policy is asked about.
 	policyInHandler bool
@@ -57,8 +60,8 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST " + procPath + "/signal", handle: s.signalProcess},
 		{pattern: "POST " + procPath + "/input", handle: s.inputProcess},
 		{pattern: "POST " + procPath + "/resize", handle: s.resizeProcess},
-		{pattern: "GET " + procPath + "/output", handle: s.processOutput, queryToken: true},
-		{pattern: "GET " + procPath + "/ws", handle: s.processWS, queryToken: true},
+		{pattern: "GET " + procPath + "/output", handle: s.processOutput, queryToken: true, stream: streamSSE},
+		{pattern: "GET " + procPath + "/ws", handle: s.processWS, queryToken: true, stream: streamWebSocket},
 
 		{pattern: "POST " + sbPath + "/sessions", handle: s.createSession},
 		{pattern: "GET " + sbPath + "/sessions", handle: s.listSessions},
@@ -71,7 +74,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "GET " + termPath, handle: s.getTerminal},
 		{pattern: "POST " + termPath + "/resize", handle: s.resizeTerminal},
 		{pattern: "DELETE " + termPath, handle: s.deleteTerminal},
-		{pattern: "GET " + termPath + "/ws", handle: s.terminalWS, queryToken: true},
+		{pattern: "GET " + termPath + "/ws", handle: s.terminalWS, queryToken: true, stream: streamWebSocket},
 
 		{pattern: "GET " + sbPath + "/files", handle: s.readFile},
 		{pattern: "PUT " + sbPath + "/files", handle: s.writeFile},
@@ -79,7 +82,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST " + sbPath + "/files/mkdir", handle: s.mkdir},
 
 		{pattern: "GET " + sbPath + "/events", handle: s.listEvents},
-		{pattern: "GET " + sbPath + "/events/stream", handle: s.streamEvents, queryToken: true},
+		{pattern: "GET " + sbPath + "/events/stream", handle: s.streamEvents, queryToken: true, stream: streamSSE},
 		{pattern: "POST " + sbPath + "/events", handle: s.postEvent},
 		{pattern: "POST " + sbPath + "/messages", handle: s.postMessage},
 		{pattern: "GET " + sbPath + "/messages", handle: s.takeMessages},
@@ -99,6 +102,7 @@ func (s *Server) buildRoutes() {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
 	}
+	s.metrics.declareStreams(s.routes)
 	if s.cfg.UI != nil {
 		s.mux.Handle("GET /{$}", s.cfg.UI)
 		s.mux.Handle("GET /t/{sb}/{t}", s.cfg.UI)
@@ -155,7 +159,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		s.metrics.observe(rt.pattern, r.Method, status, d)
+		s.metrics.observe(rt.pattern, rt.stream, status, d)
 		level := slog.LevelDebug
 		if status >= 500 {
 			level = slog.LevelWarn

@@ -154,7 +154,8 @@ type Server struct {
 
 	mu         sync.Mutex
 	httpSrv    *http.Server
-	listenAddr string // the listener's address once Serve runs (ports of 0 resolved)
+	metricsSrv *http.Server // ServeMetrics's, if it runs
+	listenAddr string       // the listener's address once Serve runs (ports of 0 resolved)
 	closed     bool
 }
 
@@ -386,6 +387,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelStream()
 	gctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
 	defer cancel()
+	s.shutdownMetrics(gctx)
 	if srv != nil {
 		if err := srv.Shutdown(gctx); err != nil {
 			s.log.Warn("requests still running after the shutdown grace; ending them", "err", err)

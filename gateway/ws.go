@@ -31,6 +31,11 @@ type wsControl struct {
 	From     *int64          `json:"from,omitempty"`
 	To       *int64          `json:"to,omitempty"`
 	ExitCode *int            `json:"exit_code,omitempty"`
+	// Input is the ready message's ?input= mode, when it is not the default.
+	Input inputMode `json:"input,omitempty"`
+	// Code and Message are an error message's: what the server could not use.
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 func wsOffset(r *http.Request) (int64, bool, error) {
@@ -50,6 +55,10 @@ func (s *Server) processWS(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	mode, err := wsInputMode(r)
+	if err != nil {
+		return err
+	}
 	p, err := s.node.Process(r.Context(), r.PathValue("sb"), r.PathValue("p"))
 	if info, ok := actor.ExitedProcess(err); ok {
 		return s.exitedWS(w, r, info, from, given)
@@ -57,7 +66,7 @@ func (s *Server) processWS(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.attachWS(w, r, p, from, given)
+	return s.attachWS(w, r, p, from, given, mode)
 }
 
 func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
@@ -65,25 +74,30 @@ func (s *Server) terminalWS(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	mode, err := wsInputMode(r)
+	if err != nil {
+		return err
+	}
 	_, p, err := s.node.GetTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"))
 	if err != nil {
 		return err // an attach never creates a terminal: 404 before the upgrade
 	}
-	return s.attachWS(w, r, p, from, given)
+	return s.attachWS(w, r, p, from, given, mode)
 }
 
-// attachWS bridges a WebSocket to a process: output bytes as binary frames, input from
-// binary frames, JSON control in text frames. Output is pulled from the process's ring
-// at the client's own pace: a client that keeps reading is never skipped (the process
-// waits for it while it is a ring behind), and one that stops holds the process and
-// the other clients back for Config.StreamHoldBound at most (see subscribeLive).
+// attachWS bridges a WebSocket to a process: output bytes as binary frames, input and
+// JSON control in the client's frames as its mode says (see inputMode). Output is
+// pulled from the process's ring at the client's own pace: a client that keeps reading
+// is never skipped (the process waits for it while it is a ring behind), and one that
+// stops holds the process and the other clients back for Config.StreamHoldBound at
+// most (see subscribeLive).
 //
 // The handler returns once the connection is upgraded: net/http's goroutine for it,
 // whose stack grew deep during the upgrade, ends there. One fresh goroutine reads the
 // client for as long as it is connected; output is sent by a goroutine that runs only
 // while there is output to send (see wsAttachment), so an idle client costs one
 // goroutine. The server owns both and Shutdown stops and waits for them.
-func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool) error {
+func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Process, from int64, given bool, mode inputMode) error {
 	if err := checkHandshake(w, r, s.originRule()); err != nil {
 		return err
 	}
@@ -111,11 +125,11 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	s.bg.Add(1)
 	s.mu.Unlock()
 
-	s.metrics.wsClients.Inc()
+	ended := s.metrics.wsStarted(r.Pattern)
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	sb, began := r.PathValue("sb"), time.Now()
 	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub,
-		start: start, sandbox: sb, process: p.ID()}
+		start: start, sandbox: sb, process: p.ID(), mode: mode}
 	a.idle.L = &a.mu
 	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
 	// through a read deadline; an idle client's connection stays open, so a
@@ -123,7 +137,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	stopDeadline := context.AfterFunc(ctx, func() { _ = cc.conn.SetReadDeadline(time.Unix(1, 0)) })
 	go func() {
 		defer s.bg.Done()
-		readErr := s.readWS(cc, conn, p)
+		readErr := s.readWS(a, cc, conn, p, mode)
 		cancel()
 		stopDeadline()
 		a.stop() // the pump is done: its subscription's offset is the client's
@@ -143,7 +157,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		sub.Close()
 		conn.CloseNow()
 		release()
-		s.metrics.wsClients.Dec()
+		ended()
 	}()
 	a.mu.Lock()
 	a.startPumpLocked()
@@ -174,7 +188,7 @@ func (s *Server) writeWSEvent(ctx context.Context, ww *wsWriter, ev runtime.Even
 		if err := ww.write(ctx, websocket.MessageBinary, ev.Data); err != nil {
 			return err
 		}
-		s.metrics.streamed.WithLabelValues("websocket").Add(float64(len(ev.Data)))
+		s.metrics.streamed.WithLabelValues(streamWebSocket).Add(float64(len(ev.Data)))
 		return nil
 	case runtime.EventGap:
 		return writeControl(ctx, ww, wsControl{Type: "gap", From: &ev.From, To: &ev.To})
@@ -189,51 +203,4 @@ func (s *Server) writeWSEvent(ctx context.Context, ww *wsWriter, ev runtime.Even
 func writeControl(ctx context.Context, ww *wsWriter, c wsControl) error {
 	b, _ := json.Marshal(c)
 	return ww.write(ctx, websocket.MessageText, b)
-}
-
-// errInputBlocked ends a WebSocket client whose input the process did not take within
-// Config.InputTimeout: it is closed with 1013.
-var errInputBlocked = errors.New("process is not reading its input")
-
-// readWS applies what the client sends until it disconnects, and returns why it
-// stopped: binary frames are input, text frames are resize and signal controls. Bad
-// controls are ignored, not fatal: a terminal must survive a client bug. Input the
-// process does not take within Config.InputTimeout ends the client (errInputBlocked).
-func (s *Server) readWS(cc *clientConn, conn *websocket.Conn, p *runtime.Process) error {
-	for {
-		if err := cc.waitReadable(); err != nil {
-			return err
-		}
-		// No context: a cancellable one would cost every frame a registration with
-		// it, and the read deadline set when the attachment ends stops this read.
-		typ, data, err := conn.Read(context.Background())
-		if err != nil {
-			return err
-		}
-		if typ == websocket.MessageBinary {
-			// A keystroke the process takes at once costs no timer; a shutdown ends
-			// a wait.
-			_, err := p.WriteContext(s.streamCtx, data, s.inputTimeout())
-			if errors.Is(err, runtime.ErrInputBlocked) {
-				return errInputBlocked // the caller closes the connection
-			}
-			continue
-		}
-		var c wsControl
-		if json.Unmarshal(data, &c) != nil {
-			continue
-		}
-		switch c.Type {
-		case "resize":
-			if validTermSize(c.Cols, c.Rows) { // as REST: an out-of-range size is ignored
-				_ = p.Resize(c.Cols, c.Rows)
-			}
-		case "signal":
-			if name, err := parseSignalValue(c.Signal); err == nil {
-				if sig, err := runtime.ParseSignal(name); err == nil {
-					_ = p.Signal(sig)
-				}
-			}
-		}
-	}
 }

@@ -38,6 +38,7 @@ type wsAttachment struct {
 	start  int64
 	// sandbox and process name the stream's process, for settling its exit.
 	sandbox, process string
+	mode             inputMode // the client's ?input=, told in the ready message
 
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when pumping turns false
@@ -45,6 +46,7 @@ type wsAttachment struct {
 	stopped bool           // no pump may start any more
 	ready   bool           // the ready message was sent; only senders touch it, one at a time
 	held    *runtime.Event // taken by an inline send, for the next pump to send
+	notices []wsControl    // error messages for the client (notify), sent before more output
 	// closeCode and closeReason are what finish asked the reader goroutine to close
 	// the connection with (closeCode 0: nothing asked).
 	closeCode   websocket.StatusCode
@@ -96,7 +98,7 @@ func (a *wsAttachment) wake() {
 // pump; bulk output always goes that way, so the output goroutine goes back to reading
 // while the pump writes.
 func (a *wsAttachment) sendInline() bool {
-	if !a.ready || a.sub.Pending() > inlineMaxBytes || !sendRoom(a.sock, inlineMaxBytes+wsFrameHeaderMax) {
+	if !a.ready || a.noticePending() || a.sub.Pending() > inlineMaxBytes || !sendRoom(a.sock, inlineMaxBytes+wsFrameHeaderMax) {
 		return false
 	}
 	ev, ok, err := a.sub.PollMax(inlineMaxBytes)
@@ -149,7 +151,9 @@ func (a *wsAttachment) closing() (websocket.StatusCode, string) {
 // again, true when there is nothing more to do.
 func (a *wsAttachment) caughtUp() bool {
 	a.park() // first: the notification may start the next sender at once
-	if a.sub.Notify(a.wake) {
+	// A notice queued before the park found a sender running, so this one sends it;
+	// one queued after started a sender of its own.
+	if a.sub.Notify(a.wake) && !a.noticePending() {
 		return true
 	}
 	a.mu.Lock()
@@ -184,7 +188,11 @@ func (a *wsAttachment) pump() {
 	defer a.s.bg.Done()
 	defer a.s.wsPumps.Add(-1)
 	if !a.ready {
-		if err := writeControl(a.ctx, a.ww, wsControl{Type: "ready", Offset: &a.start}); err != nil {
+		ready := wsControl{Type: "ready", Offset: &a.start}
+		if a.mode != inputBinary {
+			ready.Input = a.mode
+		}
+		if err := writeControl(a.ctx, a.ww, ready); err != nil {
 			a.finishStalled(err)
 			a.park()
 			return
@@ -192,6 +200,14 @@ func (a *wsAttachment) pump() {
 		a.ready = true
 	}
 	for {
+		if c, ok := a.takeNotice(); ok {
+			if err := writeControl(a.ctx, a.ww, c); err != nil {
+				a.finishStalled(err)
+				a.park()
+				return
+			}
+			continue
+		}
 		ev, ok, err := a.next()
 		if err != nil { // after the exit, or the subscription closed
 			a.park()

@@ -304,6 +304,7 @@ func (h *Host) load(ctx context.Context, bin []byte, hash [32]byte) error {
 		return err
 	}
 	old := h.cur.Swap(g)
+	h.stats.loads.Add(1)
 	h.route.reset()
 	h.budget.reset()
 	if old != nil {

@@ -7,20 +7,21 @@ import "github.com/prometheus/client_golang/prometheus"
 var _ prometheus.Collector = (*Host)(nil)
 
 var (
-	descCalls      = prometheus.NewDesc("sandgate_plugin_calls_total", "Policy decisions asked, by hook.", []string{"hook"}, nil)
-	descDenied     = prometheus.NewDesc("sandgate_plugin_denied_total", "Requests denied by the route hook of the plugin.", nil, nil)
-	descFailures   = prometheus.NewDesc("sandgate_plugin_failures_total", "Calls answered by the failure policy, by hook and kind.", []string{"hook", "kind"}, nil)
-	descBreaker    = prometheus.NewDesc("sandgate_plugin_breaker_open", "1 while the hook's circuit breaker is open.", []string{"hook"}, nil)
-	descInstances  = prometheus.NewDesc("sandgate_plugin_instances_total", "Instance lifecycle events: created, discarded (after a failure), recycled.", []string{"event"}, nil)
-	descReloads    = prometheus.NewDesc("sandgate_plugin_reloads_total", "Module loads by result.", []string{"result"}, nil)
-	descRuntimes   = prometheus.NewDesc("sandgate_plugin_runtimes_total", "wazero runtimes opened and closed.", []string{"event"}, nil)
-	descGeneration = prometheus.NewDesc("sandgate_plugin_generation", "Modules put in service so far.", nil, nil)
-	descLogsDrop   = prometheus.NewDesc("sandgate_plugin_logs_dropped_total", "Plugin log lines dropped by the rate limit.", nil, nil)
+	descCalls     = prometheus.NewDesc("sandgate_plugin_calls_total", "Policy decisions asked, by hook.", []string{"hook"}, nil)
+	descDenied    = prometheus.NewDesc("sandgate_plugin_denied_total", "Requests denied by the route hook of the plugin.", nil, nil)
+	descFailures  = prometheus.NewDesc("sandgate_plugin_failures_total", "Calls answered by the failure policy, by hook and kind.", []string{"hook", "kind"}, nil)
+	descBreaker   = prometheus.NewDesc("sandgate_plugin_breaker_open", "1 while the hook's circuit breaker is open.", []string{"hook"}, nil)
+	descInstances = prometheus.NewDesc("sandgate_plugin_instances_total", "Instance lifecycle events: created, discarded (after a failure), recycled.", []string{"event"}, nil)
+	// Loads are counted from the first: ok is the number of modules put in service so
+	// far (what a generation gauge would show), failed the loads that kept the old one.
+	descLoads    = prometheus.NewDesc("sandgate_plugin_loads_total", "Module loads by result (ok, failed), the first load included.", []string{"result"}, nil)
+	descRuntimes = prometheus.NewDesc("sandgate_plugin_runtimes_total", "wazero runtimes opened and closed.", []string{"event"}, nil)
+	descLogsDrop = prometheus.NewDesc("sandgate_plugin_logs_dropped_total", "Plugin log lines dropped by the rate limit.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (h *Host) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCalls, descDenied, descFailures, descBreaker, descInstances, descReloads, descRuntimes, descGeneration, descLogsDrop} {
+	for _, d := range []*prometheus.Desc{descCalls, descDenied, descFailures, descBreaker, descInstances, descLoads, descRuntimes, descLogsDrop} {
 		ch <- d
 	}
 }
@@ -58,10 +59,9 @@ func (h *Host) Collect(ch chan<- prometheus.Metric) {
 	counter(descInstances, s.InstancesCreated, "created")
 	counter(descInstances, s.InstancesDiscarded, "discarded")
 	counter(descInstances, s.InstancesRecycled, "recycled")
-	counter(descReloads, s.Reloads, "ok")
-	counter(descReloads, s.ReloadFailures, "failed")
+	counter(descLoads, s.Loads, "ok")
+	counter(descLoads, s.ReloadFailures, "failed")
 	counter(descRuntimes, s.RuntimesOpened, "opened")
 	counter(descRuntimes, s.RuntimesClosed, "closed")
-	gauge(descGeneration, float64(s.Generation))
 	counter(descLogsDrop, s.LogsDropped)
 }

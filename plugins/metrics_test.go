@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandgate/sandgate/plugins"
 )
@@ -40,12 +41,22 @@ func TestCollector(t *testing.T) {
 		{name: "sandgate_plugin_calls_total,hook=route", want: 2},
 		{name: "sandgate_plugin_failures_total,hook=route,kind=trap", want: 1},
 		{name: "sandgate_plugin_instances_total,event=discarded", want: 1},
-		{name: "sandgate_plugin_generation", want: 1},
+		// The first load counts: a loaded plugin never shows 0 loads.
+		{name: "sandgate_plugin_loads_total,result=ok", want: 1},
+		{name: "sandgate_plugin_loads_total,result=failed", want: 0},
 		{name: "sandgate_plugin_runtimes_total,event=opened", want: 1},
 	}
 	for _, tt := range tests {
 		if v, ok := got[tt.name]; !ok || v != tt.want {
 			t.Errorf("%s = %v (present %v), want %v", tt.name, v, ok, tt.want)
 		}
+	}
+	// What promtool check metrics would say of the host's families.
+	problems, err := testutil.CollectAndLint(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }

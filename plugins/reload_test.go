@@ -65,7 +65,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	// Every replaced runtime closes once its last call returned (asynchronously).
 	waitFor(t, "old runtimes closed", func() bool { return h.Stats().RuntimesClosed == swaps })
 	s := h.Stats()
-	if s.Reloads != swaps || s.RuntimesOpened != swaps+1 || s.Generation != swaps+1 {
+	if s.Loads != swaps+1 || s.Reloads != swaps || s.RuntimesOpened != swaps+1 || s.Generation != swaps+1 {
 		t.Fatalf("stats after %d swaps: %+v", swaps, s)
 	}
 	if err := h.Close(); err != nil {

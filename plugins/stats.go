@@ -12,7 +12,8 @@ type Stats struct {
 	InstancesCreated   uint64    // instances instantiated and initialized
 	InstancesDiscarded uint64    // instances thrown away after a failed call
 	InstancesRecycled  uint64    // instances replaced after RecycleAfterCalls or RecycleMemoryBytes
-	Reloads            uint64    // successful swaps to a new module
+	Loads              uint64    // modules loaded and put in service, the first one included
+	Reloads            uint64    // successful swaps to a new module (Loads less the first)
 	ReloadFailures     uint64    // loads that failed; the old module stayed
 	RuntimesOpened     uint64    // wazero runtimes created (one per load attempt)
 	RuntimesClosed     uint64    // wazero runtimes closed
@@ -70,9 +71,9 @@ func (s *hookStats) snapshot(b *breaker) HookStats {
 }
 
 type stats struct {
-	route, budget                                           hookStats
-	instancesCreated, instancesDiscarded, instancesRecycled atomic.Uint64
-	reloads, reloadFailures, runtimesOpened, runtimesClosed atomic.Uint64
+	route, budget                                                  hookStats
+	instancesCreated, instancesDiscarded, instancesRecycled        atomic.Uint64
+	loads, reloads, reloadFailures, runtimesOpened, runtimesClosed atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters. It is safe for concurrent use.
@@ -82,7 +83,7 @@ func (h *Host) Stats() Stats {
 		Generation: h.Generation(),
 		Route:      s.route.snapshot(&h.route), Budget: s.budget.snapshot(&h.budget),
 		InstancesCreated: s.instancesCreated.Load(), InstancesDiscarded: s.instancesDiscarded.Load(),
-		InstancesRecycled: s.instancesRecycled.Load(), Reloads: s.reloads.Load(),
+		InstancesRecycled: s.instancesRecycled.Load(), Loads: s.loads.Load(), Reloads: s.reloads.Load(),
 		ReloadFailures: s.reloadFailures.Load(), RuntimesOpened: s.runtimesOpened.Load(),
 		RuntimesClosed: s.runtimesClosed.Load(), LogsDropped: h.logs.dropped.Load(),
 	}

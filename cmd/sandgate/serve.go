@@ -61,6 +61,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rootfs := fs.String("rootfs", "", "read-only root `directory` of the namespace runtime's sandboxes (default: the host's /usr, /etc, /opt, read-only)")
 	network := fs.String("sandbox-network", "", "a sandbox's network unless the policy grants another: none, loopback (the default) or host")
 	diskImages := fs.Bool("disk-images", true, "enforce budgets' disk_bytes with an ext4 image per sandbox mounted on its workspace (needs root, loop devices and mkfs.ext4; where they are missing the server says so at start and runs without quotas)")
+	metricsListen := fs.String("metrics-listen", "", "`address` to serve /metrics on without a token, for Prometheus (default: only on --listen, with a token)")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -128,10 +129,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	default:
 		cfg.MaxSandboxesPerTenant = *maxPerTenant
 	}
-	return serve(ctx, cfg, stdout, stderr)
+	return serve(ctx, cfg, *metricsListen, stdout, stderr)
 }
 
-func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) int {
+// serve runs a node with cfg until ctx ends or a stop signal comes; with metricsAddr it
+// also serves /metrics there without a token.
+func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout, stderr io.Writer) int {
 	madeToken := ""
 	if len(cfg.Tokens) == 0 && gateway.IsLoopback(cfg.Listen) {
 		tok, err := gateway.LoadOrCreateToken(cfg.DataDir)
@@ -152,6 +155,15 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "serve:", err)
 		_ = srv.Shutdown(context.Background())
 		return 1
+	}
+	var metricsLn net.Listener
+	if metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", metricsAddr); err != nil {
+			fmt.Fprintln(stderr, "serve: --metrics-listen:", err)
+			ln.Close()
+			_ = srv.Shutdown(context.Background())
+			return 1
+		}
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -175,9 +187,23 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	metricsServed := make(chan struct{})
+	if metricsLn != nil {
+		go func() {
+			defer close(metricsServed)
+			if err := srv.ServeMetrics(metricsLn); !errors.Is(err, http.ErrServerClosed) {
+				cfg.Logger.Error("metrics listener failed", "err", err)
+			}
+		}()
+	} else {
+		close(metricsServed)
+	}
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "token: %s (kept in %s/token)\n", madeToken, cfg.DataDir)
 		fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+	}
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics: http://%s/metrics (no token)\n", metricsLn.Addr())
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 
@@ -186,8 +212,10 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 		if !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(stderr, "serve:", err)
 			_ = srv.Shutdown(context.Background())
+			<-metricsServed
 			return 1
 		}
+		<-metricsServed
 		return 0
 	case <-ctx.Done():
 	case sig := <-sigs:
@@ -204,6 +232,7 @@ func serve(ctx context.Context, cfg *gateway.Config, stdout, stderr io.Writer) i
 		select {
 		case err := <-done:
 			<-served
+			<-metricsServed
 			if err != nil {
 				fmt.Fprintln(stderr, "serve: shutdown:", err)
 				return 1

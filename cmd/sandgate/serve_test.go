@@ -136,3 +136,35 @@ func TestServeBudget(t *testing.T) {
 		t.Fatalf("serve with a bad budget file: %v, stderr %q; want exit 2 naming default.pid", err, stderr.String())
 	}
 }
+
+// TestServeMetricsListen: with --metrics-listen, /metrics is served there without a
+// token, and /metrics on --listen still needs one.
+func TestServeMetricsListen(t *testing.T) {
+	t.Parallel()
+	metricsAddr := freeAddr(t)
+	n := startNode(t, "tok-m", "--metrics-listen", metricsAddr)
+	n.post(t, "tok-m", "/v1/sandboxes", `{"id":"m1"}`)
+	tests := []struct {
+		name, url string
+		want      int
+		has       string
+	}{
+		{"metrics listener without a token", "http://" + metricsAddr + "/metrics", http.StatusOK,
+			`sandgate_http_requests_total{code="201",route="POST /v1/sandboxes"} 1`},
+		{"API listener without a token", "http://" + n.addr + "/metrics", http.StatusUnauthorized, "unauthorized"},
+		{"API route on the metrics listener", "http://" + metricsAddr + "/v1/sandboxes", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Get(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.want || !strings.Contains(string(body), tt.has) {
+				t.Fatalf("GET %s: %d %q; want %d with %q", tt.url, resp.StatusCode, body, tt.want, tt.has)
+			}
+		})
+	}
+}

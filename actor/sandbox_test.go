@@ -75,7 +75,7 @@ func TestExecAndBudgets(t *testing.T) {
 	}
 	t.Run("max processes", func(t *testing.T) {
 		t.Parallel()
-		ctx := tctx(t) // the subtest's own: it may wait for a parallel slot longer than the parent's lives
+		ctx := tctx(t)         // the subtest's own: it may wait for a parallel slot longer than the parent's lives
 		mustCreate(t, n, "mp") // its own sandbox: the execs above count in ex's budget
 		for range 2 {
 			_, err := n.StartProcess(ctx, "mp", runtime.StartOptions{Command: "sleep 30"})

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/internal/procfs"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -125,6 +127,24 @@ func (ts *testServer) hostWorkspace(sb string) string {
 // guestWorkspace is sandbox sb's workspace as its processes see it (what pwd prints).
 func (ts *testServer) guestWorkspace(sb string) string {
 	return runtime.GuestDir(ts.srv.driver, ts.hostWorkspace(sb))
+}
+
+// hostPID returns the host pid of the process that sandbox sb's processes know as pid
+// (the pid the API reports): pid itself on the local runtime; on the namespace
+// runtime the process of the pid namespace of sb's init (found by its command line)
+// with that pid there, or -1 if none lives.
+func (ts *testServer) hostPID(sb string, pid int) int {
+	if !ts.isolated() {
+		return pid
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == "sandgate-init\x00"+sb+"\x00" {
+			initPID, _ := strconv.Atoi(e.Name())
+			return procfs.HostPID("/proc", initPID, pid)
+		}
+	}
+	return -1
 }
 
 // isolated reports whether the server runs sandboxes on the namespace driver.

@@ -117,6 +117,10 @@ func TestShutdownWithStuckInput(t *testing.T) {
 		t.Fatal("the input was not sent")
 	}
 
+	host := ts.hostPID("stuckbye", p.PID)
+	if host <= 0 {
+		t.Fatalf("no host process for pid %d of the sandbox", p.PID)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
@@ -128,7 +132,7 @@ func TestShutdownWithStuckInput(t *testing.T) {
 	if st := <-wsDone; st != websocket.StatusServiceRestart && st != -1 {
 		t.Fatalf("client with stuck input closed with %v", st)
 	}
-	if err := syscall.Kill(p.PID, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("process %d still there after Shutdown: %v", p.PID, err)
+	if err := syscall.Kill(host, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("process %d (host pid %d) still there after Shutdown: %v", p.PID, host, err)
 	}
 }

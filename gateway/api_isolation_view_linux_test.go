@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIsolationProcesses: ps and /proc inside a sandbox show only the sandbox's own
+// processes (a handful, where the host has many), and the pid the API reports for a
+// process is its pid inside: what its shell prints as $$, and what ps shows.
+func TestIsolationProcesses(t *testing.T) {
+	t.Parallel()
+	ts := isoServer(t, nil)
+	b := newIsoBox(t, ts, "iso-ps")
+	p := b.start("echo $$ > pid; exec sleep 1000")
+	var self string
+	eventually(t, 20*time.Second, "the process to write its pid", func() bool {
+		r := ts.do("GET", "/v1/sandboxes/"+b.id+"/files?path=pid", nil)
+		self = strings.TrimSpace(string(r.body))
+		return r.status == http.StatusOK && self != ""
+	})
+	if self != strconv.Itoa(p.PID) {
+		t.Fatalf("the process's $$ is %s; the API says pid %d", self, p.PID)
+	}
+	if host := b.hostPID(p.PID); host <= 0 {
+		t.Fatalf("no process of the sandbox's pid namespace has pid %d there", p.PID)
+	} else if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(host) + "/cmdline"); string(cmd) != "sleep\x001000\x00" {
+		t.Fatalf("host pid %d of the sandbox's pid %d runs %q; want sleep 1000", host, p.PID, cmd)
+	}
+
+	hostProcs := numericEntries(t, "/proc")
+	if len(hostProcs) < 20 {
+		t.Fatalf("the host shows only %d processes: too few to tell a sandbox's view from it", len(hostProcs))
+	}
+	inside := strings.Fields(b.sh("ls /proc | grep -E '^[0-9]+$'"))
+	// 1 (the init), the sleep, and the sh, ls and grep of this command.
+	if len(inside) > 5 || !slices.Contains(inside, "1") || !slices.Contains(inside, strconv.Itoa(p.PID)) {
+		t.Fatalf("/proc inside lists pids %v; want only the init (1), the process (%d) and this command's (the host has %d)", inside, p.PID, len(hostProcs))
+	}
+	ps := strings.Split(strings.TrimSpace(b.sh("ps -eo pid=,args=")), "\n")
+	if len(ps) > 4 {
+		t.Fatalf("ps inside shows %d processes; want the init, the sleep, sh and ps:\n%s", len(ps), strings.Join(ps, "\n"))
+	}
+	found := false
+	for _, line := range ps {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == strconv.Itoa(p.PID) && strings.Join(f[1:], " ") == "sleep 1000" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("ps inside does not show pid %d as sleep 1000:\n%s", p.PID, strings.Join(ps, "\n"))
+	}
+}
+
+// numericEntries returns the names of dir's entries that are numbers (pids).
+func numericEntries(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestIsolationReadOnlyRoot: a sandbox cannot write to /etc, /usr or / (EROFS or
+// EACCES), but can to /workspace; it is root inside (id -u is 0) and an unprivileged
+// uid to the host (a user namespace).
+func TestIsolationReadOnlyRoot(t *testing.T) {
+	t.Parallel()
+	ts := isoServer(t, nil)
+	b := newIsoBox(t, ts, "iso-ro")
+	for _, tc := range []struct{ name, command string }{
+		{"etc new file", "echo x > /etc/sandgate-iso"},
+		{"etc existing file", "echo x >> /etc/hostname"},
+		{"usr", "echo x > /usr/sandgate-iso"},
+		{"usr bin", "cp /usr/bin/true /usr/bin/sandgate-iso"},
+		{"root file", "echo x > /sandgate-iso"},
+		{"root dir", "mkdir /sandgate-iso"},
+		{"root rename", "mv /etc /etc2"},
+		{"chmod", "chmod 777 /usr/bin/env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := b.exec(tc.command)
+			if res.ExitCode == 0 {
+				t.Fatalf("%q succeeded in the sandbox", tc.command)
+			}
+			if !strings.Contains(res.Stderr, "Read-only file system") && !strings.Contains(res.Stderr, "Permission denied") &&
+				!strings.Contains(res.Stderr, "Operation not permitted") {
+				t.Fatalf("%q: exit %d, stderr %q; want EROFS, EACCES or EPERM", tc.command, res.ExitCode, res.Stderr)
+			}
+		})
+	}
+	for _, dir := range []string{"/", "/etc", "/usr"} {
+		if _, err := os.Stat(filepath.Join(dir, "sandgate-iso")); err == nil {
+			t.Fatalf("%s/sandgate-iso exists on the host", dir)
+		}
+	}
+	if got := b.sh("echo hello > /workspace/f && cat /workspace/f && echo x > /tmp/t && cat /tmp/t"); got != "hello\nx\n" {
+		t.Fatalf("writing to /workspace and /tmp: %q", got)
+	}
+	if got := strings.TrimSpace(b.sh("id -u")); got != "0" {
+		t.Fatalf("id -u inside is %q; want 0", got)
+	}
+	p := b.start("exec sleep 1000")
+	host := b.hostPID(p.PID)
+	if host <= 0 {
+		t.Fatalf("no host process for the sandbox's pid %d", p.PID)
+	}
+	if uid := procStatusField(host, "Uid"); uid == "" || uid == "0" {
+		t.Fatalf("the sandbox's root is host uid %q; want an unprivileged one (a user namespace)", uid)
+	}
+}
+
+// TestIsolationHostPaths: another sandbox's workspace, the server's data directory, a
+// token file in it and actors.db do not exist inside a sandbox, by their host paths or
+// by walking up from the workspace, and / holds only the sandbox root's entries.
+func TestIsolationHostPaths(t *testing.T) {
+	t.Parallel()
+	ts := isoServer(t, nil)
+	data := ts.srv.cfg.DataDir
+	token := filepath.Join(data, "token")
+	if err := os.WriteFile(token, []byte(testAdminToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newIsoBox(t, ts, "iso-paths")
+	other := newIsoBox(t, ts, "iso-other")
+	ts.must(http.StatusNoContent, "PUT", "/v1/sandboxes/"+other.id+"/files?path=secret", "other's secret")
+	db := filepath.Join(data, "actors.db")
+	for _, p := range []string{db, token, filepath.Join(ts.hostWorkspace(other.id), "secret")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("the host path to try must exist: %v", err)
+		}
+	}
+	otherWS := ts.hostWorkspace(other.id)
+	for _, tc := range []struct{ name, path string }{
+		{"data dir", data},
+		{"actors.db", db},
+		{"token", token},
+		{"workspaces dir", filepath.Join(data, "workspaces")},
+		{"other workspace", otherWS},
+		{"other file", filepath.Join(otherWS, "secret")},
+		{"own host path", ts.hostWorkspace(b.id)},
+		{"other file relative", "../" + other.id + "/secret"},
+		{"other workspace from guest", "/workspace/../" + other.id},
+		{"actors.db relative", "../../actors.db"},
+		{"token relative", "../../token"},
+		{"actors.db through proc root", "/proc/1/root" + db},
+		{"other through proc cwd", "/proc/1/cwd/../" + other.id},
+		{"host home", "/root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := b.exec("ls -d '" + tc.path + "' || exit 7; cat '" + tc.path + "'")
+			if res.ExitCode != 7 {
+				t.Fatalf("%s is reachable in the sandbox: exit %d, stdout %q, stderr %q", tc.path, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+	got := strings.Fields(b.sh("ls -A /"))
+	want := map[string]bool{"bin": true, "dev": true, "etc": true, "lib": true, "lib32": true, "lib64": true, "libx32": true,
+		"opt": true, "proc": true, "sbin": true, "tmp": true, "usr": true, "workspace": true}
+	for _, name := range got {
+		if !want[name] {
+			t.Fatalf("/ inside has %q: %v; want only the sandbox root's entries", name, got)
+		}
+	}
+	if !slices.Contains(got, "workspace") || !slices.Contains(got, "usr") {
+		t.Fatalf("/ inside is %v; want usr and workspace among its entries", got)
+	}
+	if got := b.sh("grep -rl 'other.s secret' /tmp /workspace /dev/shm 2>/dev/null; true"); got != "" {
+		t.Fatalf("the other sandbox's file is found inside: %q", got)
+	}
+}

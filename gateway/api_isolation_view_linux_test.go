@@ -183,3 +183,50 @@ func TestIsolationHostPaths(t *testing.T) {
 		t.Fatalf("the other sandbox's file is found inside: %q", got)
 	}
 }
+
+// TestIsolationPrivileges: a sandbox's processes have no capabilities, no_new_privs
+// and a seccomp filter, so root inside cannot mount, unshare or reboot; the sandbox
+// has its own host name (its id) and HOME is its workspace.
+func TestIsolationPrivileges(t *testing.T) {
+	t.Parallel()
+	ts := isoServer(t, nil)
+	b := newIsoBox(t, ts, "iso-privs")
+	status := map[string]string{}
+	for _, line := range strings.Split(b.sh("cat /proc/self/status"), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			status[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, want := range map[string]string{
+		"NoNewPrivs": "1", "Seccomp": "2",
+		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+		"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
+	} {
+		if status[k] != want {
+			t.Errorf("%s of a sandbox process is %q; want %q", k, status[k], want)
+		}
+	}
+	for _, tc := range []struct {
+		name, command string
+		want          int // the exit status; 0: any failure of the call itself
+	}{
+		{"mount", "mount -t tmpfs none /tmp", 0},
+		{"unshare", "unshare -Ur true", 0},
+		{"hostname", "hostname evil", 0},
+		// LINUX_REBOOT_CMD_CAD_OFF, harmless anywhere: exit 3 if refused with EPERM
+		// (EINVAL would mean the call got as far as looking at its argument).
+		{"reboot", `python3 -c 'import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); sys.exit(3 if l.reboot(0) != 0 and ctypes.get_errno() == 1 else 0)'`, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := b.exec(tc.command)
+			switch {
+			case tc.want != 0 && res.ExitCode != tc.want,
+				tc.want == 0 && (res.ExitCode == 0 || res.ExitCode == 127 || res.Stderr == ""):
+				t.Fatalf("%q in the sandbox: %+v; want it refused", tc.command, res)
+			}
+		})
+	}
+	if got := b.sh("hostname; echo $HOME"); got != b.id+"\n"+ts.guestWorkspace(b.id)+"\n" {
+		t.Fatalf("hostname and HOME inside: %q; want %s and %s", got, b.id, ts.guestWorkspace(b.id))
+	}
+}

@@ -230,3 +230,55 @@ func TestIsolationPrivileges(t *testing.T) {
 		t.Fatalf("hostname and HOME inside: %q; want %s and %s", got, b.id, ts.guestWorkspace(b.id))
 	}
 }
+
+// TestIsolationEveryEntryPoint: exec, a session's commands, a background process and a
+// terminal's shell all run in the namespaces of the sandbox's init (pid, mount, net,
+// uts, ipc and user), none in the server's.
+func TestIsolationEveryEntryPoint(t *testing.T) {
+	t.Parallel()
+	ts := isoServer(t, nil)
+	b := newIsoBox(t, ts, "iso-entry")
+	kinds := []string{"pid", "mnt", "net", "uts", "ipc", "user"}
+	nsOf := func(pid string) string {
+		var links []string
+		for _, k := range kinds {
+			l, err := os.Readlink("/proc/" + pid + "/ns/" + k)
+			if err != nil {
+				t.Fatalf("read the %s namespace of pid %s: %v", k, pid, err)
+			}
+			links = append(links, l)
+		}
+		return strings.Join(links, " ")
+	}
+	want := nsOf(strconv.Itoa(b.init))
+	if own := nsOf("self"); own == want {
+		t.Fatalf("the sandbox's init shares this process's namespaces: %s", own)
+	}
+	readlinks := "readlink /proc/self/ns/pid /proc/self/ns/mnt /proc/self/ns/net /proc/self/ns/uts /proc/self/ns/ipc /proc/self/ns/user | tr '\\n' ' '"
+
+	if got := strings.TrimSpace(b.sh(readlinks)); got != want {
+		t.Errorf("exec runs in namespaces %s; the init's are %s", got, want)
+	}
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/"+b.id+"/sessions", map[string]any{"id": "s"})
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/"+b.id+"/sessions/s/exec", map[string]any{"command": readlinks}).json(t, &res)
+	if got := strings.TrimSpace(res.Stdout); res.ExitCode != 0 || got != want {
+		t.Errorf("a session command runs in namespaces %q (exit %d, %q); the init's are %s", got, res.ExitCode, res.Stderr, want)
+	}
+	p := b.start("exec sleep 1000")
+	var term terminalJSON
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/"+b.id+"/terminals/t", map[string]any{}).json(t, &term)
+	if term.Process == nil {
+		t.Fatalf("terminal without a process: %+v", term)
+	}
+	shell := b.process(*term.Process, 0)
+	for name, pid := range map[string]int{"a background process": p.PID, "a terminal's shell": shell.PID} {
+		host := b.hostPID(pid)
+		if host <= 0 {
+			t.Fatalf("%s (pid %d) is in no process of the sandbox's pid namespace", name, pid)
+		}
+		if got := nsOf(strconv.Itoa(host)); got != want {
+			t.Errorf("%s runs in namespaces %s; the init's are %s", name, got, want)
+		}
+	}
+}

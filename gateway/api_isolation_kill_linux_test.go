@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestIsolationKillAll: `kill -9 -1` inside a sandbox ends the sandbox's own processes
-// only: the server answers, another sandbox's running process is alive (through the
+// TestIsolationKillAll: the server's pid does not exist inside a sandbox, and
+// `kill -9 -1` there ends the sandbox's own processes only: the server answers, another sandbox's running process is alive (through the
 // API and on the host), and the sandbox itself still runs commands afterwards.
 func TestIsolationKillAll(t *testing.T) {
 	t.Parallel()
@@ -27,6 +27,12 @@ func TestIsolationKillAll(t *testing.T) {
 		t.Fatalf("no host process for the other sandbox's pid %d", bystander.PID)
 	}
 	start := procStart(host)
+
+	// The server's pid means nothing inside (signal 0 only asks whether it exists).
+	server := strconv.Itoa(os.Getpid())
+	if res := b.exec("kill -0 " + server); res.ExitCode == 0 || !strings.Contains(res.Stderr, "No such process") {
+		t.Fatalf("the server's pid %s from inside: %+v; want no such process", server, res)
+	}
 
 	res := b.exec("kill -9 -1; echo survived")
 	if !strings.Contains(res.Stdout, "survived") {

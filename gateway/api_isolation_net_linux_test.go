@@ -20,10 +20,10 @@ c = socket.create_connection(s.getsockname(), timeout=10); a, _ = s.accept()
 c.sendall(b"hi"); print(a.recv(2).decode())`
 
 // TestIsolationNetwork: a sandbox's network by its budget. loopback (the default): no
-// route out, the test's own listener on the host's 127.0.0.1 is unreachable, and a
-// listener inside on 127.0.0.1 answers itself. none: lo is down and nothing listens
-// or connects. host (granted by the operator's default): the host's network, where the
-// test's listener is reachable.
+// route out, the test's own listener and the server's API on the host's 127.0.0.1 are
+// unreachable, and a listener inside on 127.0.0.1 answers itself. none: lo is down and
+// nothing listens or connects. host (granted by the operator's default): the host's
+// network, where both are reachable.
 func TestIsolationNetwork(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -81,6 +81,12 @@ func TestIsolationNetwork(t *testing.T) {
 			res = b.exec(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + ln.port() + ` && echo hello >&3 && echo connected'`)
 			if connected := res.ExitCode == 0 && res.Stdout == "connected\n"; connected != tc.reach {
 				t.Fatalf("connecting to the host's 127.0.0.1:%s: exit %d, %q %q; want it to connect: %v", ln.port(), res.ExitCode, res.Stdout, res.Stderr, tc.reach)
+			}
+			// The API's own port on the host's 127.0.0.1 likewise.
+			api := strings.TrimPrefix(ts.url, "http://")
+			res = b.exec("curl -sS -o /dev/null -w '%{http_code}' --max-time 10 http://" + api + "/healthz")
+			if reached := res.ExitCode == 0 && res.Stdout == "200"; reached != tc.reach {
+				t.Fatalf("GET /healthz of the server at %s from inside: exit %d, %q %q; want it reached: %v", api, res.ExitCode, res.Stdout, res.Stderr, tc.reach)
 			}
 			if tc.reach {
 				eventually(t, 10*time.Second, "the test's listener to read the sandbox's hello", func() bool {

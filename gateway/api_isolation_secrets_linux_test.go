@@ -15,7 +15,8 @@ import (
 // command's open fds are its stdio only (and ls's own directory), a process's are
 // 0, 1 and 2 on the host too, the server's environment (a marker variable set before
 // it started) is in no process's environment, and no token appears in the init's
-// environment or command line as the sandbox sees them.
+// environment or command line as the sandbox sees them. (The runtime gave isolated
+// sandboxes the server's PATH and USER; it now gives them a default PATH.)
 //
 // Not parallel: t.Setenv changes the whole test process's environment.
 func TestIsolationNoServerSecrets(t *testing.T) {
@@ -24,6 +25,10 @@ func TestIsolationNoServerSecrets(t *testing.T) {
 	const markerName = "SANDGATE_ISO_SERVER_MARKER"
 	marker := "marker-" + hex.EncodeToString(raw)
 	t.Setenv(markerName, marker)
+	// Variables the runtime might pass on: their values are the server's too.
+	t.Setenv("PATH", os.Getenv("PATH")+":/"+marker+"-path")
+	t.Setenv("USER", marker+"-user")
+	t.Setenv("LOGNAME", marker+"-logname")
 	ts := isoServer(t, nil)
 	b := newIsoBox(t, ts, "iso-secrets")
 	secrets := []string{markerName, marker}

@@ -7,21 +7,26 @@ import (
 	"strings"
 )
 
-// defaultPath is the PATH of the base environment when the gateway has none.
+// defaultPath is the PATH of the base environment in an isolated sandbox, and on the
+// host when the gateway has none.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// baseEnv returns the small environment every process starts from: PATH (the gateway's,
-// or a default), HOME (the workspace), LANG and USER.
-func baseEnv(dir string) map[string]string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = defaultPath
+// baseEnv returns the small environment every process starts from: HOME (the
+// workspace), LANG and PATH, and USER for processes on the host. Processes on the host
+// (onHost: the local driver) get the gateway's PATH and USER; an isolated sandbox gets
+// defaultPath and no USER, so no value of the server's environment reaches it.
+func baseEnv(dir string, onHost bool) map[string]string {
+	m := map[string]string{"PATH": defaultPath, "HOME": dir, "LANG": "C.UTF-8"}
+	if !onHost {
+		return m
+	}
+	if path := os.Getenv("PATH"); path != "" {
+		m["PATH"] = path
 	}
 	user := os.Getenv("USER")
 	if user == "" {
 		user = os.Getenv("LOGNAME")
 	}
-	m := map[string]string{"PATH": path, "HOME": dir, "LANG": "C.UTF-8"}
 	if user != "" {
 		m["USER"] = user
 	}

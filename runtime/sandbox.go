@@ -17,7 +17,8 @@ type Config struct {
 	// created (0o755, with parents) if missing and made absolute by New. Required.
 	Dir string
 	// Env is the sandbox's environment, overlaid on a small base (PATH, HOME=Dir,
-	// LANG=C.UTF-8, USER).
+	// LANG=C.UTF-8, and USER on the local driver; the namespace driver's PATH is a
+	// default, not the server's).
 	Env map[string]string
 	// MaxProcesses caps the running processes and terminals started with Start and
 	// StartTerminal; exec calls and session shells do not count. 0 means no cap.
@@ -150,7 +151,8 @@ func newSandbox(cfg *Config) (*Sandbox, error) {
 	markCloexec()
 	guest := c.Driver.guestDir(dir)
 	env := make(map[string]string, len(c.Env)+4)
-	for k, v := range overlay(baseEnv(guest), c.Env) {
+	_, isolated := c.Driver.(NamespaceDriver)
+	for k, v := range overlay(baseEnv(guest, !isolated), c.Env) {
 		env[k] = v
 	}
 	c.Env = env

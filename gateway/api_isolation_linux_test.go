@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/procfs"
 )
 
 // The isolation tests (api_isolation_*_linux_test.go) drive a real gateway over HTTP
@@ -88,22 +90,7 @@ func newIsoBox(t testing.TB, ts *testServer, prefix string) *isoBox {
 // command line is "sandgate-init <id>".
 func findInit(t testing.TB, id string) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "sandgate-init\x00" + id + "\x00"
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err != nil || string(b) != want {
-			continue
-		}
-		if ppid := procStatusField(pid, "PPid"); ppid != strconv.Itoa(os.Getpid()) {
-			continue
-		}
+	if pid := procfs.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+id+"\x00"); pid > 0 {
 		return pid
 	}
 	t.Fatalf("no init of sandbox %s (a process \"sandgate-init %s\" started by this one) is running", id, id)

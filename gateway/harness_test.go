@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,20 +130,17 @@ func (ts *testServer) guestWorkspace(sb string) string {
 
 // hostPID returns the host pid of the process that sandbox sb's processes know as pid
 // (the pid the API reports): pid itself on the local runtime; on the namespace
-// runtime the process of the pid namespace of sb's init (found by its command line)
-// with that pid there, or -1 if none lives.
+// runtime the process of the pid namespace of sb's init (this process's child with
+// the command line "sandgate-init sb") with that pid there, or -1 if none lives.
 func (ts *testServer) hostPID(sb string, pid int) int {
 	if !ts.isolated() {
 		return pid
 	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == "sandgate-init\x00"+sb+"\x00" {
-			initPID, _ := strconv.Atoi(e.Name())
-			return procfs.HostPID("/proc", initPID, pid)
-		}
+	initPID := procfs.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+sb+"\x00")
+	if initPID < 0 {
+		return -1
 	}
-	return -1
+	return procfs.HostPID("/proc", initPID, pid)
 }
 
 // isolated reports whether the server runs sandboxes on the namespace driver.

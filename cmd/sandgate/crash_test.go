@@ -28,7 +28,7 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 	must(t, json.Unmarshal([]byte(n.post(t, tok, "/v1/sandboxes/cr1/processes", `{"argv":["sleep","297"],"tag":"bg"}`)), &proc))
 	// The sweep that ends leftovers at start is not this test's subject: end the
 	// process here, if it is still the one started (its pid may have been reused).
-	sleeper := hostPIDOf(t, "cr1", proc.PID)
+	sleeper := hostPIDOf(t, n.cmd.Process.Pid, "cr1", proc.PID)
 	t.Cleanup(func() { killIfCmdline(t, sleeper, "sleep\x00297\x00") })
 	// A terminal's shell is a process too.
 	status, body := n.request(t, tok, "PUT", "/v1/sandboxes/cr1/terminals/t1", `{}`)
@@ -37,7 +37,7 @@ func TestCrashRecordsRunningProcesses(t *testing.T) {
 		t.Fatalf("PUT terminal: %d %s", status, body)
 	}
 	_, body = n.request(t, tok, "GET", "/v1/sandboxes/cr1/processes/"+term.Process, "")
-	shell := pidOf(t, "cr1", body)
+	shell := n.pidOf(t, "cr1", body)
 	shellCmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", shell))
 	must(t, err)
 	t.Cleanup(func() { killIfCmdline(t, shell, string(shellCmd)) })

@@ -1,25 +1,20 @@
 package main
 
 import (
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/sandgate/sandgate/internal/procfs"
 )
 
-// hostPIDOf returns the host pid of the process that sandbox sb's processes know as
-// pid: on the namespace runtime, the process in the pid namespace of sb's init (found
-// by its command line, "sandgate-init sb") whose pid there is pid, or -1 if none lives;
-// on the local runtime (no such init), pid itself.
-func hostPIDOf(t *testing.T, sb string, pid int) int {
+// hostPIDOf returns the host pid of the process that sandbox sb of the serve process
+// server knows as pid: on the namespace runtime, the process in the pid namespace of
+// sb's init (server's child with the command line "sandgate-init sb") whose pid there
+// is pid, or -1 if none lives; on the local runtime (no such init), pid itself.
+func hostPIDOf(t *testing.T, server int, sb string, pid int) int {
 	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == "sandgate-init\x00"+sb+"\x00" {
-			initPID, _ := strconv.Atoi(e.Name())
-			return procfs.HostPID("/proc", initPID, pid)
-		}
+	initPID := procfs.ChildByCmdline("/proc", server, "sandgate-init\x00"+sb+"\x00")
+	if initPID < 0 {
+		return pid
 	}
-	return pid
+	return procfs.HostPID("/proc", initPID, pid)
 }

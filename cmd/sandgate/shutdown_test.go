@@ -24,7 +24,7 @@ func TestShutdownEndsProcesses(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%v", i, sig), func(t *testing.T) {
 			n := startNode(t, tok)
 			n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
-			tree := waitTree(t, pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & sleep 300"}`)), 3)
+			tree := waitTree(t, n.pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & sleep 300"}`)), 3)
 			n.signal(t, sig)
 			if code := waitExit(t, n); code != 0 {
 				t.Fatalf("serve exited with %d: %s", code, n.log.String())
@@ -46,7 +46,7 @@ func TestRepeatedSignalShutsDownCleanly(t *testing.T) {
 	n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
 	// SIGTERM is ignored, so the shutdown lasts the kill grace (2 s): long enough for
 	// the second signal to find it under way.
-	tree := waitTree(t, pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"trap '' TERM; sleep 300"}`)), 2)
+	tree := waitTree(t, n.pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"trap '' TERM; sleep 300"}`)), 2)
 	// Two signals sent together may reach serve as one; the second is sent once the
 	// first was taken, well within repeatWindow of it.
 	n.signal(t, syscall.SIGTERM)
@@ -69,9 +69,9 @@ func TestForcedExitKillsProcesses(t *testing.T) {
 	n := startNode(t, tok)
 	n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
 	// SIGTERM is ignored, so a graceful shutdown waits out the kill grace (2 s).
-	plain := pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes",
+	plain := n.pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes",
 		`{"command":"trap '' TERM; sleep 300 & sleep 300"}`))
-	pty := pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes",
+	pty := n.pidOf(t, "sd1", n.post(t, tok, "/v1/sandboxes/sd1/processes",
 		`{"command":"set -m; trap '' TERM; sleep 300 & sleep 300","pty":true}`))
 	tree := append(waitTree(t, plain, 3), waitTree(t, pty, 3)...)
 
@@ -95,7 +95,7 @@ func TestShutdownWithBlockedInput(t *testing.T) {
 	n := startNode(t, tok)
 	n.post(t, tok, "/v1/sandboxes", `{"id":"sd1"}`)
 	proc := n.post(t, tok, "/v1/sandboxes/sd1/processes", `{"command":"sleep 300 & exec sleep 300","pty":true}`)
-	tree := waitTree(t, pidOf(t, "sd1", proc), 2)
+	tree := waitTree(t, n.pidOf(t, "sd1", proc), 2)
 	id := proc[strings.Index(proc, `"id":"`)+6:]
 	id = id[:strings.IndexByte(id, '"')]
 	input := `{"text":"` + strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef01234567890123\\n", 12<<10) + `"}`
@@ -151,15 +151,16 @@ func (n *node) postStatus(token, path, body string, trace *httptrace.ClientTrace
 	return resp.StatusCode, string(b)
 }
 
-// pidOf returns the pid field of a process object of sandbox sb, as a host pid.
-func pidOf(t *testing.T, sb, proc string) int {
+// pidOf returns the pid field of a process object of sandbox sb of node n, as a host
+// pid.
+func (n *node) pidOf(t *testing.T, sb, proc string) int {
 	t.Helper()
 	at := strings.Index(proc, `"pid":`) + 6
 	pid, err := strconv.Atoi(proc[at : at+strings.IndexAny(proc[at:], ",}")])
 	if err != nil {
 		t.Fatalf("pid in %s: %v", proc, err)
 	}
-	return hostPIDOf(t, sb, pid)
+	return hostPIDOf(t, n.cmd.Process.Pid, sb, pid)
 }
 
 // signal sends sig to serve.

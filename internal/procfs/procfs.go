@@ -115,3 +115,17 @@ func HostPID(root string, nsPID, inner int) int {
 	}
 	return -1
 }
+
+// ChildByCmdline returns the pid of a child of process parent whose command line (its
+// arguments joined by NUL, each ended by one) is cmdline, or -1.
+func ChildByCmdline(root string, parent int, cmdline string) int {
+	for _, p := range List(root) {
+		if p.PPID != parent || p.Gone() {
+			continue
+		}
+		if b, err := os.ReadFile(root + "/" + strconv.Itoa(p.PID) + "/cmdline"); err == nil && string(b) == cmdline {
+			return p.PID
+		}
+	}
+	return -1
+}

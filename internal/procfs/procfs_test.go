@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"os"
+	"os/exec"
 	"slices"
 	"testing"
 )
@@ -62,5 +63,19 @@ func TestHostPID(t *testing.T) {
 	}
 	if got := HostPID("/proc", 1<<30, 1); got != -1 {
 		t.Errorf("HostPID in the namespace of a missing process = %d, want -1", got)
+	}
+}
+
+func TestChildByCmdline(t *testing.T) {
+	cmd := exec.Command("sleep", "30", "procfs-test")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if got := ChildByCmdline("/proc", os.Getpid(), "sleep\x0030\x00procfs-test\x00"); got != cmd.Process.Pid {
+		t.Errorf("ChildByCmdline = %d, want the child %d", got, cmd.Process.Pid)
+	}
+	if got := ChildByCmdline("/proc", 1, "sleep\x0030\x00procfs-test\x00"); got != -1 {
+		t.Errorf("ChildByCmdline of another parent = %d, want -1", got)
 	}
 }

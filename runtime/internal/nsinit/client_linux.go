@@ -143,9 +143,12 @@ func start(cfg Config) (*Init, error) {
 		extra, cgDir = append(extra, home), dir
 	}
 	cmd := &exec.Cmd{
-		Path:       initBinary,
-		Args:       []string{"sandgate-init", cfg.ID},
-		Env:        []string{markerEnv + "=1"},
+		Path: initBinary,
+		Args: []string{"sandgate-init", cfg.ID},
+		// The marker, and for a binary built with the race detector (tests) no second
+		// of waiting at exit to report races: an init that waits holds its sandbox's
+		// close up by that second. Sandbox processes get the env of their spawn only.
+		Env:        []string{markerEnv + "=1", "GORACE=atexit_sleep_ms=0"},
 		Dir:        "/",
 		ExtraFiles: extra,
 		// Only a crash of the init itself writes here; sandbox processes get the stdio

@@ -226,6 +226,10 @@ func (in *Init) readLoop() {
 			in.fail(ErrInitExited)
 			return
 		}
+		fr.pidFD = -1
+		if fr.Op == opStarted && len(fds) == 1 {
+			fr.pidFD, fds = fds[0], nil
+		}
 		closeFDs(fds)
 		in.mu.Lock()
 		switch fr.Op {
@@ -235,7 +239,13 @@ func (in *Init) readLoop() {
 				if fr.Op == opStarted && cred != nil {
 					fr.hostPID = int(cred.Pid) // translated to our pid namespace by the kernel
 				}
+				if c := in.children[fr.ID]; c != nil && fr.pidFD >= 0 {
+					c.pidFD, fr.pidFD = fr.pidFD, -1 // the child owns it from now on
+				}
 				ch <- fr
+			}
+			if fr.pidFD >= 0 {
+				_ = unix.Close(fr.pidFD) // a request given up on, or no child to keep it
 			}
 		case opExit:
 			if ch, ok := in.children[fr.ID]; ok {

@@ -46,15 +46,17 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	if req.Cgroup != nil {
 		files = append(files, req.Cgroup)
 	}
+	in.nullMu.RLock() // the /dev/null fd stays open until the request is sent
+	defer in.nullMu.RUnlock()
 	fds := make([]int, len(files))
 	for i, f := range files {
 		if f == nil {
-			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			null, err := in.devNull()
 			if err != nil {
-				return nil, fmt.Errorf("failed to open %s: %w", os.DevNull, err)
+				return nil, err
 			}
-			defer null.Close()
-			f = null
+			fds[i] = null
+			continue
 		}
 		// Fd puts the file in blocking mode, as os/exec does: the process shares the
 		// open file description, and most programs do not expect O_NONBLOCK.
@@ -168,4 +170,24 @@ func (ch *Child) Signal(ctx context.Context, sig syscall.Signal) error {
 		return fmt.Errorf("failed to signal: %w", errnoError(r))
 	}
 	return nil
+}
+
+// devNull returns the Init's /dev/null (read-write), opened at the first spawn that
+// needs it and closed by Close: an exec without input would otherwise open and close
+// it every time. The caller holds nullMu for reading, so Close cannot close it
+// meanwhile.
+func (in *Init) devNull() (int, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.err != nil {
+		return -1, in.err // closed: Close may have closed null already
+	}
+	if in.null < 0 {
+		fd, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, fmt.Errorf("failed to open %s: %w", os.DevNull, err)
+		}
+		in.null = fd
+	}
+	return in.null, nil
 }

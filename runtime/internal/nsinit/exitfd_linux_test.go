@@ -79,3 +79,38 @@ func TestChildExitFD(t *testing.T) {
 		t.Fatal("ExitFD after the reported exit is not readable")
 	}
 }
+
+// TestSpawnDevNull checks that spawns without stdio files get /dev/null, one the Init
+// opened once for all of them (not one per spawn), and that a spawn after Close fails
+// rather than open it again.
+func TestSpawnDevNull(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{})
+	ctx := testCtx(t)
+	var nulls []int
+	for i := 0; i < 2; i++ {
+		ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"sh", "-c", `[ "$(stat -L -c %t:%T /proc/$$/fd/0 /proc/$$/fd/1)" = "1:3
+1:3" ]`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := ch.Wait(ctx); err != nil || st.Code != 0 { // 1:3 is /dev/null's device
+			t.Fatalf("stdin and stdout are not /dev/null: %v %v", st, err)
+		}
+		in.mu.Lock()
+		nulls = append(nulls, in.null)
+		in.mu.Unlock()
+	}
+	if nulls[0] < 0 || nulls[0] != nulls[1] {
+		t.Fatalf("the Init's /dev/null fds were %v, want one fd for both spawns", nulls)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Spawn after Close: %v, want ErrClosed", err)
+	}
+	if in.null != -1 {
+		t.Fatalf("/dev/null fd %d still open after Close", in.null)
+	}
+}

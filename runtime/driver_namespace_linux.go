@@ -120,24 +120,20 @@ func (l nsLeader) hostPID() int { return l.ch.HostPID() }
 func (l nsLeader) awaitExit()   { <-l.ch.Done() }
 
 // signalTree asks the init to signal the group, and the session of a session leader.
+// A SIGKILL after the leader exited (procGroup.finish, on every exit) is left to the
+// init, which kills what is left of the group and session as it reaps the leader: no
+// round trip to the init on the way out of every exec.
 func (l nsLeader) signalTree(sig syscall.Signal, _ bool) {
+	if sig == syscall.SIGKILL && l.ch.Exited() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
 	_ = l.ch.Signal(ctx, sig) // ErrExited: the init has already ended the tree
 }
 
-// exitFD is a pipe whose write end is closed once the init reported the exit.
-func (l nsLeader) exitFD() (int, error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return -1, os.NewSyscallError("pipe2", err)
-	}
-	go func() {
-		<-l.ch.Done()
-		_ = unix.Close(p[1])
-	}()
-	return p[0], nil
-}
+// exitFD is the process's pidfd (nsinit.Child.ExitFD): readable once it exited.
+func (l nsLeader) exitFD() (int, error) { return l.ch.ExitFD() }
 
 // reap returns the status the init reported. A process whose init went away first
 // died with the sandbox's pid namespace: it is reported killed.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Child is a process spawned by an Init. Its methods are safe for concurrent use.
@@ -16,6 +18,7 @@ type Child struct {
 	done    chan struct{}
 	status  ExitStatus
 	err     error
+	pidFD   int // the process's pidfd from the init, or -1; closed by finish (under the Init's mu)
 }
 
 // Spawn asks the init to start a process and waits, bounded by ctx, until it has
@@ -43,21 +46,23 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	if req.Cgroup != nil {
 		files = append(files, req.Cgroup)
 	}
+	in.nullMu.RLock() // the /dev/null fd stays open until the request is sent
+	defer in.nullMu.RUnlock()
 	fds := make([]int, len(files))
 	for i, f := range files {
 		if f == nil {
-			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			null, err := in.devNull()
 			if err != nil {
-				return nil, fmt.Errorf("failed to open %s: %w", os.DevNull, err)
+				return nil, err
 			}
-			defer null.Close()
-			f = null
+			fds[i] = null
+			continue
 		}
 		// Fd puts the file in blocking mode, as os/exec does: the process shares the
 		// open file description, and most programs do not expect O_NONBLOCK.
 		fds[i] = int(f.Fd())
 	}
-	ch := &Child{in: in, done: make(chan struct{})}
+	ch := &Child{in: in, done: make(chan struct{}), pidFD: -1}
 	r, err := in.request(ctx, fr, fds, ch)
 	if err != nil {
 		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], err)
@@ -78,7 +83,58 @@ func (ch *Child) HostPID() int { return ch.hostPID }
 // finish records how the child ended; called once, with the Init's mu held.
 func (ch *Child) finish(st ExitStatus, err error) {
 	ch.status, ch.err = st, err
+	if ch.pidFD >= 0 {
+		_ = unix.Close(ch.pidFD)
+		ch.pidFD = -1
+	}
 	close(ch.done)
+}
+
+// Exited reports whether the process has exited: its exit was reported, or its pidfd
+// says so (the init is then about to reap it, killing what is left of its group and
+// session first).
+func (ch *Child) Exited() bool {
+	select {
+	case <-ch.done:
+		return true
+	default:
+	}
+	ch.in.mu.Lock()
+	defer ch.in.mu.Unlock()
+	if ch.pidFD < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(ch.pidFD), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&unix.POLLIN != 0
+}
+
+// ExitFD returns an fd, close-on-exec, that becomes readable (POLLIN; POLLHUP for the
+// pipe below) once the process has exited; the caller closes it. It is the process's pidfd, passed on by the init,
+// so a poll on it wakes when the process ends rather than when the init's report
+// arrives (Wait still waits for that report, which carries the status). Without a
+// pidfd (after the exit was reported, or on a kernel without pidfds) it is a pipe
+// whose write end is closed when Done is.
+func (ch *Child) ExitFD() (int, error) {
+	ch.in.mu.Lock()
+	if ch.pidFD >= 0 {
+		fd, err := unix.FcntlInt(uintptr(ch.pidFD), unix.F_DUPFD_CLOEXEC, 0)
+		ch.in.mu.Unlock()
+		if err != nil {
+			return -1, os.NewSyscallError("fcntl", err)
+		}
+		return fd, nil
+	}
+	ch.in.mu.Unlock()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return -1, os.NewSyscallError("pipe2", err)
+	}
+	go func() {
+		<-ch.done
+		_ = unix.Close(p[1])
+	}()
+	return p[0], nil
 }
 
 // Done returns a channel closed once Wait would not block.
@@ -114,4 +170,24 @@ func (ch *Child) Signal(ctx context.Context, sig syscall.Signal) error {
 		return fmt.Errorf("failed to signal: %w", errnoError(r))
 	}
 	return nil
+}
+
+// devNull returns the Init's /dev/null (read-write), opened at the first spawn that
+// needs it and closed by Close: an exec without input would otherwise open and close
+// it every time. The caller holds nullMu for reading, so Close cannot close it
+// meanwhile.
+func (in *Init) devNull() (int, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.err != nil {
+		return -1, in.err // closed: Close may have closed null already
+	}
+	if in.null < 0 {
+		fd, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, fmt.Errorf("failed to open %s: %w", os.DevNull, err)
+		}
+		in.null = fd
+	}
+	return in.null, nil
 }

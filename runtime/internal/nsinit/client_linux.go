@@ -36,6 +36,9 @@ type Init struct {
 	pending  map[uint64]chan *frame // spawn and signal replies
 	children map[uint64]*Child
 	err      error // set once the init is gone: ErrClosed or ErrInitExited
+	null     int   // /dev/null for spawns without some stdio (devNull), or -1
+
+	nullMu sync.RWMutex // held for reading by Spawn while it uses null; Close closes it under the lock
 
 	closeOnce sync.Once
 	waitErr   error
@@ -179,7 +182,7 @@ func start(cfg Config) (*Init, error) {
 	}
 	return &Init{
 		cmd: cmd, c: c, pid: cmd.Process.Pid, readOK: make(chan struct{}),
-		pending: map[uint64]chan *frame{}, children: map[uint64]*Child{},
+		pending: map[uint64]chan *frame{}, children: map[uint64]*Child{}, null: -1,
 	}, nil
 }
 
@@ -229,6 +232,10 @@ func (in *Init) readLoop() {
 			in.fail(ErrInitExited)
 			return
 		}
+		fr.pidFD = -1
+		if fr.Op == opStarted && len(fds) == 1 {
+			fr.pidFD, fds = fds[0], nil
+		}
 		closeFDs(fds)
 		in.mu.Lock()
 		switch fr.Op {
@@ -238,7 +245,13 @@ func (in *Init) readLoop() {
 				if fr.Op == opStarted && cred != nil {
 					fr.hostPID = int(cred.Pid) // translated to our pid namespace by the kernel
 				}
+				if c := in.children[fr.ID]; c != nil && fr.pidFD >= 0 {
+					c.pidFD, fr.pidFD = fr.pidFD, -1 // the child owns it from now on
+				}
 				ch <- fr
+			}
+			if fr.pidFD >= 0 {
+				_ = unix.Close(fr.pidFD) // a request given up on, or no child to keep it
 			}
 		case opExit:
 			if ch, ok := in.children[fr.ID]; ok {
@@ -324,6 +337,14 @@ func (in *Init) Close() error {
 		_ = in.c.f.SetDeadline(time.Unix(1, 0))
 		<-in.readOK
 		_ = in.c.Close()
+		in.nullMu.Lock()
+		in.mu.Lock()
+		if in.null >= 0 {
+			_ = unix.Close(in.null)
+			in.null = -1
+		}
+		in.mu.Unlock()
+		in.nullMu.Unlock()
 		t := time.AfterFunc(closeWait, func() { _ = in.cmd.Process.Kill() })
 		err := in.cmd.Wait()
 		t.Stop()

@@ -79,7 +79,8 @@
 //	init → server  ready                                   setup done; or error {err, errno}
 //	server → init  spawn    {id, argv, env, dir, tty, session} + 3 fds (stdin, stdout,
 //	                        stderr) or 1 fd (a PTY slave, with tty set)
-//	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process; or error
+//	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
+//	                        pidfd (SCM_RIGHTS); or error
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
 //	init → server  exit     {id, code, signal}            id: the spawn's id; once
@@ -89,7 +90,9 @@
 // receiver's pid namespace, which is how the server learns the host pid without a
 // /proc scan. The init holds one lock across fork, the started frame, and each
 // wait4, so a process is never reaped before it is announced, and its exit frame
-// always follows its started frame.
+// always follows its started frame. The pidfd (the init forks with CLONE_PIDFD) is
+// what Child.ExitFD hands out: a poll on it sees the exit without waiting for the
+// exit frame, which still brings the status.
 //
 // # Caveats
 //

@@ -53,6 +53,8 @@ type initProc struct {
 	cfg  Config
 	jobs chan spawnJob
 	home *os.File // the init's own cgroup.procs (Config.Cgroup), or nil
+	uid  uint32   // the init's own ids, for SCM_CREDENTIALS
+	gid  uint32
 
 	mu   sync.Mutex
 	kids map[int]kid
@@ -87,7 +89,8 @@ func runInit() int {
 	if err != nil {
 		return 1
 	}
-	ip := &initProc{c: c, jobs: make(chan spawnJob), kids: map[int]kid{}, ids: map[uint64]int{}}
+	ip := &initProc{c: c, jobs: make(chan spawnJob), kids: map[int]kid{}, ids: map[uint64]int{},
+		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 	if err := ip.setup(); err != nil {
 		_ = c.send(errorFrame(0, err), nil, nil)
 		return 1

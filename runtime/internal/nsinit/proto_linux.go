@@ -53,6 +53,8 @@ type frame struct {
 
 	// hostPID is the pid of a started frame's SCM_CREDENTIALS, in the receiver's namespace.
 	hostPID int
+	// pidFD is the pidfd a started frame carried, owned by the receiver, or -1.
+	pidFD int
 }
 
 // conn is one end of the control socketpair. send is safe for concurrent use; recv

@@ -92,18 +92,29 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
+	pidfd := -1
+	attr.Sys.PidFD = &pidfd
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
 	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
 	if err != nil {
 		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
 		return
 	}
 	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY}
 	ip.ids[fr.ID] = pid
-	cred := &unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+	// The pidfd goes to the client, whose poll then sees the exit at once, without
+	// waiting for the exit frame to travel (the exit status still does).
+	var fds []int
+	if pidfd >= 0 {
+		fds = []int{pidfd}
+	}
+	cred := &unix.Ucred{Pid: int32(pid), Uid: ip.uid, Gid: ip.gid}
 	started := &frame{Op: opStarted, ID: fr.ID, PID: pid}
-	if err := ip.c.send(started, nil, cred); err != nil {
+	if err := ip.c.send(started, fds, cred); err != nil {
 		// Without its host pid the client can still wait for and signal the process.
 		_ = ip.c.send(started, nil, nil)
 	}
@@ -157,8 +168,9 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		dir = path.Join("/workspace", dir)
 	}
 	for _, fd := range fds[:stdio+fr.Extra] {
-		// The description is shared with the process, which expects blocking I/O.
-		if err := unix.SetNonblock(fd, false); err != nil {
+		// The description is shared with the process, which expects blocking I/O. (The
+		// client's are blocking already, as os/exec leaves them: one fcntl to check.)
+		if err := setBlocking(fd); err != nil {
 			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
 		}
 	}
@@ -207,4 +219,14 @@ func lookPath(name string, env []string, dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("failed to find %s in PATH: %w", name, unix.ENOENT)
+}
+
+// setBlocking clears O_NONBLOCK on fd's description if it is set.
+func setBlocking(fd int) error {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_NONBLOCK == 0 {
+		return err
+	}
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	return err
 }

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// BenchmarkNamespaceStart times a sandbox's start (New: cgroups, and for the
+// namespace driver the init with its namespaces, mounts and hardening), its first exec
+// of `true` and its second, on the namespace driver and the local driver alternately
+// (which goes first alternates), and reports the p50s and the namespace driver's
+// first exec less the local driver's (issue #14: ≤ 1 ms), and its start (≤ 60 ms).
+//
+//	go test -run '^$' -bench BenchmarkNamespaceStart -benchtime=1x ./runtime/
+func BenchmarkNamespaceStart(b *testing.B) {
+	requireContainment(b)
+	ctx := context.Background()
+	drivers := []Driver{LocalDriver{}, NamespaceDriver{}}
+	var start, first, second [2][]time.Duration
+	exec := func(s *Sandbox) time.Duration {
+		t0 := time.Now()
+		res, err := s.Exec(ctx, ExecOptions{Argv: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(err, res.ExitCode, string(res.Stderr))
+		}
+		return time.Since(t0)
+	}
+	const rounds = 20
+	for b.Loop() {
+		for i := 0; i < rounds; i++ {
+			for j := range drivers {
+				k := (i + j) % len(drivers)
+				t0 := time.Now()
+				s, err := New(&Config{Dir: b.TempDir(), Driver: drivers[k]})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start[k] = append(start[k], time.Since(t0))
+				first[k] = append(first[k], exec(s))
+				second[k] = append(second[k], exec(s))
+				cctx, cancel := context.WithTimeout(ctx, bound)
+				err = s.Close(cctx)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	ms := func(d []time.Duration) float64 { return float64(p50(d).Microseconds()) / 1000 }
+	for k, name := range []string{"local", "ns"} {
+		b.ReportMetric(ms(start[k]), name+"_start_p50_ms")
+		b.ReportMetric(ms(first[k]), name+"_exec1_p50_ms")
+		b.ReportMetric(ms(second[k]), name+"_exec2_p50_ms")
+	}
+	b.ReportMetric(ms(first[1])-ms(first[0]), "exec1_ns_minus_local_ms")
+	b.ReportMetric(ms(first[1])/ms(second[1]), "ns_exec1/exec2")
+}

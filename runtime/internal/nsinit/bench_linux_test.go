@@ -1,0 +1,89 @@
+package nsinit
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkSpawn times a spawn of `true` through a running init, waited for as the
+// runtime's exec waits (a poll on Child.ExitFD, then Wait), without
+// and with a cgroup to start in (the runtime's tree groups), against a raw
+// exec.Command("true").Run() in rotated order each round, and reports the p50s and
+// their ratios to the raw exec.
+//
+//	go test -run '^$' -bench BenchmarkSpawn -benchtime=1x ./runtime/internal/nsinit/
+func BenchmarkSpawn(b *testing.B) {
+	base := testCgroup(b)
+	home, tree := filepath.Join(base, "home"), filepath.Join(base, "tree")
+	for _, d := range []string{home, tree} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := startInit(b, Config{Cgroup: home})
+	procs, err := os.OpenFile(filepath.Join(tree, "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer procs.Close()
+	ctx := testCtx(b)
+	spawn := func(cg *os.File) func() {
+		return func() {
+			ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, Cgroup: cg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// As the runtime's exec waits: a poll on ExitFD, then Wait for the status.
+			fd, err := ch.ExitFD()
+			if err != nil {
+				b.Fatal(err)
+			}
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(pfd, -1); !errors.Is(err, unix.EINTR) {
+					break
+				}
+			}
+			_ = unix.Close(fd)
+			if st, err := ch.Wait(ctx); err != nil || st.Code != 0 {
+				b.Fatal(st, err)
+			}
+		}
+	}
+	ways := []func(){
+		func() {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		},
+		spawn(nil),
+		spawn(procs),
+	}
+	for _, w := range ways {
+		w()
+	}
+	const rounds = 200
+	took := make([][]time.Duration, len(ways))
+	for b.Loop() {
+		for i := 0; i < rounds; i++ {
+			for j := range ways {
+				k := (i + j) % len(ways)
+				start := time.Now()
+				ways[k]()
+				took[k] = append(took[k], time.Since(start))
+			}
+		}
+	}
+	raw := float64(p(took[0], 50))
+	b.ReportMetric(raw/1e3, "raw-p50-µs")
+	b.ReportMetric(float64(p(took[1], 50))/1e3, "spawn-p50-µs")
+	b.ReportMetric(float64(p(took[2], 50))/1e3, "spawn-cgroup-p50-µs")
+	b.ReportMetric(float64(p(took[1], 50))/raw, "spawn/raw")
+	b.ReportMetric(float64(p(took[2], 50))/raw, "spawn-cgroup/raw")
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -57,30 +56,6 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 
 func (g *fakeGateway) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/sandboxes/{sb}/exec", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		g.record(r, string(b))
-		if r.PathValue("sb") == "slow" {
-			<-r.Context().Done()
-			return
-		}
-		if r.PathValue("sb") != "sb1" {
-			apiError(w, 404, "not_found", fmt.Sprintf("sandbox %q not found", r.PathValue("sb")))
-			return
-		}
-		if r.Header.Get("Authorization") != "Bearer secret" {
-			apiError(w, 401, "unauthorized", "missing or wrong token")
-			return
-		}
-		var req struct {
-			Command string
-			Argv    []string
-			Stdin   string
-		}
-		json.Unmarshal(b, &req)
-		json.NewEncoder(w).Encode(map[string]any{"exit_code": 3, "stdout": "out:" + req.Command + strings.Join(req.Argv, ",") + req.Stdin,
-			"stderr": "err", "duration_ms": 5, "timed_out": false, "truncated": false})
-	})
 	mux.HandleFunc("GET /v1/sandboxes/sb1/processes", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
 		io.WriteString(w, `{"processes":[{"id":"proc_a","pid":10,"command":"sleep 9","status":"running","exit_code":null,"signal":null,"tag":"web"},

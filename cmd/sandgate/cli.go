@@ -113,6 +113,49 @@ func (f *cmdFlags) parse(e *env, args []string, min, max int) (pos []string, cod
 	return pos, 0, true
 }
 
+// splitShort expands combined one-letter boolean flags (-it into -i -t, as docker
+// takes them) in the run of flags that starts args; it stops at the first argument
+// that is not a flag or a flag's value, and at --.
+func (f *cmdFlags) splitShort(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return append(out, args[i:]...)
+		}
+		if letters := a[1:]; len(letters) > 1 && !strings.HasPrefix(letters, "-") && f.allBool(letters) {
+			for _, r := range letters {
+				out = append(out, "-"+string(r))
+			}
+			continue
+		}
+		out = append(out, a)
+		name := strings.TrimLeft(a, "-")
+		if fl := f.Lookup(name); fl != nil && !strings.Contains(name, "=") && !isBool(fl) && i+1 < len(args) {
+			i++
+			out = append(out, args[i]) // the flag's value
+		}
+	}
+	return out
+}
+
+// allBool reports whether every letter of letters is a boolean flag of f.
+func (f *cmdFlags) allBool(letters string) bool {
+	for _, r := range letters {
+		fl := f.Lookup(string(r))
+		if fl == nil || !isBool(fl) {
+			return false
+		}
+	}
+	return true
+}
+
+// isBool reports whether fl takes no value.
+func isBool(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // parseError turns a flag error into an exit code: --help prints the usage to stdout
 // and succeeds.
 func (f *cmdFlags) parseError(e *env, err error) int {

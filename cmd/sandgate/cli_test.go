@@ -199,3 +199,34 @@ func TestAttach(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitShort(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{"combined", "-it sb ls", "-i -t sb ls"},
+		{"reversed", "-ti sb", "-t -i sb"},
+		{"stops at the sandbox", "-i sb ls -it", "-i sb ls -it"},
+		{"stops at --", "-- -it", "-- -it"},
+		{"value of a flag is kept", "--cwd -it -it sb", "--cwd -it -i -t sb"},
+		{"flag=value takes no value", "--cwd=x -it sb", "--cwd=x -i -t sb"},
+		{"unknown letters are left to the parser", "-ix sb", "-ix sb"},
+		{"long flags are left alone", "--timeout 1s -it", "--timeout 1s -i -t"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFlags(&env{}, "exec", "")
+			f.String("cwd", "", "")
+			f.Duration("timeout", 0, "")
+			f.Bool("i", false, "")
+			f.Bool("t", false, "")
+			if got := strings.Join(f.splitShort(strings.Fields(tt.args)), " "); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

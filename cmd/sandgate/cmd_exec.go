@@ -43,14 +43,14 @@ the command and exits 130.`)
 	timeout := f.Duration("timeout", 0, "kill the command after this long (default: the server's budget)")
 	interactive := f.Bool("i", false, "send your stdin to the command")
 	tty := f.Bool("t", false, "run the command on a PTY; with -i, your terminal in raw mode")
-	if err := f.Parse(args); err != nil {
+	if err := f.Parse(f.splitShort(args)); err != nil {
 		return f.parseError(e, err)
 	}
 	if f.NArg() == 0 {
 		return f.usageError(e, "missing SANDBOX and COMMAND")
 	}
 	sb := f.Arg(0)
-	if err := f.Parse(f.Args()[1:]); err != nil {
+	if err := f.Parse(f.splitShort(f.Args()[1:])); err != nil {
 		return f.parseError(e, err)
 	}
 	cmd := f.Args()

@@ -74,13 +74,12 @@ func TestCLIExecTTY(t *testing.T) {
 			}
 		}
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		_ = cmd.Process.Kill() // harmless when it already exited
+		<-exited
 		ptmx.Close()
 		<-out.done
 	})
@@ -99,8 +98,8 @@ func TestCLIExecTTY(t *testing.T) {
 	}
 	out.waitFor(t, "got:hello")
 	select {
-	case err := <-exited:
-		if code := exitCode(t, err); code != 3 {
+	case <-exited:
+		if code := exitCode(t, waitErr); code != 3 {
 			t.Fatalf("exit code %d, want 3", code)
 		}
 	case <-time.After(60 * time.Second):

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestCLIKillAndEvents: kill signals a process (its exec reports 128+n), and events
-// prints the log as lines or JSON, with its errors.
+// TestCLIKillAndEvents: kill signals a process, inspect shows it and its sandbox,
+// and events prints the log as lines or JSON, with their errors.
 func TestCLIKillAndEvents(t *testing.T) {
 	n := startNode(t, cliToken)
 	n.post(t, cliToken, "/v1/sandboxes", `{"id":"ke1"}`)
@@ -31,6 +31,12 @@ func TestCLIKillAndEvents(t *testing.T) {
 		{"events of unknown sandbox", []string{"events", "nope"}, 125, `^$`, "not_found"},
 		{"events bad output", []string{"events", "-o", "xml", "ke1"}, 125, `^$`, "unknown output format"},
 		{"events no sandbox", []string{"events"}, 125, `^$`, "usage: sandgate events"},
+		{"inspect sandbox", []string{"inspect", "ke1"}, 0, `(?m)^ID +ke1$(.*\n)*^STATE +running$`, ""},
+		{"inspect sandbox json", []string{"inspect", "-o", "json", "ke1"}, 0, `^\{\n  "id": "ke1",\n  "state": "running"`, ""},
+		{"inspect process", []string{"inspect", "ke1", proc}, 0, `(?m)^COMMAND +sleep 300$(.*\n)*^EXIT +143 \(SIGTERM\)$`, ""},
+		{"inspect process json", []string{"inspect", "ke1", proc, "--output", "json"}, 0, `"signal": "SIGTERM"`, ""},
+		{"inspect unknown sandbox", []string{"inspect", "nope"}, 125, `^$`, "not_found"},
+		{"inspect unknown process", []string{"inspect", "ke1", "proc_nope"}, 125, `^$`, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command sandgate is the sandgate binary: `sandgate serve` runs a gateway node, and
-// the client subcommands (create, ls, rm, exec, ps, kill, logs, attach, cp, events,
-// cluster) talk to a gateway through the Go SDK (package sdk). Run `sandgate help`
+// the client subcommands (create, ls, rm, exec, ps, inspect, kill, logs, attach, cp,
+// events, cluster) talk to a gateway through the Go SDK (package sdk). Run `sandgate help`
 // for the list.
 //
 // # Layout

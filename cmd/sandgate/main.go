@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"rm":        {"delete sandboxes, with their processes and files", cmdRm},
 	"exec":      {"run a command in a sandbox, streaming its output; exit with its code", cmdExec},
 	"ps":        {"list the processes of a sandbox", cmdPs},
+	"inspect":   {"show a sandbox, or a process in it", cmdInspect},
 	"kill":      {"send a signal to a process (default SIGKILL)", cmdKill},
 	"logs":      {"print a process's output (-f follows it)", cmdLogs},
 	"attach":    {"attach your terminal to a sandbox terminal (detach: Ctrl-])", cmdAttach},
@@ -45,7 +46,7 @@ var commands = map[string]command{
 }
 
 // commandOrder is the order of `sandgate help`.
-var commandOrder = []string{"serve", "create", "ls", "sandboxes", "rm", "exec", "ps", "kill", "logs", "attach", "cp", "events", "cluster", "version"}
+var commandOrder = []string{"serve", "create", "ls", "sandboxes", "rm", "exec", "ps", "inspect", "kill", "logs", "attach", "cp", "events", "cluster", "version"}
 
 // run is the whole program, minus process exit: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type fakeGateway struct {
 	mu   sync.Mutex
 	reqs []string // "METHOD path?query auth body"
 	ws   []string // messages received on terminal WebSockets
+	made []string // terminals made by PUT
 }
 
 func (g *fakeGateway) record(r *http.Request, body string) {
@@ -82,15 +84,21 @@ func (g *fakeGateway) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/sandboxes/sb1/terminals/{t}", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
-		if r.PathValue("t") != "main" {
+		g.mu.Lock()
+		made := slices.Contains(g.made, r.PathValue("t"))
+		g.mu.Unlock()
+		if r.PathValue("t") != "main" && !made {
 			apiError(w, 404, "not_found", "no terminal")
 			return
 		}
-		io.WriteString(w, `{"id":"main","process":"proc_t","status":"running"}`)
+		fmt.Fprintf(w, `{"id":%q,"process":"proc_t","status":"running"}`, r.PathValue("t"))
 	})
 	mux.HandleFunc("PUT /v1/sandboxes/sb1/terminals/{t}", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		g.record(r, string(b))
+		g.mu.Lock()
+		g.made = append(g.made, r.PathValue("t"))
+		g.mu.Unlock()
 		w.WriteHeader(201)
 		fmt.Fprintf(w, `{"id":%q,"status":"running"}`, r.PathValue("t"))
 	})

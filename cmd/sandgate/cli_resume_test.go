@@ -103,3 +103,39 @@ func TestCLIStreamsResumeAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIAttachAfterRestart: attach outlives its node's restart. The server closes
+// the WebSocket with 1012; the terminal's shell ends with the node and a new one is
+// started behind the same terminal id, whose output attach shows.
+func TestCLIAttachAfterRestart(t *testing.T) {
+	data := t.TempDir()
+	n := startNodeAt(t, freeAddr(t), data, cliToken)
+	n.post(t, cliToken, "/v1/sandboxes", `{"id":"ra1"}`)
+	l := n.start(t, cliToken, "attach", "--create", "ra1", "t1")
+	waitLine := func(want string) {
+		t.Helper()
+		for {
+			if strings.Contains(l.line(t), want) {
+				return
+			}
+		}
+	}
+	if _, err := l.stdin.Write([]byte("echo before-$((1+1))\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitLine("before-2")
+	n = n.restart(t, cliToken, data)
+	if _, err := l.stdin.Write([]byte("echo after-$((2+3))\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitLine("after-5")
+	if _, err := l.stdin.Write([]byte("exit 4\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := l.wait(t); code != 4 {
+		t.Fatalf("exit %d, want the shell's 4; stderr %q", code, l.stderr.String())
+	}
+	if !strings.Contains(l.stderr.String(), "a new one started") {
+		t.Errorf("the new shell was not announced: stderr %q", l.stderr.String())
+	}
+}

@@ -123,6 +123,10 @@ func pump(ctx context.Context, e *env, a *sdk.Attachment, o pumpOptions) pumpRes
 			break
 		}
 		switch ev.Type {
+		case sdk.AttachReady:
+			if ev.Restarted {
+				fmt.Fprint(e.stderr, "\r\n[the terminal's shell ended and a new one started]\r\n")
+			}
 		case sdk.AttachOutput:
 			if _, err := e.stdout.Write(ev.Data); err != nil {
 				res.err = err

@@ -65,6 +65,9 @@ const maxFrame = 16 << 20
 //     goroutine redials with ?offset= set to the offset reached (at most
 //     [Options.MaxRetries] times in a row without data), and the events go on after a
 //     new [AttachReady]. It does not reconnect after [AttachExit] or a normal close.
+//     Before each connection to a terminal it reads the terminal (GET) to learn which
+//     shell is behind it; when that changed, the new shell is streamed from its start
+//     and the ready event has Restarted set.
 //  3. After the exit or a normal close, Next returns io.EOF; when reconnecting failed,
 //     it returns the last error.
 //  4. [Attachment.Close] detaches (the process keeps running) and stops the goroutine.

@@ -65,15 +65,18 @@ func newLocalFlags(name, usage string) *cmdFlags {
 // style: long flags spelled --name, one-letter ones -x.
 func (f *cmdFlags) printUsage(w io.Writer) {
 	synopsis, desc, _ := strings.Cut(strings.TrimLeft(f.usage, " "), "\n")
-	fmt.Fprintf(w, "usage: sandgate %s %s\n", f.name, synopsis)
+	fmt.Fprintf(w, "usage: %s\n", strings.TrimSpace("sandgate "+f.name+" "+synopsis))
 	if desc = strings.Trim(desc, "\n"); desc != "" {
 		fmt.Fprintf(w, "\n%s\n", desc)
 	}
-	fmt.Fprint(w, "\nflags:\n")
 	var b strings.Builder
 	f.SetOutput(&b)
 	f.PrintDefaults()
 	f.SetOutput(io.Discard)
+	if b.Len() == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nflags:\n")
 	for _, line := range strings.SplitAfter(b.String(), "\n") {
 		if name, ok := strings.CutPrefix(line, "  -"); ok {
 			if end := strings.IndexAny(name, " \t\n"); end > 1 || end < 0 && len(name) > 1 {

@@ -100,6 +100,8 @@ func TestCLIExec(t *testing.T) {
 		{"timeout gives 124", cliRun{args: []string{"exec", "--timeout", "1s", "ex1", "--", "sleep", "60"}}, 124, "", "~timed out after 1s"},
 		{"output past the buffer", cliRun{args: []string{"exec", "ex1", "--", "sh", "-c", "head -c 3145728 /dev/zero | tr '\\0' x"}}, 0, big, ""},
 		{"-t without a terminal", cliRun{args: []string{"exec", "-t", "ex1", "--", "sh", "-c", "test -t 0 && echo tty; exit 7"}}, 7, "tty\r\n", ""},
+		{"-it with piped stdin ends its input", cliRun{args: []string{"exec", "-it", "ex1", "--", "wc", "-c"}, stdin: "abc\n"}, 0, "~4\r\n", ""},
+		{"-it with a partial last line", cliRun{args: []string{"exec", "-it", "ex1", "--", "wc", "-c"}, stdin: "abcde"}, 0, "~5\r\n", ""},
 		{"missing command", cliRun{args: []string{"exec", "ex1"}}, 125, "", "~usage: sandgate exec"},
 		{"bad flag", cliRun{args: []string{"exec", "--nope", "ex1", "true"}}, 125, "", "~flag provided but not defined"},
 		{"unknown sandbox", cliRun{args: []string{"exec", "nope", "--", "true"}}, 125, "", "~not_found"},

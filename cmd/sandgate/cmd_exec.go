@@ -33,7 +33,8 @@ after it, and the command after --.
 
 Without -i the command's stdin is empty; with -i your stdin is sent to it. With -t
 the command runs on a PTY of your terminal's size, your terminal is put in raw mode
-(as by attach) and its output is one stream. A dropped connection is resumed from
+(as by attach) and its output is one stream; piped input (-it < file) ends with an
+end-of-file character, as if Ctrl-D were typed. A dropped connection is resumed from
 the byte offset reached. Interrupting sandgate (Ctrl-C without -t) sends SIGTERM to
 the command and exits 130.`)
 	cwd := f.String("cwd", "", "working directory, relative to the sandbox workspace")

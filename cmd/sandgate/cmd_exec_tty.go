@@ -38,7 +38,9 @@ func (x *execRun) runTTY(ctx context.Context, req sdk.CreateProcessRequest, inte
 		}
 		defer restore()
 	}
-	res := pump(ctx, x.e, a, pumpOptions{input: interactive})
+	// Piped input ends: the command is told by an end-of-file character, as if typed.
+	// A terminal's input does not end; Ctrl-D typed there goes through as it is.
+	res := pump(ctx, x.e, a, pumpOptions{input: interactive, eof: !isTTY})
 	restore()
 	switch {
 	case res.exited:

@@ -62,7 +62,14 @@ func rawTerminal(ctx context.Context, fd int, a *sdk.Attachment) (restore func()
 type pumpOptions struct {
 	input  bool // copy stdin to the attachment
 	detach bool // Ctrl-] in the input detaches
+	// eof types the end of input (Ctrl-D) when stdin ends, so that a program reading a
+	// PTY whose input was piped sees end of file. It goes on the same WebSocket as the
+	// input, after it; a partial last line takes two, as on a terminal.
+	eof bool
 }
+
+// eofChar is the terminal's end-of-file character (VEOF), Ctrl-D.
+const eofChar = 0x04
 
 // pumpResult is how a pumped attachment ended.
 type pumpResult struct {
@@ -88,8 +95,12 @@ func pump(ctx context.Context, e *env, a *sdk.Attachment, o pumpOptions) pumpRes
 			// after the attachment ends its next Write fails and it returns, and the
 			// program exits anyway.
 			buf := make([]byte, 4096)
+			last := byte('\n')
 			for {
 				n, err := e.stdin.Read(buf)
+				if n > 0 {
+					last = buf[n-1]
+				}
 				chunk := buf[:n]
 				i := -1
 				if o.detach {
@@ -109,7 +120,14 @@ func pump(ctx context.Context, e *env, a *sdk.Attachment, o pumpOptions) pumpRes
 					return
 				}
 				if err != nil {
-					return // end of input: a terminal's process gets no EOF from it
+					if o.eof {
+						eof := []byte{eofChar}
+						if last != '\n' {
+							eof = append(eof, eofChar)
+						}
+						_ = a.Write(loopCtx, eof)
+					}
+					return
 				}
 			}
 		}()

@@ -30,6 +30,21 @@ func TestCLIExecStreams(t *testing.T) {
 			t.Fatalf("exit %d, rest %q, stderr %q", code, rest, l.stderr.String())
 		}
 	})
+	t.Run("output past the buffer", func(t *testing.T) {
+		// Three times the default output buffer, once exec is reading (it printed the
+		// first line): a live reader is never skipped, so nothing is cut.
+		l := n.start(t, cliToken, "exec", "st1", "--", "sh", "-c", "echo reading; while [ ! -e go2 ]; do sleep 0.05; done; head -c 3145728 /dev/zero | tr '\\0' x")
+		if got := l.line(t); got != "reading" {
+			t.Fatalf("first line %q", got)
+		}
+		if _, errOut, code := n.run(t, cliToken, cliRun{args: []string{"exec", "st1", "touch", "go2"}}); code != 0 {
+			t.Fatalf("touch: %d %q", code, errOut)
+		}
+		rest, code := l.wait(t)
+		if code != 0 || len(rest) != 1 || rest[0] != strings.Repeat("x", 3<<20) || l.stderr.String() != "" {
+			t.Fatalf("exit %d, %d lines, stderr %q", code, len(rest), l.stderr.String())
+		}
+	})
 	t.Run("input", func(t *testing.T) {
 		l := n.start(t, cliToken, "exec", "-i", "st1", "--", "sh", "-c", `while read x; do echo "got $x"; done; echo eof`)
 		for _, word := range []string{"one", "two"} {

@@ -96,6 +96,7 @@ func (n *node) start(tb testing.TB, token string, args ...string) *liveCLI {
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
 		for sc.Scan() {
 			l.lines <- sc.Text()
 		}

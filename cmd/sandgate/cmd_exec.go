@@ -36,7 +36,9 @@ the command runs on a PTY of your terminal's size, your terminal is put in raw m
 (as by attach) and its output is one stream; piped input (-it < file) ends with an
 end-of-file character, as if Ctrl-D were typed. A dropped connection is resumed from
 the byte offset reached. Interrupting sandgate (Ctrl-C without -t) sends SIGTERM to
-the command and exits 130.`)
+the command and exits 130. Output is never cut while exec reads it; what the
+command writes before exec's stream connects (its first milliseconds) is kept up to
+the sandbox's output buffer, and a byte range lost past it is reported.`)
 	cwd := f.String("cwd", "", "working directory, relative to the sandbox workspace")
 	envs := kvFlag{}
 	f.Var(envs, "env", "environment variable `K=V` for the command (repeatable)")

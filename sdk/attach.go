@@ -39,12 +39,17 @@ const (
 
 // AttachEvent is one event read from an [Attachment].
 type AttachEvent struct {
-	Type     AttachEventType
-	Data     []byte
-	Offset   int64
-	From, To int64
-	ExitCode *int
-	Signal   *Signal
+	Type AttachEventType
+	// Restarted is set on an AttachReady of a terminal whose shell is not the one of
+	// the previous connection (it ended, with a server restart say, and the terminal
+	// started a new one): offsets start again with the new shell's output, which is
+	// streamed from its beginning.
+	Restarted bool
+	Data      []byte
+	Offset    int64
+	From, To  int64
+	ExitCode  *int
+	Signal    *Signal
 }
 
 // maxFrame bounds one WebSocket message from the server.
@@ -60,6 +65,9 @@ const maxFrame = 16 << 20
 //     goroutine redials with ?offset= set to the offset reached (at most
 //     [Options.MaxRetries] times in a row without data), and the events go on after a
 //     new [AttachReady]. It does not reconnect after [AttachExit] or a normal close.
+//     Before each connection to a terminal it reads the terminal (GET) to learn which
+//     shell is behind it; when that changed, the new shell is streamed from its start
+//     and the ready event has Restarted set.
 //  3. After the exit or a normal close, Next returns io.EOF; when reconnecting failed,
 //     it returns the last error.
 //  4. [Attachment.Close] detaches (the process keeps running) and stops the goroutine.
@@ -72,6 +80,9 @@ const maxFrame = 16 << 20
 type Attachment struct {
 	c    *Client
 	path []string
+	kind AttachKind
+	sb   string
+	id   string
 
 	ctx    context.Context // lifetime, canceled by Close
 	cancel context.CancelFunc
@@ -84,6 +95,10 @@ type Attachment struct {
 	up     chan struct{}   // closed when conn is set
 	offset int64           // next byte expected; -1 until known
 	closed bool
+	// shell is the process behind a terminal at the last connection, and restarted
+	// says the next ready frame follows a change of it (see checkShell).
+	shell     string
+	restarted bool
 
 	closeOnce sync.Once
 }
@@ -109,12 +124,16 @@ func (c *Client) Attach(ctx context.Context, sb string, kind AttachKind, id stri
 	}
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &Attachment{
-		c: c, path: sbPath(sb, string(kind), id, "ws"),
+		c: c, path: sbPath(sb, string(kind), id, "ws"), kind: kind, sb: sb, id: id,
 		ctx: life, cancel: cancel,
 		events: make(chan AttachEvent),
 		done:   make(chan struct{}),
 		up:     make(chan struct{}),
 		offset: max(offset, -1),
+	}
+	if err := a.checkShell(ctx); err != nil {
+		cancel()
+		return nil, err
 	}
 	conn, err := a.dial(ctx)
 	if err != nil {
@@ -179,8 +198,10 @@ func (a *Attachment) run(conn *websocket.Conn) {
 			a.finish(ErrAttachmentClosed)
 			return
 		}
-		var err error
-		conn, err = a.dial(a.ctx)
+		err := a.checkShell(a.ctx)
+		if err == nil {
+			conn, err = a.dial(a.ctx)
+		}
 		if err != nil {
 			if a.ctx.Err() != nil {
 				a.finish(ErrAttachmentClosed)
@@ -227,8 +248,10 @@ func (a *Attachment) read(conn *websocket.Conn) (progress, end bool, err error) 
 				if a.offset < pos {
 					a.offset = pos
 				}
+				restarted := a.restarted
+				a.restarted = false
 				a.mu.Unlock()
-				ev = AttachEvent{Type: AttachReady, Offset: m.Offset}
+				ev = AttachEvent{Type: AttachReady, Offset: m.Offset, Restarted: restarted}
 			case AttachGap:
 				pos = max(pos, m.To)
 				a.mu.Lock()

@@ -22,6 +22,7 @@ type wsConnScript struct {
 	rewind   int64  // start this many bytes before the asked offset (a server replaying extra)
 	waitMsgs int    // client messages to receive before sending
 	end      string // "drop", "tryagain", "normal", "exit" or "stream" (until the client leaves)
+	shell    string // the terminal's process before this connection ("" : proc_1)
 }
 
 // wsPeer serves GET …/terminals/t/ws per a script, one entry per connection.
@@ -38,6 +39,16 @@ type wsPeer struct {
 }
 
 func (p *wsPeer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/ws") { // GET …/terminals/t1: its shell
+		p.mu.Lock()
+		shell := "proc_1"
+		if n := len(p.offsets); n < len(p.script) && p.script[n].shell != "" {
+			shell = p.script[n].shell
+		}
+		p.mu.Unlock()
+		fmt.Fprintf(w, `{"id":"t1","process":%q,"status":"running"}`, shell)
+		return
+	}
 	p.mu.Lock()
 	n := len(p.offsets)
 	p.offsets = append(p.offsets, r.URL.Query().Get("offset"))
@@ -153,17 +164,22 @@ func TestAttachReconnects(t *testing.T) {
 		wantOffsets string
 		wantErr     error
 		wantExit    bool
+		restarts    int // ready events flagged Restarted
 	}{
-		{"no drop", 0, []wsConnScript{{frames: -1, end: "exit"}}, 2, wsOut, "[0]", io.EOF, true},
-		{"server default offset", -1, []wsConnScript{{frames: -1, end: "exit"}}, 2, wsOut, "[]", io.EOF, true},
+		{"no drop", 0, []wsConnScript{{frames: -1, end: "exit"}}, 2, wsOut, "[0]", io.EOF, true, 0},
+		{"server default offset", -1, []wsConnScript{{frames: -1, end: "exit"}}, 2, wsOut, "[]", io.EOF, true, 0},
 		{"drop resumes at offset", 3, []wsConnScript{{frames: 2, end: "drop"}, {frames: 1, end: "tryagain"}, {frames: -1, end: "exit"}},
-			2, wsOut[3:], "[3 13 18]", io.EOF, true},
+			2, wsOut[3:], "[3 13 18]", io.EOF, true, 0},
 		{"replayed bytes are trimmed", 0, []wsConnScript{{frames: 3, end: "drop"}, {frames: -1, rewind: 7, end: "exit"}},
-			2, wsOut, "[0 15]", io.EOF, true},
-		{"normal close does not reconnect", 0, []wsConnScript{{frames: 2, end: "normal"}}, 2, wsOut[:10], "[0]", io.EOF, false},
+			2, wsOut, "[0 15]", io.EOF, true, 0},
+		{"normal close does not reconnect", 0, []wsConnScript{{frames: 2, end: "normal"}}, 2, wsOut[:10], "[0]", io.EOF, false, 0},
 		{"gives up after retries", 0, []wsConnScript{{frames: 1, end: "drop"}, {frames: 0, end: "drop"}, {frames: 0, end: "drop"}},
-			1, wsOut[:5], "[0 5]", io.ErrUnexpectedEOF, false},
-		{"non-retryable dial error ends", 0, []wsConnScript{{frames: 1, end: "drop"}}, 3, wsOut[:5], "[0 5]", nil, false},
+			1, wsOut[:5], "[0 5]", io.ErrUnexpectedEOF, false, 0},
+		{"non-retryable dial error ends", 0, []wsConnScript{{frames: 1, end: "drop"}}, 3, wsOut[:5], "[0 5]", nil, false, 0},
+		{"a new shell is streamed from its start", 0, []wsConnScript{{frames: 3, end: "drop"}, {frames: -1, shell: "proc_2", end: "exit"}},
+			2, wsOut[:15] + wsOut, "[0 0]", io.EOF, true, 1},
+		{"the same shell resumes", 0, []wsConnScript{{frames: 3, end: "drop", shell: "proc_2"}, {frames: -1, shell: "proc_2", end: "exit"}},
+			2, wsOut, "[0 15]", io.EOF, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,6 +214,15 @@ func TestAttachReconnects(t *testing.T) {
 			}
 			if gotExit && (evs[len(evs)-1].ExitCode == nil || *evs[len(evs)-1].ExitCode != 7) {
 				t.Errorf("exit event = %+v, want code 7", evs[len(evs)-1])
+			}
+			restarts := 0
+			for _, ev := range evs {
+				if ev.Type == AttachReady && ev.Restarted {
+					restarts++
+				}
+			}
+			if restarts != tt.restarts {
+				t.Errorf("%d ready events flagged Restarted, want %d", restarts, tt.restarts)
 			}
 			if evs[0].Type != AttachReady {
 				t.Errorf("first event = %+v, want ready", evs[0])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,6 +69,38 @@ func (c *Client) OpenFile(ctx context.Context, sb, path string) (io.ReadCloser, 
 		return nil, err
 	}
 	return resp.Body, nil
+}
+
+// PathContent is what [Client.GetPath] found at a path: a file's bytes or a
+// directory's listing.
+type PathContent struct {
+	// Dir is true for a directory: Entries is its listing and Body is nil.
+	Dir     bool
+	Entries []DirEntry
+	// Body streams a file's bytes; the caller closes it. Nil for a directory.
+	Body io.ReadCloser
+}
+
+// GetPath reads what is at path with one request: a file's bytes as a stream, or a
+// directory's listing. The server answers a directory with JSON and a file with
+// application/octet-stream; GetPath tells them apart by that Content-Type, so a file
+// whose bytes happen to be JSON is still a file.
+func (c *Client) GetPath(ctx context.Context, sb, path string) (*PathContent, error) {
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: sbPath(sb, "files"), query: url.Values{"path": {path}}})
+	if err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return &PathContent{Body: resp.Body}, nil
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Entries []DirEntry `json:"entries"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("sdk: failed to decode the listing of %q: %w", path, err)
+	}
+	return &PathContent{Dir: true, Entries: out.Entries}, nil
 }
 
 // ReadFile returns the bytes of the file at path.

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,24 +17,24 @@ func TestUsage(t *testing.T) {
 		stderr     string
 		noRequests bool
 	}{
-		{"no args", nil, 2, "", "Commands:", true},
-		{"help", []string{"help"}, 0, "Commands:", "", true},
+		{"no args", nil, 125, "", "commands:", true},
+		{"help", []string{"help"}, 0, "commands:", "", true},
 		{"--help", []string{"--help"}, 0, "attach", "", true},
-		{"help of a command", []string{"help", "logs"}, 0, "Usage: sandgate logs", "", true},
-		{"help of unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`, true},
-		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, true},
+		{"help of a command", []string{"help", "logs"}, 0, "usage: sandgate logs", "", true},
+		{"help of unknown", []string{"help", "nope"}, 125, "", `unknown command "nope"`, true},
+		{"unknown command", []string{"frobnicate"}, 125, "", `unknown command "frobnicate"`, true},
 		{"exec --help", []string{"exec", "--help"}, 0, "SANDBOX [--] COMMAND", "", true},
-		{"exec -h", []string{"exec", "-h"}, 0, "-timeout", "", true},
-		{"exec missing all", []string{"exec"}, 2, "", "missing SANDBOX", true},
-		{"exec missing command", []string{"exec", "sb1", "--"}, 2, "", "missing COMMAND", true},
-		{"exec bad flag", []string{"exec", "--nope", "sb1", "--", "ls"}, 2, "", "flag provided but not defined: -nope", true},
-		{"exec bad env", []string{"exec", "--env", "novalue", "sb1", "ls"}, 2, "", `"novalue" is not k=v`, true},
-		{"ps no sandbox", []string{"ps"}, 2, "", "wrong number of arguments", true},
-		{"ps too many", []string{"ps", "a", "b"}, 2, "", "wrong number of arguments", true},
-		{"logs one arg", []string{"logs", "sb1"}, 2, "", "Usage: sandgate logs", true},
+		{"exec -h", []string{"exec", "-h"}, 0, "--timeout", "", true},
+		{"exec missing all", []string{"exec"}, 125, "", "missing SANDBOX", true},
+		{"exec missing command", []string{"exec", "sb1", "--"}, 125, "", "missing COMMAND", true},
+		{"exec bad flag", []string{"exec", "--nope", "sb1", "--", "ls"}, 125, "", "flag provided but not defined: -nope\nusage: sandgate exec", true},
+		{"exec bad env", []string{"exec", "--env", "novalue", "sb1", "ls"}, 125, "", `"novalue" is not k=v`, true},
+		{"ps no sandbox", []string{"ps"}, 125, "", "wrong number of arguments", true},
+		{"ps too many", []string{"ps", "a", "b"}, 125, "", "wrong number of arguments", true},
+		{"logs one arg", []string{"logs", "sb1"}, 125, "", "usage: sandgate logs", true},
 		{"attach --help", []string{"attach", "--help"}, 0, "Ctrl-]", "", true},
-		{"sandboxes extra arg", []string{"sandboxes", "x"}, 2, "", "wrong number of arguments", true},
-		{"cluster --help", []string{"cluster", "--help"}, 0, "-json", "", true},
+		{"sandboxes extra arg", []string{"sandboxes", "x"}, 125, "", "wrong number of arguments", true},
+		{"cluster --help", []string{"cluster", "--help"}, 0, "--json", "", true},
 		{"serve bad flag", []string{"serve", "--no-such-flag"}, 2, "", "flag provided but not defined", true},
 		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 2, "", "unknown runtime", true},
 		{"serve --help", []string{"serve", "--help"}, 0, "", "--policy", true},
@@ -61,41 +59,6 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-func TestExec(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		stdin   string
-		code    int
-		stdout  string
-		stderr  string
-		request string // substring of the recorded request
-	}{
-		{"shell command", []string{"exec", "sb1", "--", "ls | wc -l"}, "", 3, "out:ls | wc -l", "err",
-			`POST /v1/sandboxes/sb1/exec Bearer secret {"command":"ls | wc -l"}`},
-		{"argv", []string{"exec", "sb1", "--", "ls", "-la"}, "", 3, "out:ls,-la", "err", `{"argv":["ls","-la"]}`},
-		{"argv without --", []string{"exec", "sb1", "echo", "hi"}, "", 3, "out:echo,hi", "err", `{"argv":["echo","hi"]}`},
-		{"flags after sandbox", []string{"exec", "sb1", "--cwd", "sub", "--env", "A=1", "--timeout", "1.5s", "--", "pwd"}, "", 3, "out:pwd", "err",
-			`{"command":"pwd","cwd":"sub","env":{"A":"1"},"timeout_ms":1500}`},
-		{"stdin", []string{"exec", "-i", "sb1", "cat"}, "piped", 3, "out:catpiped", "err", `"stdin":"piped"`},
-		{"api error", []string{"exec", "nope", "--", "ls"}, "", 1, "", `sandgate exec: not_found: sandbox "nope" not found`, ""},
-		{"wrong token", []string{"exec", "--token", "bad", "sb1", "ls"}, "", 1, "", "unauthorized: missing or wrong token\n  (set $SANDGATE_TOKEN", "Bearer bad"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r, g := runCLI(t, strings.NewReader(tt.stdin), tt.args...)
-			if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
-				t.Errorf("got %+v, want code %d stdout %q stderr ~%q", r, tt.code, tt.stdout, tt.stderr)
-			}
-			if !strings.Contains(g.requests(), tt.request) {
-				t.Errorf("requests %s\nwant %s", g.requests(), tt.request)
-			}
-		})
-	}
-}
-
 func TestEnvAndFlags(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -105,8 +68,8 @@ func TestEnvAndFlags(t *testing.T) {
 		code int
 		want string // substring of stderr
 	}{
-		{"unreachable gives a hint", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1"}, []string{"ps", "sb1"}, 1, "is a gateway running at http://127.0.0.1:1"},
-		{"--addr overrides env", map[string]string{"SANDGATE_ADDR": "127.0.0.1:2"}, []string{"ps", "--addr", "http://127.0.0.1:1", "sb1"}, 1, "http://127.0.0.1:1"},
+		{"unreachable gives a hint", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1"}, []string{"ps", "sb1"}, 125, "is a gateway running at http://127.0.0.1:1"},
+		{"--addr overrides env", map[string]string{"SANDGATE_ADDR": "127.0.0.1:2"}, []string{"ps", "--addr", "http://127.0.0.1:1", "sb1"}, 125, "http://127.0.0.1:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,7 +174,7 @@ func TestAttach(t *testing.T) {
 			"GET /v1/sandboxes/sb1/terminals/main/ws?offset=0"},
 		{"detach with ctrl-]", []string{"attach", "sb1", "main"}, []string{"pwd\r", "x\x1dignored"}, 0, "$ ", "[detached from sb1/main]", "pwd\r|x",
 			"GET /v1/sandboxes/sb1/terminals/main"},
-		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 1, "", "use --create", "", ""},
+		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 125, "", "use --create", "", ""},
 		{"create", []string{"attach", "--create", "--offset", "7", "sb1", "other"}, []string{"exit\r"}, 5, "$ exit", "", "exit\r",
 			"PUT /v1/sandboxes/sb1/terminals/other Bearer secret {}"},
 	}
@@ -237,17 +200,33 @@ func TestAttach(t *testing.T) {
 	}
 }
 
-func TestExecInterrupted(t *testing.T) {
+func TestSplitShort(t *testing.T) {
 	t.Parallel()
-	g := &fakeGateway{}
-	srv := httptest.NewServer(g.handler())
-	t.Cleanup(srv.Close)
-	var out, errb strings.Builder
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
-		getenv: func(k string) string { return map[string]string{"SANDGATE_ADDR": srv.URL}[k] }}
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if code := dispatch(ctx, e, []string{"exec", "slow", "--", "sleep 100"}); code != 130 || !strings.Contains(errb.String(), "interrupted") {
-		t.Fatalf("code %d, stderr %q; want 130 and interrupted", code, errb.String())
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{"combined", "-it sb ls", "-i -t sb ls"},
+		{"reversed", "-ti sb", "-t -i sb"},
+		{"stops at the sandbox", "-i sb ls -it", "-i sb ls -it"},
+		{"stops at --", "-- -it", "-- -it"},
+		{"value of a flag is kept", "--cwd -it -it sb", "--cwd -it -i -t sb"},
+		{"flag=value takes no value", "--cwd=x -it sb", "--cwd=x -i -t sb"},
+		{"unknown letters are left to the parser", "-ix sb", "-ix sb"},
+		{"long flags are left alone", "--timeout 1s -it", "--timeout 1s -i -t"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFlags(&env{}, "exec", "")
+			f.String("cwd", "", "")
+			f.Duration("timeout", 0, "")
+			f.Bool("i", false, "")
+			f.Bool("t", false, "")
+			if got := strings.Join(f.splitShort(strings.Fields(tt.args)), " "); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

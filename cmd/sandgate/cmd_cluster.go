@@ -11,15 +11,19 @@ func cmdCluster(ctx context.Context, e *env, args []string) int {
 
 Shows the cluster as the gateway at --addr sees it: this node, the leader, the raft
 term and every member.`)
-	asJSON := f.Bool("json", false, "print JSON instead of a table")
+	out := f.addOutput()
 	if _, code, ok := f.parse(e, args, 0, 0); !ok {
+		return code
+	}
+	asJSON, code, ok := out.check(f, e)
+	if !ok {
 		return code
 	}
 	cl, err := f.client(e).GetCluster(ctx)
 	if err != nil {
 		return f.fail(ctx, e, err)
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(e, cl)
 	}
 	fmt.Fprintf(e.stdout, "node %s, leader %s, term %d\n\n", cl.Node, dash(cl.Leader), cl.Term)

@@ -17,8 +17,12 @@ Lists the processes of SANDBOX (terminals are listed too, tagged terminal:<id>).
 	status := f.String("status", "", "only processes with this status: running or exited")
 	tag := f.String("tag", "", "only processes with this tag")
 	session := f.String("session", "", "only processes started from this session")
-	asJSON := f.Bool("json", false, "print JSON instead of a table")
+	out := f.addOutput()
 	pos, code, ok := f.parse(e, args, 1, 1)
+	if !ok {
+		return code
+	}
+	asJSON, code, ok := out.check(f, e)
 	if !ok {
 		return code
 	}
@@ -28,7 +32,7 @@ Lists the processes of SANDBOX (terminals are listed too, tagged terminal:<id>).
 	if err != nil {
 		return f.fail(ctx, e, err)
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(e, map[string]any{"processes": procs})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -12,20 +12,29 @@ import (
 )
 
 func cmdSandboxes(ctx context.Context, e *env, args []string) int {
-	f := newFlags(e, "sandboxes", `[flags]
+	name := "ls"
+	if e.command == "sandboxes" {
+		name = "sandboxes"
+	}
+	f := newFlags(e, name, `[flags]
 
-Lists the sandboxes of the cluster.`)
+Lists the sandboxes you can see in the cluster ("ls" and "sandboxes" are the same
+command).`)
 	labels := kvFlag{}
 	f.Var(labels, "label", "only sandboxes with this label `k=v` (repeatable: all must match)")
-	asJSON := f.Bool("json", false, "print JSON instead of a table")
+	out := f.addOutput()
 	if _, code, ok := f.parse(e, args, 0, 0); !ok {
+		return code
+	}
+	asJSON, code, ok := out.check(f, e)
+	if !ok {
 		return code
 	}
 	list, err := f.client(e).ListSandboxes(ctx, &sdk.ListSandboxesOptions{Labels: labels})
 	if err != nil {
 		return f.fail(ctx, e, err)
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(e, map[string]any{"sandboxes": list})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

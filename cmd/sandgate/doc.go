@@ -1,16 +1,28 @@
 // Command sandgate is the sandgate binary: `sandgate serve` runs a gateway node, and
-// the client subcommands (exec, ps, logs, attach, sandboxes, cluster) talk to a gateway
-// through the Go SDK (package sdk). Run `sandgate help` for the list.
+// the client subcommands (create, ls, rm, exec, ps, inspect, kill, logs, attach, cp,
+// events, cluster) talk to a gateway through the Go SDK (package sdk). Run `sandgate help`
+// for the list.
 //
 // # Layout
 //
 // main.go dispatches on the first argument; each subcommand lives in its own cmd_*.go
-// file and only parses flags, calls the SDK and prints; serve.go parses serve's flags
-// and runs a gateway.Server.
+// file and only parses flags, calls the SDK and prints; cli.go holds the flag and
+// error helpers they share, tty.go the raw-mode terminal loop of attach and exec -t.
+// serve.go parses serve's flags and runs a gateway.Server.
 //
 // # Exit codes
 //
-// 0 on success, 1 when a request fails (the contract's code and message are printed),
-// 2 for a usage error; `exec` exits with the command's own exit code and `attach` with
-// the terminal shell's, when it exited.
+// 0 on success. Errors of sandgate itself exit 125, docker's convention, so they
+// differ from a command's own codes: a usage error (the command's usage is printed),
+// a request the gateway refused (its code and message are printed), an unreachable
+// gateway. 130 when interrupted. `exec` exits with the command's own exit code
+// (128+N when killed by signal N, 124 when its --timeout killed it) and `attach` with
+// the terminal shell's, when it exited. serve keeps its own codes (2 for a bad flag).
+//
+// # Streams
+//
+// exec, attach, logs -f and events -f follow SSE or WebSocket streams through the
+// SDK, which reconnects after a drop or a 1012 close from the offset or seq reached;
+// the CLI lets it retry for about 30 s (streamRetries), long enough for a node
+// restart.
 package main

@@ -77,9 +77,15 @@ func freeAddr(tb testing.TB) string {
 // startNode starts `sandgate serve` with token and the extra flags.
 func startNode(tb testing.TB, token string, extra ...string) *node {
 	tb.Helper()
+	return startNodeAt(tb, freeAddr(tb), tb.TempDir(), token, extra...)
+}
+
+// startNodeAt starts `sandgate serve` on addr with data directory data, so that a
+// test can restart a node where it was.
+func startNodeAt(tb testing.TB, addr, data, token string, extra ...string) *node {
+	tb.Helper()
 	bin := buildBinary(tb)
-	addr := freeAddr(tb)
-	args := append([]string{"serve", "--listen", addr, "--data", tb.TempDir(), "--token", token, "--node-id", "e2e"}, extra...)
+	args := append([]string{"serve", "--listen", addr, "--data", data, "--token", token, "--node-id", "e2e"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	stdout, err := cmd.StdoutPipe()

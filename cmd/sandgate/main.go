@@ -30,16 +30,23 @@ type command struct {
 
 // commands lists the client subcommands; serve is dispatched separately.
 var commands = map[string]command{
-	"exec":      {"run one command in a sandbox and exit with its exit code", cmdExec},
+	"create":    {"create a sandbox and print its id", cmdCreate},
+	"ls":        {"list sandboxes (also: sandboxes)", cmdSandboxes},
+	"sandboxes": {"list sandboxes (also: ls)", cmdSandboxes},
+	"rm":        {"delete sandboxes, with their processes and files", cmdRm},
+	"exec":      {"run a command in a sandbox, streaming its output; exit with its code", cmdExec},
 	"ps":        {"list the processes of a sandbox", cmdPs},
+	"inspect":   {"show a sandbox, or a process in it", cmdInspect},
+	"kill":      {"send a signal to a process (default SIGKILL)", cmdKill},
 	"logs":      {"print a process's output (-f follows it)", cmdLogs},
 	"attach":    {"attach your terminal to a sandbox terminal (detach: Ctrl-])", cmdAttach},
-	"sandboxes": {"list sandboxes", cmdSandboxes},
+	"cp":        {"copy files between a sandbox and the local file system", cmdCp},
+	"events":    {"print a sandbox's event log (-f follows it)", cmdEvents},
 	"cluster":   {"show the cluster's nodes and leader", cmdCluster},
 }
 
 // commandOrder is the order of `sandgate help`.
-var commandOrder = []string{"serve", "exec", "ps", "logs", "attach", "sandboxes", "cluster"}
+var commandOrder = []string{"serve", "create", "ls", "sandboxes", "rm", "exec", "ps", "inspect", "kill", "logs", "attach", "cp", "events", "cluster", "version"}
 
 // run is the whole program, minus process exit: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -49,23 +56,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
 		usage(e.stderr)
-		return 2
+		return exitSandgate
 	}
 	name, rest := args[0], args[1:]
 	switch name {
 	case "-h", "-help", "--help", "help":
 		if len(rest) > 0 {
 			if c, ok := commands[rest[0]]; ok {
+				e.command = rest[0]
 				return c.run(ctx, e, []string{"--help"})
 			}
-			if rest[0] == "serve" {
+			switch rest[0] {
+			case "serve":
 				return cmdServe(ctx, []string{"--help"}, e.stdout, e.stderr)
+			case "version":
+				return cmdVersion(e, []string{"--help"})
 			}
 			fmt.Fprintf(e.stderr, "sandgate: unknown command %q\n", rest[0])
-			return 2
+			return exitSandgate
 		}
 		usage(e.stdout)
 		return 0
+	case "-version", "--version", "version":
+		return cmdVersion(e, rest)
 	case "serve":
 		return cmdServe(ctx, rest, e.stdout, e.stderr)
 	}
@@ -73,21 +86,25 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		fmt.Fprintf(e.stderr, "sandgate: unknown command %q\n\n", name)
 		usage(e.stderr)
-		return 2
+		return exitSandgate
 	}
+	e.command = name
 	return c.run(ctx, e, rest)
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `sandgate: an open sandbox gateway.
+	fmt.Fprint(w, `usage: sandgate <command> [flags] [args]
 
-Usage:
-  sandgate <command> [flags] [args]
+sandgate is an open sandbox gateway: "sandgate serve" runs a node, the other
+commands talk to one.
 
-Commands:
+commands:
 `)
 	for _, name := range commandOrder {
 		summary := "run a gateway node"
+		if name == "version" {
+			summary = "print the version of this binary (also: --version)"
+		}
 		if c, ok := commands[name]; ok {
 			summary = c.summary
 		}
@@ -96,6 +113,10 @@ Commands:
 	fmt.Fprint(w, `
 Client commands talk to $SANDGATE_ADDR (default `+defaultAddr+`) with the token
 in $SANDGATE_TOKEN; --addr and --token override them.
-Run "sandgate <command> --help" for a command's flags.
+Run "sandgate <command> -h" for a command's flags.
+
+Exit codes: a command's own exit code for exec (and attach), 125 when sandgate
+itself failed (usage error, request refused, sandbox not found, server
+unreachable), 130 when interrupted.
 `)
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +31,7 @@ type fakeGateway struct {
 	mu   sync.Mutex
 	reqs []string // "METHOD path?query auth body"
 	ws   []string // messages received on terminal WebSockets
+	made []string // terminals made by PUT
 }
 
 func (g *fakeGateway) record(r *http.Request, body string) {
@@ -57,30 +58,6 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 
 func (g *fakeGateway) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/sandboxes/{sb}/exec", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		g.record(r, string(b))
-		if r.PathValue("sb") == "slow" {
-			<-r.Context().Done()
-			return
-		}
-		if r.PathValue("sb") != "sb1" {
-			apiError(w, 404, "not_found", fmt.Sprintf("sandbox %q not found", r.PathValue("sb")))
-			return
-		}
-		if r.Header.Get("Authorization") != "Bearer secret" {
-			apiError(w, 401, "unauthorized", "missing or wrong token")
-			return
-		}
-		var req struct {
-			Command string
-			Argv    []string
-			Stdin   string
-		}
-		json.Unmarshal(b, &req)
-		json.NewEncoder(w).Encode(map[string]any{"exit_code": 3, "stdout": "out:" + req.Command + strings.Join(req.Argv, ",") + req.Stdin,
-			"stderr": "err", "duration_ms": 5, "timed_out": false, "truncated": false})
-	})
 	mux.HandleFunc("GET /v1/sandboxes/sb1/processes", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
 		io.WriteString(w, `{"processes":[{"id":"proc_a","pid":10,"command":"sleep 9","status":"running","exit_code":null,"signal":null,"tag":"web"},
@@ -107,15 +84,21 @@ func (g *fakeGateway) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/sandboxes/sb1/terminals/{t}", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
-		if r.PathValue("t") != "main" {
+		g.mu.Lock()
+		made := slices.Contains(g.made, r.PathValue("t"))
+		g.mu.Unlock()
+		if r.PathValue("t") != "main" && !made {
 			apiError(w, 404, "not_found", "no terminal")
 			return
 		}
-		io.WriteString(w, `{"id":"main","process":"proc_t","status":"running"}`)
+		fmt.Fprintf(w, `{"id":%q,"process":"proc_t","status":"running"}`, r.PathValue("t"))
 	})
 	mux.HandleFunc("PUT /v1/sandboxes/sb1/terminals/{t}", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		g.record(r, string(b))
+		g.mu.Lock()
+		g.made = append(g.made, r.PathValue("t"))
+		g.mu.Unlock()
 		w.WriteHeader(201)
 		fmt.Fprintf(w, `{"id":%q,"status":"running"}`, r.PathValue("t"))
 	})

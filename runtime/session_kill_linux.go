@@ -7,12 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sessWaitNoReap waits (see awaitExited) until the process exits, leaving it a zombie so its pid (and
-// process group id) cannot be reused until it is reaped. It reports whether it did.
-func sessWaitNoReap(pid int) bool {
-	return awaitExited(pid) == nil
-}
-
 // sessKillTree kills the process group of leader and every descendant of leader,
 // including those that left the group (setsid, setpgid). It first stops the group and
 // each descendant it finds, so nothing forks while the tree is walked, and repeats the

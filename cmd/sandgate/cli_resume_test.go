@@ -124,7 +124,7 @@ func TestCLIAttachAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLine("before-2")
-	n = n.restart(t, cliToken, data)
+	n.restart(t, cliToken, data)
 	if _, err := l.stdin.Write([]byte("echo after-$((2+3))\n")); err != nil {
 		t.Fatal(err)
 	}

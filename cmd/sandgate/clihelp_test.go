@@ -70,7 +70,6 @@ func exitCode(tb testing.TB, err error) int {
 type liveCLI struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout *bufio.Reader
 	lines  chan string // stdout, line by line, read by a goroutine
 	stderr *syncBuffer
 	done   chan error

@@ -131,7 +131,7 @@ func TestImageLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "a")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("file visible in the bare directory after unmount: %v", err)
 	}
-	m = attach(t, image, dir) // files survive a remount
+	_ = attach(t, image, dir) // files survive a remount
 	if b, err := os.ReadFile(filepath.Join(dir, "a")); err != nil || len(b) != 1<<20 {
 		t.Fatalf("after remount: %d bytes, %v; want the 1 MiB file", len(b), err)
 	}

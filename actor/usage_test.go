@@ -160,17 +160,21 @@ func TestUsageFromCgroups(t *testing.T) {
 	n := newTestNode(t, nil)
 	mustCreate(t, n, "ucg")
 	ctx := tctx(t)
-	_, err := n.StartProcess(ctx, "ucg", runtime.StartOptions{Command: "sleep 30 & sleep 30"})
+	// The shell forks only once it is in the sandbox's v1 groups: the local driver
+	// writes a leader's pid there just after it started, and a child forked before
+	// stays outside.
+	in := "grep -q 'pids:/.*sandgate' /proc/$$/cgroup && grep -q 'memory:/.*sandgate' /proc/$$/cgroup"
+	_, err := n.StartProcess(ctx, "ucg", runtime.StartOptions{Command: "until " + in + "; do :; done; sleep 30 & sleep 30"})
 	must(t, err)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
-		in, err := n.GetSandbox(ctx, "ucg")
+		info, err := n.GetSandbox(tctx(t), "ucg")
 		must(t, err)
-		if u := in.Usage; u != nil && u.Pids >= 3 && u.MemoryBytes > 0 {
+		if u := info.Usage; u != nil && u.Pids >= 3 && u.MemoryBytes > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("usage %+v of a sandbox running three processes, want them counted and some memory", in.Usage)
+			t.Fatalf("usage %+v of a sandbox running three processes, want them counted and some memory", info.Usage)
 		}
 		time.Sleep(10 * time.Millisecond) // the shell forks its sleeps on its own time
 	}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -72,8 +73,15 @@ func TestChildByCmdline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if got := ChildByCmdline("/proc", os.Getpid(), "sleep\x0030\x00procfs-test\x00"); got != cmd.Process.Pid {
-		t.Errorf("ChildByCmdline = %d, want the child %d", got, cmd.Process.Pid)
+	// Start returns once the child is forked; its command line is ours until it execs.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		got := ChildByCmdline("/proc", os.Getpid(), "sleep\x0030\x00procfs-test\x00")
+		if got == cmd.Process.Pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ChildByCmdline = %d, want the child %d", got, cmd.Process.Pid)
+		}
 	}
 	if got := ChildByCmdline("/proc", 1, "sleep\x0030\x00procfs-test\x00"); got != -1 {
 		t.Errorf("ChildByCmdline of another parent = %d, want -1", got)

@@ -68,14 +68,14 @@ func TestHostPID(t *testing.T) {
 }
 
 func TestChildByCmdline(t *testing.T) {
-	cmd := exec.Command("sleep", "30", "procfs-test")
+	cmd := exec.Command("sleep", "30.0517")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	// Start returns once the child is forked; its command line is ours until it execs.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		got := ChildByCmdline("/proc", os.Getpid(), "sleep\x0030\x00procfs-test\x00")
+		got := ChildByCmdline("/proc", os.Getpid(), "sleep\x0030.0517\x00")
 		if got == cmd.Process.Pid {
 			break
 		}
@@ -83,7 +83,7 @@ func TestChildByCmdline(t *testing.T) {
 			t.Fatalf("ChildByCmdline = %d, want the child %d", got, cmd.Process.Pid)
 		}
 	}
-	if got := ChildByCmdline("/proc", 1, "sleep\x0030\x00procfs-test\x00"); got != -1 {
+	if got := ChildByCmdline("/proc", 1, "sleep\x0030.0517\x00"); got != -1 {
 		t.Errorf("ChildByCmdline of another parent = %d, want -1", got)
 	}
 }

@@ -26,6 +26,12 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
+// The test lease profile: L and δ scaled down with the raft timeouts.
+const (
+	testL      = 300 * time.Millisecond
+	testMargin = 100 * time.Millisecond
+)
+
 func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg := DefaultConfig()
 	cfg.NodeID = id
@@ -35,6 +41,8 @@ func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg.Join = join
 	cfg.Multiplier = 0.1        // 50 ms heartbeat and election
 	cfg.RebalanceRate = 1 << 20 // tests of the rate use plan directly
+	cfg.LeaseTTL = testL
+	cfg.LeaseMargin = testMargin
 	cfg.Logger = discard
 	cfg.RaftLogOutput = io.Discard
 	return cfg

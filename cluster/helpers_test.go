@@ -122,12 +122,23 @@ func sameTable(nodes ...*Node) bool {
 
 // cluster starts n nodes: the first bootstraps, the others join through the leader.
 // It returns once all are voters and every node sees the same, placed table.
-func cluster(tb testing.TB, n int) []*Node {
+func cluster(tb testing.TB, n int) []*Node { return clusterWith(tb, n, nil) }
+
+// clusterWith is cluster with each node's config passed through mod (when not nil)
+// before it opens.
+func clusterWith(tb testing.TB, n int, mod func(i int, cfg *Config)) []*Node {
 	tb.Helper()
-	nodes := []*Node{openNode(tb, testConfig("n0", tb.TempDir(), "127.0.0.1:0", false))}
+	config := func(i int) *Config {
+		cfg := testConfig(NodeID(fmt.Sprintf("n%d", i)), tb.TempDir(), "127.0.0.1:0", i > 0)
+		if mod != nil {
+			mod(i, cfg)
+		}
+		return cfg
+	}
+	nodes := []*Node{openNode(tb, config(0))}
 	waitFor(tb, "n0 to place all partitions", func() bool { return placed(nodes[0], nodes[0]) })
 	for i := 1; i < n; i++ {
-		nd := openNode(tb, testConfig(NodeID(fmt.Sprintf("n%d", i)), tb.TempDir(), "127.0.0.1:0", true))
+		nd := openNode(tb, config(i))
 		nodes = append(nodes, nd)
 		joinVia(tb, nodes, nd)
 	}

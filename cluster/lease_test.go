@@ -13,7 +13,7 @@ import (
 // fakeClock is a monotonic clock that moves only when told.
 type fakeClock struct{ t atomic.Int64 }
 
-func (c *fakeClock) now() time.Duration       { return time.Duration(c.t.Load()) }
+func (c *fakeClock) now() time.Duration      { return time.Duration(c.t.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.t.Add(int64(d)) }
 
 // leaseNode is a Node with just a table and a lease, on a fake clock: enough for

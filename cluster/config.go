@@ -70,9 +70,11 @@ type Config struct {
 
 	// Test hooks. netUp, when set, reports whether the node's network is up; while it
 	// returns false no connection is made or accepted (see streamLayer.cut). observe
-	// is passed to the FSM.
+	// is passed to the FSM. onLead is called when a leadership's liveness record
+	// starts, with its start time.
 	netUp   func() bool
 	observe func(*state)
+	onLead  func(since time.Duration)
 }
 
 // Defaults for Config fields.

@@ -54,8 +54,12 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 // before it: every member counts as heard when this leadership began, so nothing
 // moves for L + δ (the longest any lease granted by an earlier leader can run).
 func (n *Node) lead(ctx context.Context) {
-	n.live.start(n.now())
+	since := n.now()
+	n.live.start(since)
 	defer n.live.stop()
+	if n.cfg.onLead != nil {
+		n.cfg.onLead(since)
+	}
 	term := n.raft.CurrentTerm()
 	if err := n.raft.Barrier(0).Error(); err != nil {
 		n.log.Warn("cluster: failed to barrier as new leader", "err", err)

@@ -1,0 +1,310 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The lease harness: a cluster whose nodes can be cut off the network, with records
+// of their fence and lease callbacks, of when each replica saw partitions move, and of
+// every admission, all on the package's one monotonic clock (mono).
+
+// harness is a 3-node cluster under observation.
+type harness struct {
+	tb     testing.TB
+	nodes  []*Node
+	down   []*atomic.Bool // per node: its network is cut
+	events []*leaseEvents
+	moves  *moveLog
+	leads  *leadLog
+	frozen atomic.Bool // while set, Busy reports every partition busy: no rebalance
+}
+
+// newHarness starts n nodes with the test lease profile, passing each config through
+// mod (when not nil) first, and waits until every node holds a lease.
+func newHarness(tb testing.TB, n int, mod func(*Config)) *harness {
+	tb.Helper()
+	h := &harness{tb: tb, moves: &moveLog{at: map[NodeID]map[int]time.Duration{}}, leads: &leadLog{}}
+	for i := 0; i < n; i++ {
+		h.down = append(h.down, &atomic.Bool{})
+		h.events = append(h.events, &leaseEvents{})
+	}
+	h.nodes = clusterWith(tb, n, func(i int, cfg *Config) {
+		down, ev, id := h.down[i], h.events[i], cfg.NodeID
+		cfg.netUp = func() bool { return !down.Load() }
+		cfg.OnFence = func() { ev.add(&ev.fences) }
+		cfg.OnLease = func() { ev.add(&ev.leases) }
+		cfg.observe = func(s *state) { h.moves.seen(id, s) }
+		cfg.onLead = func(since time.Duration) { h.leads.add(id, since) }
+		cfg.Busy = func(int) bool { return h.frozen.Load() }
+		if mod != nil {
+			mod(cfg)
+		}
+	})
+	waitFor(tb, "every node to hold a lease", func() bool {
+		for _, nd := range h.nodes {
+			if ok, _ := nd.Lease(); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return h
+}
+
+// index returns the position of nd among the harness's nodes.
+func (h *harness) index(nd *Node) int {
+	for i, x := range h.nodes {
+		if x == nd {
+			return i
+		}
+	}
+	h.tb.Fatalf("%s is not in the harness", nd.ID())
+	return -1
+}
+
+// others returns every node but nd.
+func (h *harness) others(nd *Node) []*Node {
+	var out []*Node
+	for _, x := range h.nodes {
+		if x != nd {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// follower returns a node that is not the leader right now.
+func (h *harness) follower() *Node {
+	l := leader(h.tb, h.nodes...)
+	return h.others(l)[0]
+}
+
+// isolate cuts nd off: every connection to or from it is closed and no new one is
+// made until heal.
+func (h *harness) isolate(nd *Node) {
+	h.down[h.index(nd)].Store(true)
+	nd.stream.cut()
+}
+
+func (h *harness) heal(nd *Node) { h.down[h.index(nd)].Store(false) }
+
+// owned returns k sandbox ids whose partitions nd owns in its table.
+func owned(tb testing.TB, nd *Node, k int) []string {
+	tb.Helper()
+	var out []string
+	for _, sb := range sandboxIDs(4096) {
+		if o, _, ok := nd.Owner(sb); ok && o == nd.ID() {
+			out = append(out, sb)
+			if len(out) == k {
+				return out
+			}
+		}
+	}
+	tb.Fatalf("%s owns fewer than %d of the sample sandboxes", nd.ID(), k)
+	return nil
+}
+
+// leaseEvents records a node's OnFence and OnLease calls.
+type leaseEvents struct {
+	mu             sync.Mutex
+	fences, leases []time.Duration
+}
+
+func (e *leaseEvents) add(to *[]time.Duration) {
+	e.mu.Lock()
+	*to = append(*to, mono())
+	e.mu.Unlock()
+}
+
+// get returns copies of the fence and lease times.
+func (e *leaseEvents) get() (fences, leases []time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]time.Duration(nil), e.fences...), append([]time.Duration(nil), e.leases...)
+}
+
+// moveLog records, for each replica, when it first applied a state in which a
+// watched partition is no longer owned by the victim.
+type moveLog struct {
+	mu     sync.Mutex
+	victim NodeID
+	watch  []int
+	at     map[NodeID]map[int]time.Duration
+}
+
+// arm starts watching the partitions of sandboxes, owned by victim.
+func (m *moveLog) arm(victim NodeID, sandboxes []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.victim = victim
+	for _, sb := range sandboxes {
+		m.watch = append(m.watch, PartitionOf(sb))
+	}
+}
+
+func (m *moveLog) seen(observer NodeID, s *state) {
+	now := mono()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.watch {
+		if s.parts[p].Owner == m.victim {
+			continue
+		}
+		if m.at[observer] == nil {
+			m.at[observer] = map[int]time.Duration{}
+		}
+		if _, ok := m.at[observer][p]; !ok {
+			m.at[observer][p] = now
+		}
+	}
+}
+
+// times returns when observer saw each watched partition move, and whether it saw
+// all of them.
+func (m *moveLog) times(observer NodeID) (map[int]time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[int]time.Duration{}
+	for p, t := range m.at[observer] {
+		out[p] = t
+	}
+	return out, len(out) == len(m.watch)
+}
+
+// leadLog records leadership starts.
+type leadLog struct {
+	mu     sync.Mutex
+	starts []leadStart
+}
+
+type leadStart struct {
+	node  NodeID
+	since time.Duration
+}
+
+func (l *leadLog) add(id NodeID, since time.Duration) {
+	l.mu.Lock()
+	l.starts = append(l.starts, leadStart{id, since})
+	l.mu.Unlock()
+}
+
+// firstAfter returns the first leadership start at or after t.
+func (l *leadLog) firstAfter(t time.Duration) (leadStart, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.starts {
+		if s.since >= t {
+			return s, true
+		}
+	}
+	return leadStart{}, false
+}
+
+// recorder samples Admit on nodes for sandboxes and keeps, per sandbox, the runs of
+// consecutive admissions of each node: [before the first call, after the last].
+type recorder struct {
+	mu   sync.Mutex
+	runs map[string][]run
+	errs map[NodeID]map[string]int // per node, per sentinel: refusals of its own sandboxes
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type run struct {
+	node     NodeID
+	from, to time.Duration
+}
+
+// record starts one sampler per node; each calls Admit for every sandbox about every
+// half millisecond until stop.
+func record(nodes []*Node, sandboxes []string) *recorder {
+	r := &recorder{runs: map[string][]run{}, errs: map[NodeID]map[string]int{}, stop: make(chan struct{})}
+	for _, nd := range nodes {
+		r.errs[nd.ID()] = map[string]int{}
+	}
+	for _, nd := range nodes {
+		r.wg.Add(1)
+		go r.sample(nd, sandboxes)
+	}
+	return r
+}
+
+func (r *recorder) sample(nd *Node, sandboxes []string) {
+	defer r.wg.Done()
+	open := map[string]*run{}
+	flush := func(sb string) {
+		if o := open[sb]; o != nil {
+			r.mu.Lock()
+			r.runs[sb] = append(r.runs[sb], *o)
+			r.mu.Unlock()
+			delete(open, sb)
+		}
+	}
+	defer func() {
+		for sb := range open {
+			flush(sb)
+		}
+	}()
+	for {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		for _, sb := range sandboxes {
+			before := mono()
+			err := nd.Admit(sb)
+			after := mono()
+			if err == nil {
+				if o := open[sb]; o != nil {
+					o.to = after
+				} else {
+					open[sb] = &run{node: nd.ID(), from: before, to: after}
+				}
+				continue
+			}
+			flush(sb)
+			if !errors.Is(err, ErrNotOwner) {
+				r.mu.Lock()
+				r.errs[nd.ID()][err.Error()]++
+				r.mu.Unlock()
+			}
+		}
+		time.Sleep(500 * time.Microsecond) // pacing, not synchronisation
+	}
+}
+
+// finish stops the samplers and fails tb if two nodes' admission runs of one sandbox
+// overlap. It returns the runs.
+func (r *recorder) finish(tb testing.TB) map[string][]run {
+	tb.Helper()
+	close(r.stop)
+	r.wg.Wait()
+	for sb, runs := range r.runs {
+		for i, a := range runs {
+			for _, b := range runs[i+1:] {
+				if a.node != b.node && a.from <= b.to && b.from <= a.to {
+					tb.Errorf("sandbox %s admitted by two nodes at once: %s %v-%v and %s %v-%v",
+						sb, a.node, a.from, a.to, b.node, b.from, b.to)
+				}
+			}
+		}
+	}
+	return r.runs
+}
+
+// refusals returns how often nd's Admit failed with something other than
+// ErrNotOwner.
+func (r *recorder) refusals(nd *Node) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs[nd.ID()]) == 0 {
+		return ""
+	}
+	return fmt.Sprint(r.errs[nd.ID()])
+}

@@ -29,6 +29,7 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 	}
 	h.moves.arm(victim.ID(), lost)
 	rec := record(h.nodes, append(append([]string(nil), lost...), kept...))
+	waitFor(t, "the victim to admit its sandboxes", func() bool { return rec.admitted(lost, victim) })
 
 	ev := h.events[h.index(victim)]
 	before, leases := ev.get()
@@ -156,16 +157,22 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 		all = append(all, owned(t, nd, 8)...)
 	}
 	rec := record(h.nodes, all)
+	for _, nd := range h.nodes {
+		waitFor(t, string(nd.ID())+" to admit its sandboxes", func() bool { return rec.admitted(owned(t, nd, 8), nd) })
+	}
 	// Spurious elections are common here: pick the leader just before the kill.
-	victim := leader(t, h.nodes...)
-	lost := owned(t, victim, 8)
-	h.moves.arm(victim.ID(), lost)
-	survivors := h.others(victim)
+	var victim *Node
+	for victim == nil || !victim.IsLeader() {
+		victim = leader(t, h.nodes...)
+	}
 	wasLeader, kill := victim.IsLeader(), mono()
 	if err := victim.Close(); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Duration(victim.lease.until.Load())
+	lost := owned(t, victim, 8)
+	h.moves.arm(victim.ID(), lost)
+	survivors := h.others(victim)
 	for _, nd := range survivors {
 		waitFor(t, string(nd.ID())+" to apply the move", func() bool { _, all := h.moves.times(nd.ID()); return all })
 	}
@@ -184,15 +191,31 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 			}
 		}
 	}
+	waitFor(t, "a survivor to admit every lost sandbox", func() bool {
+		for _, sb := range lost {
+			if survivors[0].Admit(sb) != nil && survivors[1].Admit(sb) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "the recorder to see it", func() bool { return rec.admitted(lost, survivors...) })
 	runs := rec.finish(t)
 	for _, sb := range lost {
 		if len(runs[sb]) < 2 {
 			t.Fatalf("sandbox %s: admission runs %v, want the dead leader's then a survivor's", sb, runs[sb])
 		}
 	}
+	// A liveness claim: it holds unless the whole process starves for a good part of
+	// L, which the watchdog measures (the refusals then come from the stall, not from
+	// the leader change).
 	for _, nd := range survivors {
-		if r := rec.refusals(nd); r != "" {
-			t.Errorf("%s refused its own sandboxes while the leader changed: %s", nd.ID(), r)
+		if r, at := rec.refusals(nd); r != "" {
+			if rec.stall > bigL/4 {
+				t.Logf("%s refused its own sandboxes %v after the kill, but the process stalled for %v: %s", nd.ID(), at-kill, rec.stall, r)
+				continue
+			}
+			t.Errorf("%s refused its own sandboxes while the leader changed, first %v after the kill: %s", nd.ID(), at-kill, r)
 		}
 	}
 	t.Logf("leader killed → new leader %s after %v", next.node, next.since-kill)

@@ -210,9 +210,15 @@ func (l *leadLog) firstAfter(t time.Duration) (leadStart, bool) {
 type recorder struct {
 	mu   sync.Mutex
 	runs map[string][]run
-	errs map[NodeID]map[string]int // per node, per sentinel: refusals of its own sandboxes
+	seen map[NodeID]map[string]bool // per node, the sandboxes it admitted at least once
+	errs map[NodeID]map[string]int  // per node, per sentinel: refusals of its own sandboxes
+	// firstErr is when each node first refused (0: never).
+	firstErr map[NodeID]time.Duration
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// stall is the longest gap the watchdog goroutine saw between two 5 ms ticks:
+	// how long the whole process was starved (a loaded machine, a long GC).
+	stall time.Duration
 }
 
 type run struct {
@@ -223,15 +229,37 @@ type run struct {
 // record starts one sampler per node; each calls Admit for every sandbox about every
 // half millisecond until stop.
 func record(nodes []*Node, sandboxes []string) *recorder {
-	r := &recorder{runs: map[string][]run{}, errs: map[NodeID]map[string]int{}, stop: make(chan struct{})}
+	r := &recorder{runs: map[string][]run{}, seen: map[NodeID]map[string]bool{}, errs: map[NodeID]map[string]int{}, firstErr: map[NodeID]time.Duration{}, stop: make(chan struct{})}
 	for _, nd := range nodes {
 		r.errs[nd.ID()] = map[string]int{}
+		r.seen[nd.ID()] = map[string]bool{}
 	}
 	for _, nd := range nodes {
 		r.wg.Add(1)
 		go r.sample(nd, sandboxes)
 	}
+	r.wg.Add(1)
+	go r.watchdog()
 	return r
+}
+
+func (r *recorder) watchdog() {
+	defer r.wg.Done()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	last := mono()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		now := mono()
+		r.mu.Lock()
+		r.stall = max(r.stall, now-last)
+		r.mu.Unlock()
+		last = now
+	}
 }
 
 func (r *recorder) sample(nd *Node, sandboxes []string) {
@@ -265,6 +293,9 @@ func (r *recorder) sample(nd *Node, sandboxes []string) {
 					o.to = after
 				} else {
 					open[sb] = &run{node: nd.ID(), from: before, to: after}
+					r.mu.Lock()
+					r.seen[nd.ID()][sb] = true
+					r.mu.Unlock()
 				}
 				continue
 			}
@@ -272,11 +303,31 @@ func (r *recorder) sample(nd *Node, sandboxes []string) {
 			if !errors.Is(err, ErrNotOwner) {
 				r.mu.Lock()
 				r.errs[nd.ID()][err.Error()]++
+				if r.firstErr[nd.ID()] == 0 {
+					r.firstErr[nd.ID()] = before
+				}
 				r.mu.Unlock()
 			}
 		}
 		time.Sleep(500 * time.Microsecond) // pacing, not synchronisation
 	}
+}
+
+// admitted reports whether each of sandboxes was admitted at least once by one of
+// nodes.
+func (r *recorder) admitted(sandboxes []string, nodes ...*Node) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sb := range sandboxes {
+		seen := false
+		for _, nd := range nodes {
+			seen = seen || r.seen[nd.ID()][sb]
+		}
+		if !seen {
+			return false
+		}
+	}
+	return true
 }
 
 // finish stops the samplers and fails tb if two nodes' admission runs of one sandbox
@@ -299,12 +350,12 @@ func (r *recorder) finish(tb testing.TB) map[string][]run {
 }
 
 // refusals returns how often nd's Admit failed with something other than
-// ErrNotOwner.
-func (r *recorder) refusals(nd *Node) string {
+// ErrNotOwner, and when it first did.
+func (r *recorder) refusals(nd *Node) (string, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.errs[nd.ID()]) == 0 {
-		return ""
+		return "", 0
 	}
-	return fmt.Sprint(r.errs[nd.ID()])
+	return fmt.Sprint(r.errs[nd.ID()]), r.firstErr[nd.ID()]
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -45,6 +47,11 @@ func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg.LeaseMargin = testMargin
 	cfg.Logger = discard
 	cfg.RaftLogOutput = io.Discard
+	if os.Getenv("SANDGATE_CLUSTER_LOG") != "" { // debugging a run: the package's logs on stderr
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
+		cfg.RaftLogOutput = os.Stderr
+		cfg.RaftLogLevel = "info"
+	}
 	return cfg
 }
 

@@ -66,7 +66,7 @@ func (n *Node) lead(ctx context.Context) {
 		return
 	}
 	n.live.setReady(term)
-	t := time.NewTicker(reconcileTick)
+	t := time.NewTimer(reconcileTick)
 	defer t.Stop()
 	rate := float64(n.cfg.RebalanceRate)
 	tokens, last := rate*reconcileTick.Seconds(), time.Now()
@@ -75,6 +75,9 @@ func (n *Node) lead(ctx context.Context) {
 		tokens = min(tokens+rate*now.Sub(last).Seconds(), rate)
 		last = now
 		tokens -= float64(n.reconcile(ctx, int(tokens)))
+		// Wake at the next tick, or as soon as a member's L + δ runs out, so that a
+		// dead member's partitions move right then rather than up to a tick later.
+		t.Reset(min(reconcileTick, n.live.nextDeadline(n.now(), n.grace())))
 		select {
 		case <-ctx.Done():
 			return

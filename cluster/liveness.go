@@ -95,6 +95,26 @@ func (l *liveness) endFail(id NodeID) {
 	l.mu.Unlock()
 }
 
+// nextDeadline returns how long until the next member (heard or counted from the
+// leadership's start) has been silent for longer than grace, or an hour when none is
+// due; deadlines already past are not counted (their members are failed or being
+// retried at the next tick).
+func (l *liveness) nextDeadline(now, grace time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := time.Hour
+	consider := func(at time.Duration) {
+		if d := at + grace + time.Millisecond - now; d > 0 && d < next {
+			next = d
+		}
+	}
+	consider(l.since)
+	for _, h := range l.heard {
+		consider(h)
+	}
+	return next
+}
+
 // recent reports whether id had a heartbeat granted within the last window.
 func (l *liveness) recent(id NodeID, now, window time.Duration) bool {
 	l.mu.Lock()

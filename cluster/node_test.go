@@ -182,9 +182,11 @@ func TestRemoveAndPin(t *testing.T) {
 	// Pin a sandbox to the member that will leave, by its labels.
 	self := gone.Self()
 	self.Labels = map[string]string{"pool": "gpu"}
-	if err := l.Join(ctx, self); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, "the labels re-registered", func() bool {
+		err := leader(t, nodes...).Join(ctx, self) // leadership may move under load
+		return err == nil
+	})
+	l = leader(t, nodes...)
 	a, err := l.Pin(ctx, "sb-gpu", map[string]string{"pool": "gpu"})
 	if err != nil || a.Owner != gone.ID() {
 		t.Fatalf("Pin = %+v, %v; want owner %s", a, err, gone.ID())

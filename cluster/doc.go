@@ -27,8 +27,9 @@
 //   - Admit(sandboxID) is the check before every actor turn: nil only when the local
 //     table gives the sandbox to this node and its lease is valid; otherwise a
 //     *NotOwnerError naming the owner (forward there) or ErrLeaseExpired (503). No
-//     lock, no allocation: about 110 ns against 45 ns for Owner in the same run,
-//     the difference being one read of the monotonic clock. Epoch(sandboxID) is the
+//     lock, no allocation: 105-300 ns against 37-49 ns for Owner in the same runs
+//     (BenchmarkAdmit, a loaded 2-core VM); the difference is mostly one read of
+//     the monotonic clock. Epoch(sandboxID) is the
 //     epoch to stamp the turn's writes with; Lease reports the lease.
 //   - Config.OnFence is called when the lease lapses (stop this node's actors and end
 //     their processes), Config.OnLease when it is valid again.
@@ -120,12 +121,13 @@
 // OnFence either; the sandbox's own init must hold the lease deadline (gateway and
 // runtime).
 //
-// Failover figures (3 nodes on loopback under -race, L = 300 ms, δ = 100 ms, raft at
-// 0.1×): an owner closed → the first admission of one of its sandboxes on a survivor
-// after 0.39 s median of five, that is L + δ less the age of its last heartbeat plus
-// a commit. At the defaults the same path is about L + δ = 3.5 s plus a commit; a
-// killed leader is replaced in 0.1-0.3 s here (about 1 s at the defaults), well
-// inside L, so owners keep their leases through it.
+// Failover figures (3 nodes on loopback under -race on a shared 2-core machine,
+// L = 300 ms, δ = 100 ms, raft at 0.1×; TestKilledOwnerFailover and
+// TestLeaderKilledLeasesHold): an owner closed → a survivor admits one of its
+// sandboxes after 0.42 s, median of five (0.40-0.48 s): L + δ counted from its last
+// heartbeat, which is up to L/6 older than the kill, plus a commit. At the defaults
+// that is 3.0-3.5 s plus a commit. A killed leader is replaced in 0.09-0.12 s here
+// (about 1 s at the defaults), well inside L, so owners keep their leases through it.
 //
 // # Caveats (not done yet)
 //

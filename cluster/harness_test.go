@@ -214,8 +214,8 @@ type recorder struct {
 	errs map[NodeID]map[string]int  // per node, per sentinel: refusals of its own sandboxes
 	// firstErr is when each node first refused (0: never).
 	firstErr map[NodeID]time.Duration
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	wg       sync.WaitGroup
 	// stall is the longest gap the watchdog goroutine saw between two 5 ms ticks:
 	// how long the whole process was starved (a loaded machine, a long GC).
 	stall time.Duration

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"sort"
 	"testing"
@@ -268,4 +269,42 @@ func TestPausedHeartbeatsFence(t *testing.T) {
 			t.Fatalf("Admit(%s) after the node came back: %v", sb, victim.Admit(sb))
 		}
 	}
+}
+
+// TestRemovedMemberFencedFirst removes a running member: it is refused heartbeats, so
+// its lease runs out, and its partitions move no earlier than that + δ, with no
+// overlapping admissions.
+func TestRemovedMemberFencedFirst(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 3, nil)
+	victim := h.follower()
+	lost := owned(t, victim, 8)
+	h.moves.arm(victim.ID(), lost)
+	rec := record(h.nodes, lost)
+	waitFor(t, "the member to admit its sandboxes", func() bool { return rec.admitted(lost, victim) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	waitFor(t, "the member removed", func() bool {
+		err := leader(t, h.nodes...).Remove(ctx, victim.ID())
+		return err == nil
+	})
+	survivors := h.others(victim)
+	for _, nd := range survivors {
+		waitFor(t, string(nd.ID())+" to apply the move", func() bool { _, all := h.moves.times(nd.ID()); return all })
+	}
+	end := time.Duration(victim.lease.until.Load())
+	if ok, _ := victim.Lease(); ok {
+		t.Fatal("the removed member still holds a lease after its partitions moved")
+	}
+	for _, nd := range survivors {
+		at, _ := h.moves.times(nd.ID())
+		for p, when := range at {
+			if when < end+testMargin {
+				t.Fatalf("%s moved partition %d %v before the removed member's lease end + δ", nd.ID(), p, end+testMargin-when)
+			}
+		}
+	}
+	waitFor(t, "a survivor to admit every lost sandbox", func() bool { return rec.admitted(lost, survivors...) })
+	rec.finish(t)
 }

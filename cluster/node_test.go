@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestOpenConfig(t *testing.T) {
@@ -16,6 +17,9 @@ func TestOpenConfig(t *testing.T) {
 		{"no node id", &Config{DataDir: t.TempDir()}},
 		{"no data dir", &Config{NodeID: "a"}},
 		{"negative multiplier", &Config{NodeID: "a", DataDir: t.TempDir(), Multiplier: -1}},
+		{"negative lease", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseTTL: -time.Second}},
+		{"negative margin", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseMargin: -time.Second}},
+		{"lease too short", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseTTL: time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,8 +68,11 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 	}
 	t.Logf("partitions moved %v after the cut (lease end + δ is %v after it)", moved-cut, end+testMargin-cut)
 
+	healed := mono()
 	h.heal(victim)
 	waitFor(t, "the healed node to hold a lease again", func() bool { _, l := ev.get(); return len(l) > len(leases) })
+	_, l := ev.get()
+	t.Logf("victim %s cut at %v, healed at %v, lease again at %v", victim.ID(), cut, healed, l[len(leases)])
 	for _, sb := range lost {
 		owner, epoch, ok := victim.Owner(sb)
 		if !ok || owner == victim.ID() || epoch <= epochs[sb] {
@@ -87,7 +90,7 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 		}
 		return false
 	})
-	runs := rec.finish(t)
+	runs := rec.finish(t, h)
 	for _, sb := range lost {
 		by := map[NodeID]bool{}
 		for _, r := range runs[sb] {
@@ -133,7 +136,7 @@ func TestKilledOwnerFailover(t *testing.T) {
 		}
 		return true
 	})
-	runs := rec.finish(t)
+	runs := rec.finish(t, h)
 	first := time.Duration(1 << 62)
 	for _, sb := range lost {
 		for _, r := range runs[sb] {
@@ -201,7 +204,7 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 		return true
 	})
 	waitFor(t, "the recorder to see it", func() bool { return rec.admitted(lost, survivors...) })
-	runs := rec.finish(t)
+	runs := rec.finish(t, h)
 	for _, sb := range lost {
 		if len(runs[sb]) < 2 {
 			t.Fatalf("sandbox %s: admission runs %v, want the dead leader's then a survivor's", sb, runs[sb])
@@ -306,5 +309,5 @@ func TestRemovedMemberFencedFirst(t *testing.T) {
 		}
 	}
 	waitFor(t, "a survivor to admit every lost sandbox", func() bool { return rec.admitted(lost, survivors...) })
-	rec.finish(t)
+	rec.finish(t, h)
 }

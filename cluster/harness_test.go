@@ -22,13 +22,43 @@ type harness struct {
 	moves  *moveLog
 	leads  *leadLog
 	frozen atomic.Bool // while set, Busy reports every partition busy: no rebalance
+
+	histMu sync.Mutex
+	hist   map[NodeID][]seenState // every state each replica published, when
+}
+
+type seenState struct {
+	at time.Duration
+	s  *state
+}
+
+// history describes, for a failure message, how each replica saw sandbox's owner
+// change and when each node's lease came and went.
+func (h *harness) history(sandbox string) string {
+	h.histMu.Lock()
+	defer h.histMu.Unlock()
+	p := PartitionOf(sandbox)
+	out := ""
+	for i, nd := range h.nodes {
+		out += fmt.Sprintf("\n  %s:", nd.ID())
+		var last Assignment
+		for _, e := range h.hist[nd.ID()] {
+			if a := e.s.parts[p]; a != last {
+				out += fmt.Sprintf(" [%v idx %d → %s@%d]", e.at, e.s.index, a.Owner, a.Epoch)
+				last = a
+			}
+		}
+		f, l := h.events[i].get()
+		out += fmt.Sprintf(" fences %v leases %v", f, l)
+	}
+	return out
 }
 
 // newHarness starts n nodes with the test lease profile, passing each config through
 // mod (when not nil) first, and waits until every node holds a lease.
 func newHarness(tb testing.TB, n int, mod func(*Config)) *harness {
 	tb.Helper()
-	h := &harness{tb: tb, moves: &moveLog{at: map[NodeID]map[int]time.Duration{}}, leads: &leadLog{}}
+	h := &harness{tb: tb, moves: &moveLog{at: map[NodeID]map[int]time.Duration{}}, leads: &leadLog{}, hist: map[NodeID][]seenState{}}
 	for i := 0; i < n; i++ {
 		h.down = append(h.down, &atomic.Bool{})
 		h.events = append(h.events, &leaseEvents{})
@@ -38,7 +68,12 @@ func newHarness(tb testing.TB, n int, mod func(*Config)) *harness {
 		cfg.netUp = func() bool { return !down.Load() }
 		cfg.OnFence = func() { ev.add(&ev.fences) }
 		cfg.OnLease = func() { ev.add(&ev.leases) }
-		cfg.observe = func(s *state) { h.moves.seen(id, s) }
+		cfg.observe = func(s *state) {
+			h.moves.seen(id, s)
+			h.histMu.Lock()
+			h.hist[id] = append(h.hist[id], seenState{mono(), s})
+			h.histMu.Unlock()
+		}
 		cfg.onLead = func(since time.Duration) { h.leads.add(id, since) }
 		cfg.Busy = func(int) bool { return h.frozen.Load() }
 		if mod != nil {
@@ -331,8 +366,9 @@ func (r *recorder) admitted(sandboxes []string, nodes ...*Node) bool {
 }
 
 // finish stops the samplers and fails tb if two nodes' admission runs of one sandbox
-// overlap. It returns the runs.
-func (r *recorder) finish(tb testing.TB) map[string][]run {
+// overlap, with the harness's history of that sandbox when h is not nil. It returns
+// the runs.
+func (r *recorder) finish(tb testing.TB, h *harness) map[string][]run {
 	tb.Helper()
 	close(r.stop)
 	r.wg.Wait()
@@ -340,8 +376,12 @@ func (r *recorder) finish(tb testing.TB) map[string][]run {
 		for i, a := range runs {
 			for _, b := range runs[i+1:] {
 				if a.node != b.node && a.from <= b.to && b.from <= a.to {
-					tb.Errorf("sandbox %s admitted by two nodes at once: %s %v-%v and %s %v-%v",
-						sb, a.node, a.from, a.to, b.node, b.from, b.to)
+					hist := ""
+					if h != nil {
+						hist = h.history(sb)
+					}
+					tb.Errorf("sandbox %s admitted by two nodes at once: %s %v-%v and %s %v-%v%s",
+						sb, a.node, a.from, a.to, b.node, b.from, b.to, hist)
 				}
 			}
 		}

@@ -165,6 +165,7 @@ func (n *Node) heartbeat() {
 			continue
 		}
 		if resp.verdict != verdictGranted {
+			n.log.Debug("cluster: heartbeat not granted", "leader", addr, "verdict", int(resp.verdict))
 			if resp.verdict == verdictNotLeader {
 				c.close()
 				c = nil
@@ -172,7 +173,11 @@ func (n *Node) heartbeat() {
 			continue
 		}
 		until := send + n.cfg.LeaseTTL
-		if n.fsm.waitIndex(n.ctx, resp.index, until-n.now()) && !n.hbPaused.Load() {
+		if !n.fsm.waitIndex(n.ctx, resp.index, until-n.now()) {
+			n.log.Debug("cluster: replica behind the grant's index until the lease it offered ended", "index", resp.index)
+			continue
+		}
+		if !n.hbPaused.Load() {
 			n.lease.extend(until)
 		}
 	}

@@ -211,10 +211,34 @@ func (n *Node) verifyLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		ok := n.raft.VerifyLeader().Error() == nil
+		ok, closing := n.verifyRound()
 		for _, ch := range batch {
 			ch <- ok
 		}
+		if closing {
+			return
+		}
+	}
+}
+
+// verifyRound runs one VerifyLeader, waiting at most L for it. raft does not answer
+// every verification in flight when it shuts down (seen when a leader removes itself
+// and ShutdownOnRemove stops it), and its futures cannot be cancelled, so the wait is
+// on a helper goroutine: Close and the heartbeats never hang on it. A round given up
+// leaves the helper to finish when raft answers, or, in that shutdown case, never.
+func (n *Node) verifyRound() (ok, closing bool) {
+	res := make(chan bool, 1)
+	go func() { res <- n.raft.VerifyLeader().Error() == nil }()
+	t := time.NewTimer(n.cfg.LeaseTTL)
+	defer t.Stop()
+	select {
+	case ok := <-res:
+		return ok, false
+	case <-t.C:
+		n.log.Warn("cluster: leader verification took longer than the lease; heartbeats not granted")
+		return false, false
+	case <-n.ctx.Done():
+		return false, true
 	}
 }
 

@@ -191,11 +191,18 @@ func TestRemoveAndPin(t *testing.T) {
 		return err == nil
 	})
 	l = leader(t, nodes...)
-	a, err := l.Pin(ctx, "sb-gpu", map[string]string{"pool": "gpu"})
+	var a Assignment
+	err := onLeader(t, nodes, func(l *Node) (err error) {
+		a, err = l.Pin(ctx, "sb-gpu", map[string]string{"pool": "gpu"})
+		return err
+	})
 	if err != nil || a.Owner != gone.ID() {
 		t.Fatalf("Pin = %+v, %v; want owner %s", a, err, gone.ID())
 	}
-	if _, err := l.Pin(ctx, "sb-x", map[string]string{"pool": "tpu"}); !errors.Is(err, ErrNoMatchingMember) {
+	if err := onLeader(t, nodes, func(l *Node) error {
+		_, err := l.Pin(ctx, "sb-x", map[string]string{"pool": "tpu"})
+		return err
+	}); !errors.Is(err, ErrNoMatchingMember) {
 		t.Fatalf("Pin to no match: %v", err)
 	}
 	waitFor(t, "the pin everywhere", func() bool {
@@ -207,7 +214,7 @@ func TestRemoveAndPin(t *testing.T) {
 		return true
 	})
 
-	if err := l.Remove(ctx, gone.ID()); err != nil {
+	if err := onLeader(t, nodes, func(l *Node) error { return l.Remove(ctx, gone.ID()) }); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "partitions of the removed member to move", func() bool {
@@ -223,13 +230,14 @@ func TestRemoveAndPin(t *testing.T) {
 			t.Fatalf("removed member has status %s", m.Status)
 		}
 	}
-	if err := l.Unpin(ctx, "sb-gpu"); err != nil {
+	if err := onLeader(t, stay, func(l *Node) error { return l.Unpin(ctx, "sb-gpu") }); err != nil {
 		t.Fatal(err)
 	}
-	if o, _, ok := l.Owner("sb-gpu"); !ok || o == gone.ID() {
-		t.Fatalf("after Unpin the sandbox is owned by %s (%v)", o, ok)
-	}
-	if err := l.Remove(ctx, "nobody"); !errors.Is(err, ErrUnknownMember) {
+	waitFor(t, "the unpinned sandbox back on its partition's owner", func() bool {
+		o, _, ok := stay[0].Owner("sb-gpu")
+		return ok && o != gone.ID()
+	})
+	if err := onLeader(t, stay, func(l *Node) error { return l.Remove(ctx, "nobody") }); !errors.Is(err, ErrUnknownMember) {
 		t.Fatalf("Remove of an unknown member: %v", err)
 	}
 }
@@ -254,4 +262,17 @@ func TestRemoveLeader(t *testing.T) {
 		nl := leader(t, rest...)
 		return nl != l && voters(nl) == 2 && placed(rest[0], rest...) && sameTable(rest...)
 	})
+}
+
+// onLeader runs a leader-only call on whichever node leads, again while it fails
+// because leadership moved (spurious elections are common at test timeouts), and
+// returns its first other result.
+func onLeader(tb testing.TB, nodes []*Node, call func(l *Node) error) error {
+	tb.Helper()
+	var err error
+	waitFor(tb, "a leader-only call", func() bool {
+		err = call(leader(tb, nodes...))
+		return !errors.Is(err, ErrNotLeader)
+	})
+	return err
 }

@@ -18,11 +18,11 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 3, nil)
 	h.frozen.Store(true) // no rebalance back after the heal (handoff is not built)
-	victim := h.follower()
+	victim := h.follower(8)
 	lost := owned(t, victim, 8)
 	var kept []string
 	for _, nd := range h.others(victim) {
-		kept = append(kept, owned(t, nd, 4)...)
+		kept = append(kept, ownedUpTo(nd, 4)...)
 	}
 	epochs := map[string]uint64{}
 	for _, sb := range lost {
@@ -108,7 +108,7 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 func TestKilledOwnerFailover(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 3, nil)
-	victim := h.follower()
+	victim := h.follower(8)
 	lost := owned(t, victim, 8)
 	h.moves.arm(victim.ID(), lost)
 	survivors := h.others(victim)
@@ -148,21 +148,21 @@ func TestKilledOwnerFailover(t *testing.T) {
 }
 
 // TestLeaderKilledLeasesHold closes the leader. The survivors' leases never lapse
-// (L is 1 s here, past an election under -race on a small machine), so they admit
+// (L is 2 s here, far past an election under -race on a small loaded machine), so they admit
 // their own sandboxes without a single refusal; the new leader moves the dead
 // leader's partitions no earlier than L + δ after the kill, since it must assume
 // leases granted before its election are still running.
 func TestLeaderKilledLeasesHold(t *testing.T) {
 	t.Parallel()
-	const bigL, bigMargin = time.Second, 200 * time.Millisecond
+	const bigL, bigMargin = 2 * time.Second, 300 * time.Millisecond
 	h := newHarness(t, 3, func(cfg *Config) { cfg.LeaseTTL, cfg.LeaseMargin = bigL, bigMargin })
 	var all []string
 	for _, nd := range h.nodes {
-		all = append(all, owned(t, nd, 8)...)
+		all = append(all, ownedUpTo(nd, 8)...)
 	}
 	rec := record(h.nodes, all)
 	for _, nd := range h.nodes {
-		waitFor(t, string(nd.ID())+" to admit its sandboxes", func() bool { return rec.admitted(owned(t, nd, 8), nd) })
+		waitFor(t, string(nd.ID())+" to admit its sandboxes", func() bool { return rec.admitted(ownedUpTo(nd, 8), nd) })
 	}
 	// Spurious elections are common here: pick the leader just before the kill.
 	var victim *Node
@@ -233,7 +233,7 @@ func TestPausedHeartbeatsFence(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 3, nil)
 	h.frozen.Store(true)
-	victim := h.follower()
+	victim := h.follower(4)
 	lost := owned(t, victim, 4)
 	h.moves.arm(victim.ID(), lost)
 	ev := h.events[h.index(victim)]
@@ -280,7 +280,7 @@ func TestPausedHeartbeatsFence(t *testing.T) {
 func TestRemovedMemberFencedFirst(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 3, nil)
-	victim := h.follower()
+	victim := h.follower(8)
 	lost := owned(t, victim, 8)
 	h.moves.arm(victim.ID(), lost)
 	rec := record(h.nodes, lost)

@@ -113,10 +113,22 @@ func (h *harness) others(nd *Node) []*Node {
 	return out
 }
 
-// follower returns a node that is not the leader right now.
-func (h *harness) follower() *Node {
-	l := leader(h.tb, h.nodes...)
-	return h.others(l)[0]
+// follower returns a node that is not the leader right now and owns at least k of
+// the sample sandboxes in its table. Under load a node can be failed by mistake
+// and own nothing for a while, until the rebalance gives it partitions back.
+func (h *harness) follower(k int) *Node {
+	var f *Node
+	waitFor(h.tb, "a follower that owns partitions", func() bool {
+		l := leader(h.tb, h.nodes...)
+		for _, x := range h.others(l) {
+			if len(ownedUpTo(x, k)) == k {
+				f = x
+				return true
+			}
+		}
+		return false
+	})
+	return f
 }
 
 // isolate cuts nd off: every connection to or from it is closed and no new one is
@@ -131,17 +143,25 @@ func (h *harness) heal(nd *Node) { h.down[h.index(nd)].Store(false) }
 // owned returns k sandbox ids whose partitions nd owns in its table.
 func owned(tb testing.TB, nd *Node, k int) []string {
 	tb.Helper()
+	out := ownedUpTo(nd, k)
+	if len(out) < k {
+		tb.Fatalf("%s owns fewer than %d of the sample sandboxes", nd.ID(), k)
+	}
+	return out
+}
+
+// ownedUpTo returns at most k sandbox ids whose partitions nd owns in its table.
+func ownedUpTo(nd *Node, k int) []string {
 	var out []string
 	for _, sb := range sandboxIDs(4096) {
+		if len(out) == k {
+			break
+		}
 		if o, _, ok := nd.Owner(sb); ok && o == nd.ID() {
 			out = append(out, sb)
-			if len(out) == k {
-				return out
-			}
 		}
 	}
-	tb.Fatalf("%s owns fewer than %d of the sample sandboxes", nd.ID(), k)
-	return nil
+	return out
 }
 
 // leaseEvents records a node's OnFence and OnLease calls.

@@ -197,7 +197,7 @@ func (n *Node) verifyLeader() bool {
 
 // verifyLoop runs the verification rounds on one goroutine.
 func (n *Node) verifyLoop() {
-	defer n.wg.Done()
+	defer n.verifying.Done()
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -211,34 +211,35 @@ func (n *Node) verifyLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		ok, closing := n.verifyRound()
+		ok := n.verifyRound()
 		for _, ch := range batch {
 			ch <- ok
-		}
-		if closing {
-			return
 		}
 	}
 }
 
-// verifyRound runs one VerifyLeader, waiting at most L for it. raft does not answer
-// every verification in flight when it shuts down (seen when a leader removes itself
-// and ShutdownOnRemove stops it), and its futures cannot be cancelled, so the wait is
-// on a helper goroutine: Close and the heartbeats never hang on it. A round given up
-// leaves the helper to finish when raft answers, or, in that shutdown case, never.
-func (n *Node) verifyRound() (ok, closing bool) {
+// verifyRound runs one VerifyLeader and waits at most L for it, so heartbeats are
+// refused rather than held when a verification is slow. raft futures cannot be
+// cancelled, so the call runs on a helper goroutine counted in n.verifying: Close
+// waits for it before shutting raft down, since raft answers a verification in
+// flight only while it runs (as leader within its leader lease, at once otherwise).
+func (n *Node) verifyRound() bool {
 	res := make(chan bool, 1)
-	go func() { res <- n.raft.VerifyLeader().Error() == nil }()
+	n.verifying.Add(1)
+	go func() {
+		defer n.verifying.Done()
+		res <- n.raft.VerifyLeader().Error() == nil
+	}()
 	t := time.NewTimer(n.cfg.LeaseTTL)
 	defer t.Stop()
 	select {
 	case ok := <-res:
-		return ok, false
+		return ok
 	case <-t.C:
 		n.log.Warn("cluster: leader verification took longer than the lease; heartbeats not granted")
-		return false, false
+		return false
 	case <-n.ctx.Done():
-		return false, true
+		return false
 	}
 }
 

@@ -35,6 +35,9 @@ type Node struct {
 	ctx    context.Context // the node's lifetime; Close cancels it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// verifying tracks the verification loop and its VerifyLeader calls, which Close
+	// waits for before it shuts raft down (see verifyRound).
+	verifying sync.WaitGroup
 	kick   chan struct{} // wakes the leader's reconcile loop
 
 	now      func() time.Duration // the monotonic clock (mono)
@@ -119,6 +122,10 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	rc.LeaderLeaseTimeout = cfg.scaled(baseLeaderLease)
 	rc.CommitTimeout = cfg.scaled(baseCommit)
 	rc.Logger = hlog
+	// A removed leader steps down and stays a follower outside the configuration (it
+	// starts no elections) until Close, rather than shutting raft down by itself:
+	// raft leaves a VerifyLeader in flight unanswered when it shuts down.
+	rc.ShutdownOnRemove = false
 	notify := make(chan bool, 16)
 	rc.NotifyCh = notify
 	if err := raft.ValidateConfig(rc); err != nil {
@@ -151,7 +158,8 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	stream.serve(n.serveHeartbeats)
-	n.wg.Add(4)
+	n.wg.Add(3)
+	n.verifying.Add(1)
 	go n.watchLeadership(notify)
 	go n.verifyLoop()
 	go n.heartbeat()
@@ -169,6 +177,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closed.Store(true)
 		n.cancel()
+		n.verifying.Wait() // raft answers verifications only while it runs
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
 		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())

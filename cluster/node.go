@@ -38,7 +38,7 @@ type Node struct {
 	// verifying tracks the verification loop and its VerifyLeader calls, which Close
 	// waits for before it shuts raft down (see verifyRound).
 	verifying sync.WaitGroup
-	kick   chan struct{} // wakes the leader's reconcile loop
+	kick      chan struct{} // wakes the leader's reconcile loop
 
 	now      func() time.Duration // the monotonic clock (mono)
 	lease    lease

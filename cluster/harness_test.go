@@ -261,14 +261,13 @@ func (l *leadLog) firstAfter(t time.Duration) (leadStart, bool) {
 }
 
 // recorder samples Admit on nodes for sandboxes and keeps, per sandbox, the runs of
-// consecutive admissions of each node: [before the first call, after the last].
+// consecutive admissions of each node: [before the first call, after the last],
+// consecutive meaning no more than sampleSlack apart.
 type recorder struct {
 	mu   sync.Mutex
 	runs map[string][]run
 	seen map[NodeID]map[string]bool // per node, the sandboxes it admitted at least once
-	errs map[NodeID]map[string]int  // per node, per sentinel: refusals of its own sandboxes
-	// firstErr is when each node first refused (0: never).
-	firstErr map[NodeID]time.Duration
+	errs map[NodeID][]refusal       // per node: refusals of its own sandboxes
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	// stall is the longest gap the watchdog goroutine saw between two 5 ms ticks:
@@ -276,17 +275,25 @@ type recorder struct {
 	stall time.Duration
 }
 
+type refusal struct {
+	at  time.Duration
+	err error
+}
+
 type run struct {
 	node     NodeID
 	from, to time.Duration
 }
 
+// sampleSlack bounds an Admit call's window, and the gap between two samples of one
+// run: past it the sampler was not running, and a run must not claim that time.
+const sampleSlack = 2 * time.Millisecond
+
 // record starts one sampler per node; each calls Admit for every sandbox about every
 // half millisecond until stop.
 func record(nodes []*Node, sandboxes []string) *recorder {
-	r := &recorder{runs: map[string][]run{}, seen: map[NodeID]map[string]bool{}, errs: map[NodeID]map[string]int{}, firstErr: map[NodeID]time.Duration{}, stop: make(chan struct{})}
+	r := &recorder{runs: map[string][]run{}, seen: map[NodeID]map[string]bool{}, errs: map[NodeID][]refusal{}, stop: make(chan struct{})}
 	for _, nd := range nodes {
-		r.errs[nd.ID()] = map[string]int{}
 		r.seen[nd.ID()] = map[string]bool{}
 	}
 	for _, nd := range nodes {
@@ -343,10 +350,18 @@ func (r *recorder) sample(nd *Node, sandboxes []string) {
 			before := mono()
 			err := nd.Admit(sb)
 			after := mono()
+			if after-before > sampleSlack {
+				// The sampler was descheduled around the call: the admission's
+				// instant is somewhere in a long window, which proves nothing. It
+				// ends the run, which must not span time it did not watch.
+				flush(sb)
+				continue
+			}
 			if err == nil {
-				if o := open[sb]; o != nil {
+				if o := open[sb]; o != nil && before-o.to <= sampleSlack {
 					o.to = after
 				} else {
+					flush(sb)
 					open[sb] = &run{node: nd.ID(), from: before, to: after}
 					r.mu.Lock()
 					r.seen[nd.ID()][sb] = true
@@ -357,10 +372,7 @@ func (r *recorder) sample(nd *Node, sandboxes []string) {
 			flush(sb)
 			if !errors.Is(err, ErrNotOwner) {
 				r.mu.Lock()
-				r.errs[nd.ID()][err.Error()]++
-				if r.firstErr[nd.ID()] == 0 {
-					r.firstErr[nd.ID()] = before
-				}
+				r.errs[nd.ID()] = append(r.errs[nd.ID()], refusal{before, err})
 				r.mu.Unlock()
 			}
 		}
@@ -409,13 +421,16 @@ func (r *recorder) finish(tb testing.TB, h *harness) map[string][]run {
 	return r.runs
 }
 
-// refusals returns how often nd's Admit failed with something other than
-// ErrNotOwner, and when it first did.
-func (r *recorder) refusals(nd *Node) (string, time.Duration) {
+// refusals returns nd's refusals of its own sandboxes (any error but ErrNotOwner)
+// between from and to.
+func (r *recorder) refusals(nd *Node, from, to time.Duration) []refusal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.errs[nd.ID()]) == 0 {
-		return "", 0
+	var out []refusal
+	for _, e := range r.errs[nd.ID()] {
+		if e.at >= from && e.at <= to {
+			out = append(out, e)
+		}
 	}
-	return fmt.Sprint(r.errs[nd.ID()]), r.firstErr[nd.ID()]
+	return out
 }

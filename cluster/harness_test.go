@@ -268,8 +268,8 @@ type recorder struct {
 	runs map[string][]run
 	seen map[NodeID]map[string]bool // per node, the sandboxes it admitted at least once
 	errs map[NodeID][]refusal       // per node: refusals of its own sandboxes
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	stop chan struct{}
+	wg   sync.WaitGroup
 	// stall is the longest gap the watchdog goroutine saw between two 5 ms ticks:
 	// how long the whole process was starved (a loaded machine, a long GC).
 	stall time.Duration

@@ -54,11 +54,13 @@ type Config struct {
 	LeaseMargin time.Duration
 	// OnFence is called once each time this node's lease lapses: it must stop every
 	// actor of this node and end their processes, since its partitions may be given
-	// to another node L + δ after its last heartbeat. OnLease is called each time a
-	// lease is obtained again (including the first time). Both run synchronously on
-	// one goroutine of the node, in order, and must not block for long; nil: nothing.
+	// to another node L + δ after its last heartbeat. Admit already refuses
+	// everything by then; OnFence is for what runs without asking. OnFence and
+	// OnLease run synchronously on one goroutine of the node, alternately, and must
+	// not block for long. Nil: nothing is called.
 	OnFence func()
-	// OnLease: see OnFence.
+	// OnLease is called each time the node obtains a lease after having none,
+	// including the first time; see OnFence.
 	OnLease func()
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger

@@ -168,4 +168,8 @@
 //     idle leader answers at once.
 //   - Remove used to move a member's partitions at once; they now wait for its lease,
 //     since the removed node may still be running.
+//   - A removed node's raft stays a follower outside the configuration (it starts
+//     no elections) until Close, instead of shutting itself down: raft leaves a
+//     VerifyLeader in flight unanswered when it shuts down, and Close waits for
+//     those before it stops raft.
 package cluster

@@ -44,6 +44,15 @@ func (e *encoder) assignment(a Assignment) {
 	e.byte(byte(a.State))
 }
 
+func (e *encoder) moves(moves []move) {
+	e.uvarint(uint64(len(moves)))
+	for _, m := range moves {
+		e.uvarint(uint64(m.P))
+		e.string(string(m.Owner))
+		e.uvarint(m.Expect)
+	}
+}
+
 // decoder reads what encoder wrote. The first failure is latched in err and every
 // later read returns a zero value, so callers check err once at the end.
 type decoder struct {
@@ -143,6 +152,15 @@ func (d *decoder) member() Member {
 
 func (d *decoder) assignment() Assignment {
 	return Assignment{Owner: NodeID(d.string()), Epoch: d.uvarint(), State: PartitionState(d.byte())}
+}
+
+func (d *decoder) moves() []move {
+	n := d.count()
+	moves := make([]move, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		moves = append(moves, move{P: int(d.uvarint()), Owner: NodeID(d.string()), Expect: d.uvarint()})
+	}
+	return moves
 }
 
 // done fails unless every byte was consumed.

@@ -12,6 +12,7 @@ const (
 	cmdAssign    cmdType = 3 // moves: CAS each partition's epoch, all or nothing
 	cmdPin       cmdType = 4 // sandbox, selector, owner, expected epoch
 	cmdUnpin     cmdType = 5 // sandbox, expected epoch
+	cmdFail      cmdType = 6 // id, moves: mark the member down and move its partitions
 
 	cmdIgnorable cmdType = 0x80
 )
@@ -40,12 +41,15 @@ func encodeSetStatus(id NodeID, s Status) []byte {
 func encodeAssign(moves []move) []byte {
 	e := encoder{b: make([]byte, 0, 1+len(moves)*24)}
 	e.byte(byte(cmdAssign))
-	e.uvarint(uint64(len(moves)))
-	for _, m := range moves {
-		e.uvarint(uint64(m.P))
-		e.string(string(m.Owner))
-		e.uvarint(m.Expect)
-	}
+	e.moves(moves)
+	return e.b
+}
+
+func encodeFail(id NodeID, moves []move) []byte {
+	e := encoder{b: make([]byte, 0, 16+len(moves)*24)}
+	e.byte(byte(cmdFail))
+	e.string(string(id))
+	e.moves(moves)
 	return e.b
 }
 

@@ -43,6 +43,25 @@ type Config struct {
 	// reconcile goroutine, so it must be fast and safe for concurrent use. Nil: nothing
 	// is busy.
 	Busy func(partition int) bool
+	// LeaseTTL is L, the node lease: a node may serve its partitions only until L
+	// after it sent its last heartbeat the leader confirmed, and heartbeats go every
+	// L/6. It must outlast a leader election (about 1 s at Multiplier 1) so that
+	// owners keep serving while a new leader is chosen. Default 3 s.
+	LeaseTTL time.Duration
+	// LeaseMargin is δ: the leader moves a silent member's partitions only after
+	// L + δ without a heartbeat, and a new leader waits L + δ before moving any. It
+	// covers clock-rate drift between nodes and scheduling delays. Default 0.5 s.
+	LeaseMargin time.Duration
+	// OnFence is called once each time this node's lease lapses: it must stop every
+	// actor of this node and end their processes, since its partitions may be given
+	// to another node L + δ after its last heartbeat. Admit already refuses
+	// everything by then; OnFence is for what runs without asking. OnFence and
+	// OnLease run synchronously on one goroutine of the node, alternately, and must
+	// not block for long. Nil: nothing is called.
+	OnFence func()
+	// OnLease is called each time the node obtains a lease after having none,
+	// including the first time; see OnFence.
+	OnLease func()
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.
@@ -50,12 +69,22 @@ type Config struct {
 	// RaftLogLevel is raft's log level ("debug", "info", "warn", "error"). Default
 	// "warn".
 	RaftLogLevel string
+
+	// Test hooks. netUp, when set, reports whether the node's network is up; while it
+	// returns false no connection is made or accepted (see streamLayer.cut). observe
+	// is passed to the FSM. onLead is called when a leadership's liveness record
+	// starts, with its start time.
+	netUp   func() bool
+	observe func(*state)
+	onLead  func(since time.Duration)
 }
 
 // Defaults for Config fields.
 const (
 	DefaultRaftListen    = "127.0.0.1:0"
 	DefaultRebalanceRate = 64
+	DefaultLeaseTTL      = 3 * time.Second
+	DefaultLeaseMargin   = 500 * time.Millisecond
 )
 
 // Base raft timeouts, multiplied by Config.Multiplier. Elections take about 0.9 s at
@@ -74,6 +103,8 @@ func DefaultConfig() *Config {
 		RaftListen:    DefaultRaftListen,
 		Multiplier:    1,
 		RebalanceRate: DefaultRebalanceRate,
+		LeaseTTL:      DefaultLeaseTTL,
+		LeaseMargin:   DefaultLeaseMargin,
 		RaftLogLevel:  "warn",
 	}
 }
@@ -105,6 +136,18 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.RebalanceRate <= 0 {
 		cfg.RebalanceRate = DefaultRebalanceRate
+	}
+	if cfg.LeaseTTL < 0 || cfg.LeaseMargin < 0 {
+		return cfg, fmt.Errorf("%w: Config.LeaseTTL %v or LeaseMargin %v is negative", ErrInvalid, cfg.LeaseTTL, cfg.LeaseMargin)
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.LeaseMargin == 0 {
+		cfg.LeaseMargin = DefaultLeaseMargin
+	}
+	if cfg.LeaseTTL < 6*time.Millisecond {
+		return cfg, fmt.Errorf("%w: Config.LeaseTTL %v is too short", ErrInvalid, cfg.LeaseTTL)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

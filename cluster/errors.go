@@ -27,7 +27,43 @@ var (
 	ErrNoMatchingMember = errors.New("cluster: no alive member matches the selector")
 	// ErrCorrupt reports a command or snapshot that cannot be decoded.
 	ErrCorrupt = errors.New("cluster: corrupt encoding")
+	// ErrNotOwner is matched by every *NotOwnerError: this node's table gives the
+	// sandbox to another node, or to none. The gateway forwards to the owner.
+	ErrNotOwner = errors.New("cluster: not the owner")
+	// ErrLeaseExpired is returned by Admit when this node owns the sandbox in its
+	// table but holds no valid lease: it may have been cut off and its partitions
+	// given to others, so it must not run anything (503 and Retry-After).
+	ErrLeaseExpired = errors.New("cluster: node lease expired")
 )
+
+// NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It
+// names the owner in this node's table, which may be a little behind the leader's.
+type NotOwnerError struct {
+	// SandboxID is the sandbox asked about.
+	SandboxID string
+	// Owner is the owning node in the local table, empty when the sandbox has no owner
+	// (a partition in failover, or a pin with no matching member).
+	Owner NodeID
+	// Epoch is the epoch of that assignment.
+	Epoch uint64
+}
+
+// Error names the owner, if any.
+func (e *NotOwnerError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("cluster: sandbox %s has no owner", e.SandboxID)
+	}
+	return fmt.Sprintf("cluster: sandbox %s is owned by %s (epoch %d)", e.SandboxID, e.Owner, e.Epoch)
+}
+
+// Is makes errors.Is(err, ErrNotOwner) true.
+func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+
+// OwnerOf returns the owner named by err when err is or wraps a *NotOwnerError.
+func OwnerOf(err error) (owner *NotOwnerError, ok bool) {
+	ok = errors.As(err, &owner)
+	return owner, ok
+}
 
 // NotLeaderError is returned by leader-only calls (Join, Remove, Pin, Unpin) on a node
 // that is not the raft leader. It names the leader when one is known, so the caller

@@ -1,21 +1,32 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// fsm is the raft state machine: members, the partition table and pins. It holds no
-// lock: raft calls Apply, Snapshot and Restore on one goroutine, and every change
-// publishes a new immutable *state that readers load atomically.
+// fsm is the raft state machine: members, the partition table and pins. Readers take
+// no lock: raft calls Apply, Snapshot and Restore on one goroutine, and every change
+// publishes a new immutable *state that readers load atomically. The mutex only guards
+// the channel that wakes waitIndex.
 type fsm struct {
 	cur    atomic.Pointer[state]
 	failed atomic.Pointer[error]
 	log    *slog.Logger
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next publish; nil until someone waits
+
+	// observe, when set (tests), is called on raft's FSM goroutine with each state
+	// just after it is published.
+	observe func(*state)
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -72,13 +83,14 @@ func (f *fsm) apply(index uint64, data []byte) error {
 			next, err = old.setStatus(id, st)
 		}
 	case cmdAssign:
-		n := d.count()
-		moves := make([]move, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
-			moves = append(moves, move{P: int(d.uvarint()), Owner: NodeID(d.string()), Expect: d.uvarint()})
-		}
+		moves := d.moves()
 		if err = d.done(); err == nil {
 			next, err = old.assign(index, moves)
+		}
+	case cmdFail:
+		id, moves := NodeID(d.string()), d.moves()
+		if err = d.done(); err == nil {
+			next, err = old.fail(index, id, moves)
 		}
 	case cmdPin:
 		sb, sel, owner, expect := d.string(), d.labels(), NodeID(d.string()), d.uvarint()
@@ -103,8 +115,50 @@ func (f *fsm) apply(index uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	f.cur.Store(next)
+	if next != old {
+		next.index = index // next is a fresh copy, not yet published
+		f.publish(next)
+	}
 	return nil
+}
+
+// publish makes s the current state and wakes every waitIndex.
+func (f *fsm) publish(s *state) {
+	f.cur.Store(s)
+	f.mu.Lock()
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+	f.mu.Unlock()
+	if f.observe != nil {
+		f.observe(s)
+	}
+}
+
+// waitIndex waits until the published state is at index i or later, ctx is done or
+// the timeout passes, and reports whether it got there.
+func (f *fsm) waitIndex(ctx context.Context, i uint64, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		if f.changed == nil {
+			f.changed = make(chan struct{})
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		if f.cur.Load().index >= i {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return false
+		}
+	}
 }
 
 // Snapshot captures the current immutable state; Persist encodes it on raft's
@@ -124,7 +178,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("failed to decode snapshot: %w", err)
 	}
-	f.cur.Store(s)
+	f.publish(s)
 	return nil
 }
 

@@ -64,6 +64,8 @@ func history() [][]byte {
 		encodeAssign([]move{{P: 1, Owner: "a", Expect: 12345}}), // stale: refused
 		[]byte{byte(cmdIgnorable | 0x11), 1, 2, 3},
 		encodeUnpin("sb-1", 8),
+		encodeFail("e", []move{{P: 2, Owner: "a", Expect: 12345}}), // stale: refused whole
+		encodeFail("e", nil),
 	)
 	return cmds
 }

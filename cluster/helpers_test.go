@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -26,6 +28,12 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
+// The test lease profile: L and δ scaled down with the raft timeouts.
+const (
+	testL      = 300 * time.Millisecond
+	testMargin = 100 * time.Millisecond
+)
+
 func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg := DefaultConfig()
 	cfg.NodeID = id
@@ -35,8 +43,15 @@ func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg.Join = join
 	cfg.Multiplier = 0.1        // 50 ms heartbeat and election
 	cfg.RebalanceRate = 1 << 20 // tests of the rate use plan directly
+	cfg.LeaseTTL = testL
+	cfg.LeaseMargin = testMargin
 	cfg.Logger = discard
 	cfg.RaftLogOutput = io.Discard
+	if os.Getenv("SANDGATE_CLUSTER_LOG") != "" { // debugging a run: the package's logs on stderr
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
+		cfg.RaftLogOutput = os.Stderr
+		cfg.RaftLogLevel = "info"
+	}
 	return cfg
 }
 
@@ -114,12 +129,23 @@ func sameTable(nodes ...*Node) bool {
 
 // cluster starts n nodes: the first bootstraps, the others join through the leader.
 // It returns once all are voters and every node sees the same, placed table.
-func cluster(tb testing.TB, n int) []*Node {
+func cluster(tb testing.TB, n int) []*Node { return clusterWith(tb, n, nil) }
+
+// clusterWith is cluster with each node's config passed through mod (when not nil)
+// before it opens.
+func clusterWith(tb testing.TB, n int, mod func(i int, cfg *Config)) []*Node {
 	tb.Helper()
-	nodes := []*Node{openNode(tb, testConfig("n0", tb.TempDir(), "127.0.0.1:0", false))}
+	config := func(i int) *Config {
+		cfg := testConfig(NodeID(fmt.Sprintf("n%d", i)), tb.TempDir(), "127.0.0.1:0", i > 0)
+		if mod != nil {
+			mod(i, cfg)
+		}
+		return cfg
+	}
+	nodes := []*Node{openNode(tb, config(0))}
 	waitFor(tb, "n0 to place all partitions", func() bool { return placed(nodes[0], nodes[0]) })
 	for i := 1; i < n; i++ {
-		nd := openNode(tb, testConfig(NodeID(fmt.Sprintf("n%d", i)), tb.TempDir(), "127.0.0.1:0", true))
+		nd := openNode(tb, config(i))
 		nodes = append(nodes, nd)
 		joinVia(tb, nodes, nd)
 	}

@@ -49,13 +49,24 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 }
 
 // lead is the leader's loop. A Barrier first makes the replica current with everything
-// earlier leaders committed, so plans are computed from the real table.
+// earlier leaders committed, so plans are computed from the real table and heartbeat
+// grants carry an index that covers every earlier term. The liveness record starts
+// before it: every member counts as heard when this leadership began, so nothing
+// moves for L + δ (the longest any lease granted by an earlier leader can run).
 func (n *Node) lead(ctx context.Context) {
+	since := n.now()
+	n.live.start(since)
+	defer n.live.stop()
+	if n.cfg.onLead != nil {
+		n.cfg.onLead(since)
+	}
+	term := n.raft.CurrentTerm()
 	if err := n.raft.Barrier(0).Error(); err != nil {
 		n.log.Warn("cluster: failed to barrier as new leader", "err", err)
 		return
 	}
-	t := time.NewTicker(reconcileTick)
+	n.live.setReady(term)
+	t := time.NewTimer(reconcileTick)
 	defer t.Stop()
 	rate := float64(n.cfg.RebalanceRate)
 	tokens, last := rate*reconcileTick.Seconds(), time.Now()
@@ -64,6 +75,9 @@ func (n *Node) lead(ctx context.Context) {
 		tokens = min(tokens+rate*now.Sub(last).Seconds(), rate)
 		last = now
 		tokens -= float64(n.reconcile(ctx, int(tokens)))
+		// Wake at the next tick, or as soon as a member's L + δ runs out, so that a
+		// dead member's partitions move right then rather than up to a tick later.
+		t.Reset(min(reconcileTick, n.live.nextDeadline(n.now(), n.grace())))
 		select {
 		case <-ctx.Done():
 			return
@@ -96,9 +110,10 @@ func (n *Node) reconcile(ctx context.Context, budget int) (used int) {
 			return 0
 		}
 	}
+	n.checkLiveness(ctx)
 	n.promote(ctx)
 	s := n.fsm.cur.Load()
-	moves, used, pending := plan(s, budget, n.cfg.Busy)
+	moves, used, pending := planFenced(s, budget, n.cfg.Busy, n.movable)
 	if len(moves) > 0 {
 		if err := n.apply(ctx, encodeAssign(moves)); err != nil {
 			n.log.Warn("cluster: failed to assign partitions", "moves", len(moves), "err", err)
@@ -148,12 +163,12 @@ func (n *Node) promote(ctx context.Context) {
 	}
 }
 
-// repin moves pins whose owner is gone to an alive member matching their selector,
-// or marks them unassigned when none matches.
+// repin moves pins whose owner is gone (and past its lease) to an alive member
+// matching their selector, or marks them unassigned when none matches.
 func (n *Node) repin(ctx context.Context) {
 	s := n.fsm.cur.Load()
 	for sb, p := range s.pins {
-		if p.State == PartitionActive && s.alive(p.Owner) {
+		if p.State == PartitionActive && (s.alive(p.Owner) || !n.movable(p.Owner)) {
 			continue
 		}
 		owner := pickMember(matching(s, p.Selector), sb)

@@ -56,6 +56,7 @@ func (n *Node) join(ctx context.Context, m Member) error {
 			return err
 		}
 	}
+	n.live.touch(m.ID, n.now()) // a fresh member has not had time to heartbeat
 	if err := n.apply(ctx, encodeRegister(m)); err != nil {
 		return err
 	}
@@ -64,8 +65,9 @@ func (n *Node) join(ctx context.Context, m Member) error {
 }
 
 // Remove takes a member out of the cluster; it must run on the leader (see Join). The
-// member is marked left, the reconcile loop moves its partitions to the others at
-// once, and it is removed from the raft configuration. Removing the leader itself
+// member is marked left, it is refused heartbeats from then on, the reconcile loop
+// moves its partitions to the others once its lease has run out (L + δ after its last
+// heartbeat), and it is removed from the raft configuration. Removing the leader itself
 // makes it step down once the change commits; the next leader moves its partitions.
 // The removed node's process is not stopped: that is its operator's business.
 func (n *Node) Remove(ctx context.Context, id NodeID) error {

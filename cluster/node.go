@@ -9,17 +9,19 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
-// Node is one member of the cluster: a raft server, its replica of the tables, and,
-// while it leads, the reconcile loop that registers members and places partitions.
+// Node is one member of the cluster: a raft server, its replica of the tables, its
+// lease with the heartbeat loop that renews it, and, while it leads, the reconcile
+// loop that registers members, fails silent ones and places partitions.
 //
-// Concurrency: every method is safe for concurrent use. Owner and the other getters
-// read the latest applied table without locks. Leader-only methods block until their
+// Concurrency: every method is safe for concurrent use. Owner, Admit, Epoch, Lease
+// and the other getters read the latest applied table and the lease without locks. Leader-only methods block until their
 // raft entry commits, or fail with a *NotLeaderError.
 type Node struct {
 	cfg    Config
@@ -33,7 +35,17 @@ type Node struct {
 	ctx    context.Context // the node's lifetime; Close cancels it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	kick   chan struct{} // wakes the leader's reconcile loop
+	// verifying tracks the verification loop and its VerifyLeader calls, which Close
+	// waits for before it shuts raft down (see verifyRound).
+	verifying sync.WaitGroup
+	kick      chan struct{} // wakes the leader's reconcile loop
+
+	now      func() time.Duration // the monotonic clock (mono)
+	lease    lease
+	closed   atomic.Bool // set first thing in Close; Admit refuses after it
+	hbPaused atomic.Bool // test hook: the heartbeat loop sends nothing while set
+	live     liveness
+	ver      verifier
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,7 +105,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, err := listen(cfg.RaftListen)
+	stream, err := listen(cfg.RaftListen, cfg.netUp)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +122,10 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	rc.LeaderLeaseTimeout = cfg.scaled(baseLeaderLease)
 	rc.CommitTimeout = cfg.scaled(baseCommit)
 	rc.Logger = hlog
+	// A removed leader steps down and stays a follower outside the configuration (it
+	// starts no elections) until Close, rather than shutting raft down by itself:
+	// raft leaves a VerifyLeader in flight unanswered when it shuts down.
+	rc.ShutdownOnRemove = false
 	notify := make(chan bool, 16)
 	rc.NotifyCh = notify
 	if err := raft.ValidateConfig(rc); err != nil {
@@ -120,6 +136,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		return nil, err
 	}
 	f := newFSM(cfg.Logger)
+	f.observe = cfg.observe
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
 	if err != nil {
 		return nil, err
@@ -135,20 +152,32 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, stream: stream, store: store, fsm: f,
-		kick: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), now: mono,
+		lease: lease{renewed: make(chan struct{}, 1)},
+		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.wg.Add(1)
+	stream.serve(n.serveHeartbeats)
+	n.wg.Add(3)
+	n.verifying.Add(1)
 	go n.watchLeadership(notify)
+	go n.verifyLoop()
+	go n.heartbeat()
+	go n.fence()
 	return n, nil
 }
 
-// Close leaves raft running nowhere: it stops the reconcile loop, shuts raft down and
-// waits for it, then closes the transport and the store. It does not remove the node
-// from the cluster (see Remove). Calling Close again returns the first result.
+// Close leaves raft running nowhere: it makes Admit refuse everything, stops the
+// heartbeats and the reconcile loop, shuts raft down and waits for it, then closes
+// the transport and the store. It does not call OnFence (the caller is stopping
+// everything anyway) and does not remove the node from the cluster (see Remove); the
+// others fail it once its lease has run out. Calling Close again returns the first
+// result.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.closed.Store(true)
 		n.cancel()
+		n.verifying.Wait() // raft answers verifications only while it runs
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
 		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())

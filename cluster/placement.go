@@ -82,6 +82,14 @@ func pickMember(cands []NodeID, key string) NodeID {
 // rebalance onto a new member are limited to budget (used counts them), and skipped while busy reports
 // work on them; they are picked in partition order, so successive calls make progress.
 func plan(s *state, budget int, busy func(p int) bool) (moves []move, used, pending int) {
+	return planFenced(s, budget, busy, nil)
+}
+
+// planFenced is plan where a partition whose owner may still hold a lease stays put:
+// movable (nil: always) reports whether a member that is no longer alive is past its
+// lease, so that nothing it still serves is handed to another node. Unassigned
+// partitions have no owner to wait for and move at once.
+func planFenced(s *state, budget int, busy func(p int) bool, movable func(NodeID) bool) (moves []move, used, pending int) {
 	want := desired(aliveIDs(s))
 	if want == nil {
 		return nil, 0, 0
@@ -91,6 +99,10 @@ func plan(s *state, budget int, busy func(p int) bool) (moves []move, used, pend
 			continue
 		}
 		orphan := a.State != PartitionActive || !s.alive(a.Owner)
+		if orphan && a.State == PartitionActive && movable != nil && !movable(a.Owner) {
+			pending++
+			continue
+		}
 		if !orphan {
 			if budget <= 0 || (busy != nil && busy(p)) {
 				pending++

@@ -13,6 +13,10 @@ type state struct {
 	members map[NodeID]Member
 	parts   []Assignment // len Partitions
 	pins    map[string]pin
+	// index is the raft index of the command that made this version (0 for the
+	// empty state). A node granted a lease at index i serves only once its own
+	// replica has reached i (see lease.go).
+	index uint64
 }
 
 // pin places one sandbox on a member chosen by label selector, overriding its
@@ -79,6 +83,34 @@ func (s *state) setStatus(id NodeID, st Status) (*state, error) {
 	return n, nil
 }
 
+// fail marks a member down and moves its partitions in one step, so that no replica
+// ever sees the member down with partitions still on it, or the reverse.
+func (s *state) fail(index uint64, id NodeID, moves []move) (*state, error) {
+	down, err := s.setStatus(id, StatusDown)
+	if err != nil {
+		return nil, err
+	}
+	if len(moves) == 0 {
+		return down, nil
+	}
+	return down.assign(index, moves)
+}
+
+// owns reports whether id owns any partition or pin in s.
+func (s *state) owns(id NodeID) bool {
+	for _, a := range s.parts {
+		if a.Owner == id && a.State == PartitionActive {
+			return true
+		}
+	}
+	for _, p := range s.pins {
+		if p.Owner == id && p.State == PartitionActive {
+			return true
+		}
+	}
+	return false
+}
+
 // assign applies every move or none: one stale epoch rejects the command, because
 // the leader computed all of them from a table that is no longer current.
 func (s *state) assign(index uint64, moves []move) (*state, error) {
@@ -142,13 +174,15 @@ func (s *state) unpin(sandbox string, expect uint64) (*state, error) {
 	return n, nil
 }
 
-// snapshotVersion is the first byte of an encoded state.
-const snapshotVersion = 1
+// snapshotVersion is the first byte of an encoded state. Version 2 adds the index
+// after it; version 1 (no index) still decodes, with index 0.
+const snapshotVersion = 2
 
 // encode writes the state deterministically: members and pins in key order.
 func (s *state) encode() []byte {
 	e := encoder{b: make([]byte, 0, 64*1024)}
 	e.byte(snapshotVersion)
+	e.uvarint(s.index)
 	ids := make([]string, 0, len(s.members))
 	for id := range s.members {
 		ids = append(ids, string(id))
@@ -178,10 +212,14 @@ func (s *state) encode() []byte {
 
 func decodeState(b []byte) (*state, error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != snapshotVersion {
+	v := d.byte()
+	if d.err == nil && v != 1 && v != snapshotVersion {
 		return nil, fmt.Errorf("%w: snapshot version %d", ErrCorrupt, v)
 	}
 	s := emptyState()
+	if v >= 2 {
+		s.index = d.uvarint()
+	}
 	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
 		m := d.member()
 		s.members[m.ID] = m

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -10,22 +11,42 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// streamLayer is raft's TCP stream layer plus ownership of every connection it
-// made or accepted. raft's NetworkTransport.Close stops its listener but leaves
-// accepted connections to be closed by their peers (their handlers block in Read) and
-// pooled outbound ones open, so a closed node would keep goroutines and sockets alive
-// as long as its peers do. Close here ends them all.
+// streamLayer is the node's one TCP listener, shared by raft and by the lease
+// heartbeats, plus ownership of every connection it made or accepted.
+//
+// Multiplexing: the first byte of every inbound connection says what it carries.
+// raft's network transport opens each connection with an RPC type byte (0 to 4);
+// heartbeat connections open with streamHeartbeat, which raft never sends. An accept
+// loop reads that byte on a goroutine per connection and hands raft's connections
+// (the byte put back) to raft's Accept, heartbeat ones to the heartbeat server.
+//
+// Ownership: raft's NetworkTransport.Close stops its listener but leaves accepted
+// connections to be closed by their peers (their handlers block in Read) and pooled
+// outbound ones open, so a closed node would keep goroutines and sockets alive as
+// long as its peers do. Close here ends them all, and waits for its goroutines.
 type streamLayer struct {
-	ln net.Listener
+	ln    net.Listener
+	raftC chan net.Conn
+	done  chan struct{}
+	wg    sync.WaitGroup
+	up    func() bool // nil: always up (tests cut the network with it)
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
 	closed bool
 }
 
+// streamHeartbeat opens a heartbeat connection. raft's first bytes are its RPC
+// types, 0 to 4.
+const streamHeartbeat byte = 0xf1
+
+// sniffTimeout bounds how long an inbound connection may stay silent before it says
+// what it carries.
+const sniffTimeout = 10 * time.Second
+
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func listen(addr string) (*streamLayer, error) {
+func listen(addr string, up func() bool) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -35,13 +56,69 @@ func listen(addr string) (*streamLayer, error) {
 		ln.Close()
 		return nil, fmt.Errorf("%w: raft address %s is not one peers can reach; listen on a specific host", ErrInvalid, ln.Addr())
 	}
-	return &streamLayer{ln: ln, conns: map[*trackedConn]struct{}{}}, nil
+	return &streamLayer{
+		ln: ln, raftC: make(chan net.Conn), done: make(chan struct{}), up: up,
+		conns: map[*trackedConn]struct{}{},
+	}, nil
+}
+
+// serve starts the accept loop; heartbeat connections go to hb, which owns them and
+// runs on the connection's goroutine.
+func (s *streamLayer) serve(hb func(net.Conn)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := s.ln.Accept()
+			if err != nil {
+				select {
+				case <-s.done:
+					return
+				default:
+				}
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				time.Sleep(10 * time.Millisecond) // a transient accept error (EMFILE)
+				continue
+			}
+			tc, err := s.track(c)
+			if err != nil {
+				continue
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.route(tc, hb)
+			}()
+		}
+	}()
+}
+
+// route reads the first byte of an inbound connection and hands it on.
+func (s *streamLayer) route(c net.Conn, hb func(net.Conn)) {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	if b[0] == streamHeartbeat {
+		hb(c)
+		return
+	}
+	select {
+	case s.raftC <- &prefixConn{Conn: c, first: b[0], pending: true}:
+	case <-s.done:
+		c.Close()
+	}
 }
 
 func (s *streamLayer) track(c net.Conn) (net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || (s.up != nil && !s.up()) {
 		c.Close()
 		return nil, net.ErrClosed
 	}
@@ -50,16 +127,17 @@ func (s *streamLayer) track(c net.Conn) (net.Conn, error) {
 	return tc, nil
 }
 
-// Accept waits for the next inbound connection.
+// Accept waits for the next inbound raft connection.
 func (s *streamLayer) Accept() (net.Conn, error) {
-	c, err := s.ln.Accept()
-	if err != nil {
-		return nil, err
+	select {
+	case c := <-s.raftC:
+		return c, nil
+	case <-s.done:
+		return nil, net.ErrClosed
 	}
-	return s.track(c)
 }
 
-// Dial connects to a peer.
+// Dial connects to a peer's raft.
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
@@ -68,20 +146,49 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	return s.track(c)
 }
 
+// dialHeartbeat connects to a peer's heartbeat server.
+func (s *streamLayer) dialHeartbeat(addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := s.Dial(raft.ServerAddress(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte{streamHeartbeat}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // Addr is the listening address, advertised to peers.
 func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops listening and closes every connection; it is idempotent.
-func (s *streamLayer) Close() error {
+// cut closes every connection, inbound and outbound; while the up hook says the
+// network is down no new one is made or kept. Tests use it to isolate a node.
+func (s *streamLayer) cut() {
 	s.mu.Lock()
-	s.closed = true
 	conns := s.conns
 	s.conns = map[*trackedConn]struct{}{}
 	s.mu.Unlock()
 	for c := range conns {
 		c.Conn.Close()
 	}
-	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+}
+
+// Close stops listening, closes every connection and waits for the accept loop and
+// the heartbeat handlers; it is idempotent.
+func (s *streamLayer) Close() error {
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if first {
+		close(s.done)
+	}
+	err := s.ln.Close()
+	s.cut()
+	s.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
@@ -100,4 +207,20 @@ func (c *trackedConn) Close() error {
 		c.s.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// prefixConn gives back the byte the router read before raft sees the connection.
+type prefixConn struct {
+	net.Conn
+	first   byte
+	pending bool // read by raft's handler goroutine only
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if c.pending && len(p) > 0 {
+		c.pending = false
+		p[0] = c.first
+		return 1, nil
+	}
+	return c.Conn.Read(p)
 }

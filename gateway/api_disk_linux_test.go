@@ -16,23 +16,7 @@ import (
 // server's own storage and another sandbox keep working, /metrics shows the mounted
 // images, and the sandbox object its disk usage. The data dir is a 64 MiB tmpfs.
 func TestFilesFullWorkspace(t *testing.T) {
-	if err := actor.DiskImagesSupported(); err != nil {
-		t.Fatalf("workspace disk images must work on this machine: %v", err)
-	}
-	data := t.TempDir()
-	if err := unix.Mount("tmpfs", data, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.Itoa(64<<20)); err != nil {
-		t.Fatalf("mount a tmpfs for the data dir: %v", err)
-	}
-	t.Cleanup(func() { // after the server's shutdown (registered later, run first)
-		var err error
-		eventually(t, 10*time.Second, "the test's tmpfs to unmount", func() bool {
-			err = unix.Unmount(data, 0) // busy while the kernel clears the loop devices
-			return err != unix.EBUSY
-		})
-		if err != nil {
-			t.Errorf("unmount the test's tmpfs: %v", err)
-		}
-	})
+	data := smallDataDir(t, 64<<20)
 	ts := newTestServer(t, &serverOptions{config: func(c *Config) {
 		c.DataDir = data
 		c.DiskImages = true
@@ -75,4 +59,30 @@ func TestFilesFullWorkspace(t *testing.T) {
 	if got := metricValue(t, ts, "sandgate_disk_images_mounted"); got != 2 {
 		t.Fatalf("sandgate_disk_images_mounted %d; want 2", got)
 	}
+}
+
+// smallDataDir mounts a tmpfs of size bytes on a new temp dir, for a server's data
+// directory that a full disk image must not let fill the machine's disk; it is
+// unmounted after the server's shutdown (a cleanup registered before the server's
+// runs after it). It fails the test where disk images cannot work.
+func smallDataDir(t *testing.T, size int) string {
+	t.Helper()
+	if err := actor.DiskImagesSupported(); err != nil {
+		t.Fatalf("workspace disk images must work on this machine: %v", err)
+	}
+	data := t.TempDir()
+	if err := unix.Mount("tmpfs", data, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.Itoa(size)); err != nil {
+		t.Fatalf("mount a tmpfs for the data dir: %v", err)
+	}
+	t.Cleanup(func() {
+		var err error
+		eventually(t, 10*time.Second, "the test's tmpfs to unmount", func() bool {
+			err = unix.Unmount(data, 0) // busy while the kernel clears the loop devices
+			return err != unix.EBUSY
+		})
+		if err != nil {
+			t.Errorf("unmount the test's tmpfs: %v", err)
+		}
+	})
+	return data
 }

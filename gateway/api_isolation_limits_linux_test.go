@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sandgate/sandgate/actor"
-	"golang.org/x/sys/unix"
 )
 
 // TestIsolationForkBomb: a sandbox whose budget allows 32 pids runs a counting fork
@@ -119,23 +116,7 @@ func oomKills(t testing.TB, b *isoBox) int64 {
 // so nothing can fill the machine's disk.
 func TestIsolationDiskQuota(t *testing.T) {
 	t.Parallel()
-	if err := actor.DiskImagesSupported(); err != nil {
-		t.Fatalf("workspace disk images must work on this machine: %v", err)
-	}
-	data := t.TempDir()
-	if err := unix.Mount("tmpfs", data, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.Itoa(128<<20)); err != nil {
-		t.Fatalf("mount a tmpfs for the data dir: %v", err)
-	}
-	t.Cleanup(func() { // after the server's shutdown (registered later, run first)
-		var err error
-		eventually(t, 10*time.Second, "the test's tmpfs to unmount", func() bool {
-			err = unix.Unmount(data, 0) // busy while the kernel clears the loop devices
-			return err != unix.EBUSY
-		})
-		if err != nil {
-			t.Errorf("unmount the test's tmpfs: %v", err)
-		}
-	})
+	data := smallDataDir(t, 128<<20)
 	ts := isoServer(t, &serverOptions{config: func(c *Config) {
 		c.DataDir = data
 		c.DiskImages = true

@@ -116,3 +116,19 @@ func TestInvalidIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAPIWithoutToken: the OpenAPI document is served without a token, so that a
+// client generator can fetch it from a running server.
+func TestOpenAPIWithoutToken(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	r := ts.doToken("", "GET", "/v1/openapi.json", nil)
+	var doc struct{ OpenAPI string }
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.json without a token: %d %s", r.status, r.body)
+	}
+	r.json(t, &doc)
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("not an OpenAPI document: %.200s", r.body)
+	}
+}

@@ -44,7 +44,7 @@ func (s *Server) routeTable() []route {
 	return []route{
 		{pattern: "GET /healthz", handle: s.healthz, public: true},
 		{pattern: "GET /metrics", handle: s.serveMetrics},
-		{pattern: "GET /v1/openapi.json", handle: s.openAPI},
+		{pattern: "GET /v1/openapi.json", handle: s.openAPI, public: true},
 
 		{pattern: "POST /v1/sandboxes", handle: s.createSandbox, policyInHandler: true},
 		{pattern: "GET /v1/sandboxes", handle: s.listSandboxes},

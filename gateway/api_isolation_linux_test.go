@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/procfs"
+	"github.com/sandgate/sandgate/internal/proctest"
 )
 
 // The isolation tests (api_isolation_*_linux_test.go) drive a real gateway over HTTP
@@ -90,7 +90,7 @@ func newIsoBox(t testing.TB, ts *testServer, prefix string) *isoBox {
 // command line is "sandgate-init <id>".
 func findInit(t testing.TB, id string) int {
 	t.Helper()
-	if pid := procfs.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+id+"\x00"); pid > 0 {
+	if pid := proctest.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+id+"\x00"); pid > 0 {
 		return pid
 	}
 	t.Fatalf("no init of sandbox %s (a process \"sandgate-init %s\" started by this one) is running", id, id)

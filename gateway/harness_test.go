@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
-	"github.com/sandgate/sandgate/internal/procfs"
+	"github.com/sandgate/sandgate/internal/proctest"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -136,11 +136,11 @@ func (ts *testServer) hostPID(sb string, pid int) int {
 	if !ts.isolated() {
 		return pid
 	}
-	initPID := procfs.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+sb+"\x00")
+	initPID := proctest.ChildByCmdline("/proc", os.Getpid(), "sandgate-init\x00"+sb+"\x00")
 	if initPID < 0 {
 		return -1
 	}
-	return procfs.HostPID("/proc", initPID, pid)
+	return proctest.HostPID("/proc", initPID, pid)
 }
 
 // isolated reports whether the server runs sandboxes on the namespace driver.

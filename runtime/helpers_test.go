@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/procfs"
+	"github.com/sandgate/sandgate/internal/proctest"
 	"golang.org/x/sys/unix"
 )
 
@@ -196,5 +196,5 @@ func hostPID(tb testing.TB, s *Sandbox, pid int) int {
 	if !ok {
 		return pid
 	}
-	return procfs.HostPID("/proc", h.in.PID(), pid)
+	return proctest.HostPID("/proc", h.in.PID(), pid)
 }

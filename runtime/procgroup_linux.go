@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/sandgate/sandgate/internal/procfs"
+	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/procfs"
+	"github.com/sandgate/sandgate/internal/proctest"
 )
 
 // hostPIDOf returns the host pid of the process that sandbox sb of the serve process
@@ -12,9 +12,9 @@ import (
 // is pid, or -1 if none lives; on the local runtime (no such init), pid itself.
 func hostPIDOf(t *testing.T, server int, sb string, pid int) int {
 	t.Helper()
-	initPID := procfs.ChildByCmdline("/proc", server, "sandgate-init\x00"+sb+"\x00")
+	initPID := proctest.ChildByCmdline("/proc", server, "sandgate-init\x00"+sb+"\x00")
 	if initPID < 0 {
 		return pid
 	}
-	return procfs.HostPID("/proc", initPID, pid)
+	return proctest.HostPID("/proc", initPID, pid)
 }

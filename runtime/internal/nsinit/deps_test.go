@@ -12,7 +12,7 @@ func TestDeps(t *testing.T) {
 	t.Parallel()
 	rules := deptest.Rules{Forbidden: map[string]string{"testing": "do not use the testing package in production code"}}
 	for _, p := range []string{"runtime", "actor", "gateway", "plugins", "cluster", "sdk", "internal/deptest"} {
-		rules.Forbidden[deptest.Ours+p] = "the init imports nothing of ours but internal/procfs"
+		rules.Forbidden[deptest.Ours+p] = "the init imports nothing of ours but runtime/internal/procfs"
 	}
 	deptest.Check(t, ".", rules)
 }

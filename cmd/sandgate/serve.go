@@ -200,7 +200,9 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	}
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "token: %s (kept in %s/token)\n", madeToken, cfg.DataDir)
-		fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+		if webui.Available() {
+			fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+		}
 	}
 	if metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics: http://%s/metrics (no token)\n", metricsLn.Addr())

@@ -16,9 +16,11 @@
 // # Building the assets
 //
 // The files come from web/ (sources, npm lock file and an esbuild script), built by
-// `make web` into dist/, which is embedded with go:embed. Only dist/.gitkeep is
-// committed, so the Go build works on a fresh clone; until the bundle is built, the UI
-// routes answer 503 with "web assets not built: run make web".
+// `make web` into dist/, which is embedded with go:embed. The built dist/ is committed,
+// so a binary built without a checkout (go install) has the UI too; the build is
+// deterministic, and CI rebuilds it and fails when the committed copy is stale against
+// web/. A tree without the bundle still builds: its UI routes answer 503 with
+// "web assets not built: run make web", and [Available] reports false.
 //
 // # Caveats
 //

@@ -112,6 +112,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// Available reports whether the binary holds the built UI, so that a caller never
+// advertises a page that would answer 503.
+func Available() bool { return built(dist) }
+
+// built reports whether fsys holds both pages.
+func built(fsys fs.FS) bool {
+	for _, p := range []string{"dist/index.html", "dist/terminal.html"} {
+		if _, err := fs.Stat(fsys, p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func serveNotBuilt(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -216,3 +216,15 @@ func TestEmbedded(t *testing.T) {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 }
+
+// TestBundleCommitted: the built UI is part of the module (go install gets it), and
+// Available tells a tree without it apart.
+func TestBundleCommitted(t *testing.T) {
+	t.Parallel()
+	if !Available() {
+		t.Fatal("the embedded dist/ has no built pages: run make web and commit gateway/webui/dist")
+	}
+	if built(fstest.MapFS{"dist/.gitkeep": {}}) {
+		t.Fatal("a dist/ without pages counts as built")
+	}
+}

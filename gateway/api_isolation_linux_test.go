@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -100,18 +99,8 @@ func findInit(t testing.TB, id string) int {
 // procStatusField returns the first value of a field of /proc/<pid>/status, or "" if
 // the process or the field is gone.
 func procStatusField(pid int, field string) string {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			if fs := strings.Fields(v); len(fs) > 0 {
-				return fs[0]
-			}
-		}
+	if fs := strings.Fields(proctest.StatusField("/proc", pid, field)); len(fs) > 0 {
+		return fs[0]
 	}
 	return ""
 }

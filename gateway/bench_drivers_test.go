@@ -4,8 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,25 +77,7 @@ func BenchmarkExecDrivers(b *testing.B) {
 	for c := range clients {
 		nsKA[c], lKA[c] = client(ns), client(local)
 	}
-	var failed atomic.Pointer[error]
-	phase := func(run func(client int) error) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Go(func() {
-				for i := 0; i < perClient; i++ {
-					if err := run(c); err != nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if err := failed.Load(); err != nil {
-			b.Fatal(*err)
-		}
-		return time.Since(start)
-	}
+	phase := func(run func(client int) error) time.Duration { return clientPhase(b, clients, perClient, run) }
 	tputs := []func(int) error{
 		func(int) error { return exec.Command("true").Run() },
 		func(c int) error { return nsKA[c].do() },

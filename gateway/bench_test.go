@@ -108,25 +108,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	for c := range kas {
 		kas[c] = newKeepAliveClient(b, addr, "POST", path, testToken, body)
 	}
-	var failed atomic.Pointer[error]
-	phase := func(run func(client int) error) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Go(func() {
-				for i := 0; i < perClient; i++ {
-					if err := run(c); err != nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if err := failed.Load(); err != nil {
-			b.Fatal(*err)
-		}
-		return time.Since(start)
-	}
+	phase := func(run func(client int) error) time.Duration { return clientPhase(b, clients, perClient, run) }
 	tputs := []func(int) error{
 		func(int) error { return exec.Command("true").Run() },
 		func(c int) error { return kas[c].do() },
@@ -453,4 +435,26 @@ func wsRoundTrips(tb testing.TB, rounds int) []time.Duration {
 		out = append(out, time.Since(start))
 	}
 	return out
+}
+
+// clientPhase runs run perClient times on each of clients goroutines at once and
+// returns how long the whole phase took; the first error fails b.
+func clientPhase(b *testing.B, clients, perClient int, run func(client int) error) time.Duration {
+	var failed atomic.Pointer[error]
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Go(func() {
+			for i := 0; i < perClient; i++ {
+				if err := run(c); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	return time.Since(start)
 }

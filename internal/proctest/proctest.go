@@ -15,7 +15,7 @@ func ChildByCmdline(root string, parent int, cmdline string) int {
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || statusField(root, pid, "PPid") != strconv.Itoa(parent) || gone(root, pid) {
+		if err != nil || StatusField(root, pid, "PPid") != strconv.Itoa(parent) || gone(root, pid) {
 			continue
 		}
 		if b, err := os.ReadFile(root + "/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
@@ -43,7 +43,7 @@ func HostPID(root string, nsPID, inner int) int {
 		if l, err := os.Readlink(root + "/" + e.Name() + "/ns/pid"); err != nil || l != ns {
 			continue
 		}
-		if ids := strings.Fields(statusField(root, pid, "NSpid")); len(ids) > 0 && ids[len(ids)-1] == want {
+		if ids := strings.Fields(StatusField(root, pid, "NSpid")); len(ids) > 0 && ids[len(ids)-1] == want {
 			host, _ := strconv.Atoi(ids[0])
 			return host
 		}
@@ -51,8 +51,9 @@ func HostPID(root string, nsPID, inner int) int {
 	return -1
 }
 
-// statusField returns a field of /proc/<pid>/status (its value, trimmed), or "".
-func statusField(root string, pid int, name string) string {
+// StatusField returns a field of the status file of pid under root (its value,
+// trimmed), or "" if the process or the field is gone.
+func StatusField(root string, pid int, name string) string {
 	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return ""
@@ -67,6 +68,6 @@ func statusField(root string, pid int, name string) string {
 
 // gone reports whether pid has exited and waits to be reaped (or is not there).
 func gone(root string, pid int) bool {
-	st := statusField(root, pid, "State")
+	st := StatusField(root, pid, "State")
 	return st == "" || st[0] == 'Z' || st[0] == 'X'
 }

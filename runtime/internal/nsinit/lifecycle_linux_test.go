@@ -3,6 +3,7 @@ package nsinit
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -71,11 +72,24 @@ while read -r _ _ _ _ _ sid _ </proc/$d/stat && [ "$sid" != "$d" ]; do :; done; 
 }
 
 // TestClientKilled SIGKILLs a client process (a helper run of this binary) that holds
-// an init with a daemon inside, and checks that nothing of the sandbox survives.
+// an init with a daemon inside, and checks that nothing of the sandbox survives; in a
+// user namespace too, where Pdeathsig must survive the init's change of credentials.
 func TestClientKilled(t *testing.T) {
 	t.Parallel()
+	for _, userNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("userns=%v", userNS), func(t *testing.T) {
+			t.Parallel()
+			testClientKilled(t, userNS)
+		})
+	}
+}
+
+func testClientKilled(t *testing.T, userNS bool) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=client", "NSINIT_WS="+t.TempDir())
+	if userNS {
+		cmd.Env = append(cmd.Env, "NSINIT_USERNS=1")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +103,7 @@ func TestClientKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	f := strings.Fields(line)
 	if err != nil || len(f) != 3 {
@@ -104,10 +112,12 @@ func TestClientKilled(t *testing.T) {
 	initPID, _ := strconv.Atoi(f[0])
 	ns := f[1]
 	requireNamespaces(t, initPID)
-	// The init, sh, its sleep and the setsid sleep.
-	deadline := testCtx(t)
-	for len(livePIDsIn(ns)) < 4 {
-		if deadline.Err() != nil {
+	if ours, theirs := nsOfKind(t, os.Getpid(), "user"), nsOfKind(t, initPID, "user"); userNS && ours == theirs {
+		t.Fatalf("the init has no user namespace of its own (%s)", theirs)
+	}
+	ctx := testCtx(t)
+	for len(livePIDsIn(ns)) < 4 { // the init, sh, its sleep and the setsid sleep
+		if ctx.Err() != nil {
 			t.Fatalf("the sandbox's processes never all started: %v", livePIDsIn(ns))
 		}
 		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
@@ -116,7 +126,6 @@ func TestClientKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	killed = true
 	waitNoneIn(t, ns)
 }
 

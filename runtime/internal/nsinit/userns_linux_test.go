@@ -1,13 +1,11 @@
 package nsinit
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -240,52 +238,6 @@ func TestUserNSPTY(t *testing.T) {
 	if st, err := ch.Wait(ctx); err != nil || st.Code != 3 {
 		t.Fatalf("Wait = %v, %v; want exit status 3", st, err)
 	}
-}
-
-// TestUserNSClientKilled checks that Pdeathsig survives the init's change of
-// credentials into its user namespace: SIGKILL of the client (a helper run of this
-// binary) ends everything in the sandbox, setsid daemon included.
-func TestUserNSClientKilled(t *testing.T) {
-	t.Parallel()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"=client", "NSINIT_USERNS=1", "NSINIT_WS="+t.TempDir())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 3 {
-		t.Fatalf("helper said %q, %v", line, err)
-	}
-	initPID, _ := strconv.Atoi(f[0])
-	requireNamespaces(t, initPID)
-	if ours, theirs := nsOfKind(t, os.Getpid(), "user"), nsOfKind(t, initPID, "user"); ours == theirs {
-		t.Fatalf("the init has no user namespace of its own (%s)", theirs)
-	}
-	ns := f[1]
-	ctx := testCtx(t)
-	for len(livePIDsIn(ns)) < 4 { // the init, sh, its sleep and the setsid sleep
-		if ctx.Err() != nil {
-			t.Fatalf("the sandbox's processes never all started: %v", livePIDsIn(ns))
-		}
-		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
-	}
-	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	waitNoneIn(t, ns)
 }
 
 // TestUserNSSupported checks the probe on a workspace filesystem that allows idmapped

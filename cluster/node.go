@@ -245,6 +245,9 @@ func (n *Node) Leader() (NodeID, string) {
 	return NodeID(id), string(addr)
 }
 
+// Term returns the raft term this node is in.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
 // IsLeader reports whether this node is the raft leader right now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

@@ -14,17 +14,23 @@ type memberJSON struct {
 	Status   string            `json:"status"`
 }
 
-// clusterInfo describes the cluster. Until the cluster package lands a node runs alone:
-// it is its own leader, the only member, and term is 0 (no raft election has happened).
+// clusterInfo describes the cluster as this node's replica of the member table
+// has it.
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
+	leader, _ := s.cluster.Leader()
+	ms := s.cluster.Members()
+	members := make([]memberJSON, 0, len(ms))
+	for _, m := range ms {
+		members = append(members, memberJSON{
+			ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,
+			Labels: nonNilMap(m.Labels), Status: m.Status.String(),
+		})
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"node":   s.cfg.NodeID,
-		"leader": s.cfg.NodeID,
-		"members": []memberJSON{{
-			ID: s.cfg.NodeID, RaftAddr: s.cfg.RaftListen, HTTPAddr: s.cfg.Listen,
-			Labels: nonNilMap(s.cfg.Labels), Status: "alive",
-		}},
-		"term": 0,
+		"node":    s.cfg.NodeID,
+		"leader":  string(leader),
+		"members": members,
+		"term":    s.cluster.Term(),
 	})
 	return nil
 }

@@ -81,6 +81,8 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 		Tokens:  testTokens(),
 		NodeID:  "n1",
 		Limits:  opts.limits,
+		// A one-node cluster that elects itself in tens of milliseconds.
+		RaftMultiplier: 0.1,
 		// Zero means the default.
 		WSWriteTimeout:  opts.wsWriteTimeout,
 		StreamHoldBound: opts.streamHoldBound,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/cluster"
 	"github.com/sandgate/sandgate/plugins"
 	"github.com/sandgate/sandgate/runtime"
 )
@@ -36,8 +38,22 @@ type Config struct {
 	// NodeID names this node. Defaults to a random UUID made once and kept in
 	// DataDir/node-id: stable across restarts, and distinct for nodes sharing a host.
 	NodeID string
-	// RaftListen is the cluster address, reported by /v1/cluster.
+	// RaftListen is the host:port of this node's raft transport, which other nodes
+	// must reach; port 0 picks a free one. Defaults to 127.0.0.1:0 (serve's flag defaults
+	// to 127.0.0.1:7071).
 	RaftListen string
+	// Join is the HTTP address of any member of the cluster this node joins; empty
+	// bootstraps a single-node cluster, or resumes the one in DataDir.
+	Join string
+	// RaftMultiplier scales the raft timeouts (heartbeat and election 500 ms): above
+	// 1 for slow or noisy hosts, below for tests. Zero means 1.
+	RaftMultiplier float64
+	// LeaseTTL is the node lease L: a node serves its sandboxes only while it holds
+	// one, and a silent node's sandboxes move L + 0.5 s after its last heartbeat. Zero
+	// means 3 s.
+	LeaseTTL time.Duration
+	// RaftLog receives raft's own log lines (warnings and errors); nil discards them.
+	RaftLog io.Writer
 	// Labels are this node's labels, for routing policy.
 	Labels map[string]string
 	// AllowedOrigins are extra Origin host patterns (path.Match syntax, e.g.
@@ -132,6 +148,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	node    *actor.Node
+	cluster *cluster.Node  // this node's member of the raft cluster
+	hooks   *clusterHooks  // its lease callbacks
 	driver  runtime.Driver // the sandboxes' runtime driver (chooseDriver)
 	tokens  *tokenTable
 	metrics *metrics
@@ -188,14 +206,31 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, err
 	}
+	hooks := newClusterHooks(c.Logger, c.Join != "")
+	cn, err := openCluster(ctx, &c, hooks)
+	if err != nil {
+		if host != nil {
+			_ = host.Close()
+		}
+		return nil, err
+	}
+	if err := waitClusterReady(ctx, cn, hooks); err != nil {
+		_ = cn.Close()
+		if host != nil {
+			_ = host.Close()
+		}
+		return nil, fmt.Errorf("failed to start the cluster node: %w", err)
+	}
 	node, err := actor.Open(ctx, &actor.Config{
-		Driver:   driver,
-		NodeID:   c.NodeID,
-		DataDir:  c.DataDir,
-		Policy:   c.Budgets,
-		Defaults: c.Defaults,
-		Limits:   c.Limits,
-		Logger:   c.Logger,
+		Admission: cn.Admit,
+		Epoch:     cn.Epoch,
+		Driver:    driver,
+		NodeID:    c.NodeID,
+		DataDir:   c.DataDir,
+		Policy:    c.Budgets,
+		Defaults:  c.Defaults,
+		Limits:    c.Limits,
+		Logger:    c.Logger,
 
 		DiskImages:            c.DiskImages,
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
@@ -204,9 +239,12 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		if host != nil {
 			_ = host.Close()
 		}
+		_ = cn.Close()
 		return nil, fmt.Errorf("failed to open actor node: %w", err)
 	}
 	s := &Server{
+		cluster: cn,
+		hooks:   hooks,
 		cfg:     c,
 		driver:  driver,
 		plugins: host,
@@ -224,6 +262,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	if err := s.metrics.register(collectors...); err != nil {
 		_ = node.Close(ctx)
+		_ = cn.Close()
 		if host != nil {
 			_ = host.Close()
 		}
@@ -250,7 +289,7 @@ func withDefaults(cfg *Config) (Config, error) {
 		c.DataDir = "data"
 	}
 	if c.RaftListen == "" {
-		c.RaftListen = "127.0.0.1:7071"
+		c.RaftListen = "127.0.0.1:0"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -403,6 +442,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
+	}
+	if err := s.cluster.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("failed to close cluster node: %w", err))
 	}
 	select {
 	case <-bgDone:

@@ -85,7 +85,7 @@ func startNode(tb testing.TB, token string, extra ...string) *node {
 func startNodeAt(tb testing.TB, addr, data, token string, extra ...string) *node {
 	tb.Helper()
 	bin := buildBinary(tb)
-	args := append([]string{"serve", "--listen", addr, "--data", data, "--token", token, "--node-id", "e2e"}, extra...)
+	args := append([]string{"serve", "--listen", addr, "--data", data, "--token", token, "--node-id", "e2e", "--raft-listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	stdout, err := cmd.StdoutPipe()
@@ -208,7 +208,7 @@ func TestServeAndCLI(t *testing.T) {
 }
 
 func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
-	cmd := exec.Command(buildBinary(t), "serve", "--listen", "0.0.0.0:0", "--data", t.TempDir())
+	cmd := exec.Command(buildBinary(t), "serve", "--listen", "0.0.0.0:0", "--raft-listen", "127.0.0.1:0", "--data", t.TempDir())
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "token") {

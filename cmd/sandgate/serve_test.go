@@ -45,7 +45,7 @@ func TestServeFlagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir()}, tt.args...)
+			args := append([]string{"--listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--data", t.TempDir()}, tt.args...)
 			code := cmdServe(context.Background(), args, &stdout, &stderr)
 			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
@@ -127,7 +127,7 @@ func TestServeBudget(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"default": {"memory_bytes": 1, "pid": 3}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(buildBinary(t), "serve", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--budget", bad)
+	cmd := exec.Command(buildBinary(t), "serve", "--listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--data", t.TempDir(), "--budget", bad)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

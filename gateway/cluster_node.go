@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// clusterReadyTimeout bounds how long New waits for a bootstrapping or resuming node
+// to elect itself, place the partitions and hold its first lease.
+const clusterReadyTimeout = 60 * time.Second
+
+// openCluster starts this node's member of the raft cluster. A node without
+// Config.Join bootstraps a single-node cluster (or resumes the one in its data
+// directory): `make run` and every node of N run the same code. The node's lease
+// hooks are wired to the server through hooks, set once the server exists.
+func openCluster(ctx context.Context, c *Config, hooks *clusterHooks) (*cluster.Node, error) {
+	raftOut := io.Discard
+	if c.RaftLog != nil {
+		raftOut = c.RaftLog
+	}
+	n, err := cluster.Open(ctx, &cluster.Config{
+		NodeID:        cluster.NodeID(c.NodeID),
+		DataDir:       c.DataDir,
+		RaftListen:    c.RaftListen,
+		HTTPAddr:      c.Listen,
+		Labels:        c.Labels,
+		Join:          c.Join != "",
+		Multiplier:    c.RaftMultiplier,
+		LeaseTTL:      c.LeaseTTL,
+		OnFence:       hooks.fence,
+		OnLease:       hooks.leased,
+		Logger:        c.Logger.With("component", "cluster"),
+		RaftLogOutput: raftOut,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// waitClusterReady waits until a node that is not joining holds a lease and every
+// partition has an owner, so the first request of a fresh `make run` is served
+// rather than held. A joining node is not waited for: a member must add it first.
+func waitClusterReady(ctx context.Context, n *cluster.Node, hooks *clusterHooks) error {
+	if hooks.joining {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterReadyTimeout)
+	defer cancel()
+	select {
+	case <-hooks.firstLease:
+	case <-ctx.Done():
+		return fmt.Errorf("no cluster lease within %v: %w", clusterReadyTimeout, ctx.Err())
+	}
+	// Placement follows the lease by a commit or two; it has no event of its own.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for last := cluster.Partitions - 1; ; {
+		if n.Partition(0).State == cluster.PartitionActive && n.Partition(last).State == cluster.PartitionActive {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("partitions not placed within %v: %w", clusterReadyTimeout, ctx.Err())
+		}
+	}
+}
+
+// clusterHooks carries the cluster node's lease callbacks to the server, which is
+// built after the node opens. The callbacks run on one goroutine of the cluster
+// node, alternately.
+type clusterHooks struct {
+	log        *slog.Logger
+	joining    bool          // the node waits for a member to add it
+	firstLease chan struct{} // closed on the first lease
+	gotLease   bool
+	onFence    atomic.Pointer[func()] // set once the server exists; nil before
+}
+
+func newClusterHooks(log *slog.Logger, joining bool) *clusterHooks {
+	return &clusterHooks{log: log, joining: joining, firstLease: make(chan struct{})}
+}
+
+func (h *clusterHooks) leased() {
+	if !h.gotLease {
+		h.gotLease = true
+		close(h.firstLease)
+		return
+	}
+	h.log.Info("cluster lease regained: this node serves its sandboxes again")
+}
+
+func (h *clusterHooks) fence() {
+	h.log.Warn("cluster lease lapsed: this node stops its sandboxes until it is renewed")
+	if f := h.onFence.Load(); f != nil {
+		(*f)()
+	}
+}

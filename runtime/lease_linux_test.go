@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -357,5 +358,43 @@ func TestProbeIgnoresLease(t *testing.T) {
 	d, err = ProbeNamespace(testCtx(t), dir, scope, NamespaceDriver{Lease: second})
 	if err != nil || d.Lease != second {
 		t.Errorf("the remembered probe returned lease %p (%v), want the caller's %p", d.Lease, err, second)
+	}
+}
+
+// TestLeaseStoppedInitBlocksNoOne checks that an init that does not read (stopped, its
+// socket full of renewals) neither blocks Extend nor keeps the other sandboxes from
+// being frozen and thawed, and that it is renewed once it runs again.
+func TestLeaseStoppedInitBlocksNoOne(t *testing.T) {
+	t.Parallel()
+	lease := NewLease()
+	until := time.Now().Add(2 * time.Second)
+	lease.Extend(until)
+	stopped, live := newLeaseSandbox(t, lease, nil), newLeaseSandbox(t, lease, nil)
+	initPID := stopped.h.(*nsHost).in.PID()
+	if err := syscall.Kill(initPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(initPID, syscall.SIGCONT) }
+	defer cont()
+	var slowest time.Duration
+	for i := range 20000 { // far more frames than a socket holds
+		t0 := time.Now()
+		lease.Extend(until.Add(time.Duration(i)))
+		slowest = max(slowest, time.Since(t0))
+		if i%16 == 0 {
+			time.Sleep(time.Microsecond) // let the senders run
+		}
+	}
+	t.Logf("20000 extensions with one init stopped: the slowest took %v", slowest)
+	waitFrozen(t, live, true)
+	lease.Extend(time.Now().Add(time.Hour))
+	waitFrozen(t, live, false)
+	if r, err := live.Exec(testCtx(t), ExecOptions{Command: "echo live"}); err != nil || string(r.Stdout) != "live\n" {
+		t.Fatalf("Exec in the live sandbox: %q %v", r.Stdout, err)
+	}
+	cont()
+	waitFrozen(t, stopped, false)
+	if r, err := stopped.Exec(testCtx(t), ExecOptions{Command: "echo back"}); err != nil || string(r.Stdout) != "back\n" {
+		t.Fatalf("Exec in the sandbox whose init was stopped: %q %v", r.Stdout, err)
 	}
 }

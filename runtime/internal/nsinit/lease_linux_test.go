@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -266,4 +267,31 @@ func BenchmarkRenew(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/init")
+}
+
+// TestRenewConcurrent renews one init from several goroutines at once (-race): the
+// latest deadline wins and is the one sent last.
+func TestRenewConcurrent(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{Lease: true, LeaseUntil: Now() + int64(time.Hour)})
+	base := Now() + int64(time.Hour)
+	const workers, each = 4, 2000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				in.Renew(base + int64(i*workers+w))
+			}
+		})
+	}
+	wg.Wait()
+	last := base + int64((each-1)*workers+workers-1)
+	if got := in.lease.until.Load(); got != last {
+		t.Fatalf("deadline %d, want the latest %d", got-base, last-base)
+	}
+	waitFor(t, "the latest deadline to be sent", func() bool { return in.lease.sent.Load() == last })
+	in.Renew(base) // an older deadline changes nothing
+	if got := in.lease.until.Load(); got != last {
+		t.Fatalf("an older renewal moved the deadline back to %d", got-base)
+	}
 }

@@ -138,6 +138,9 @@ func TestLeaseFreezesSandbox(t *testing.T) {
 	if _, err := s.Start(ctx, StartOptions{Command: "true"}); !errors.Is(err, ErrLeaseExpired) {
 		t.Errorf("Start while fenced: %v, want ErrLeaseExpired", err)
 	}
+	if _, err := s.StartTerminal(ctx, TerminalOptions{ID: "t1"}); !errors.Is(err, ErrLeaseExpired) {
+		t.Errorf("StartTerminal while fenced: %v, want ErrLeaseExpired", err)
+	}
 	if _, err := sess.Exec(ctx, SessionCommand{Command: "true"}); !errors.Is(err, ErrLeaseExpired) {
 		t.Errorf("session Exec while fenced: %v, want ErrLeaseExpired", err)
 	}

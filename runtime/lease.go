@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -39,7 +40,11 @@ func NewLease() *Lease { return &Lease{} }
 // inits hold is never later than until.
 func (l *Lease) Extend(until time.Time) {
 	boot := nsinit.Now()
-	d := boot + int64(time.Until(until))
+	rem := time.Until(until)
+	d := boot + int64(rem)
+	if rem > 0 && d < boot { // past the clock's range: forever
+		d = math.MaxInt64
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d <= l.until {

@@ -18,6 +18,7 @@ func TestLeaseExtend(t *testing.T) {
 		{"extended into the future", []time.Time{now.Add(time.Hour)}, true},
 		{"an earlier deadline does not shorten it", []time.Time{now.Add(time.Hour), now.Add(-time.Hour)}, true},
 		{"a later deadline revives it", []time.Time{now.Add(-time.Hour), now.Add(time.Hour)}, true},
+		{"a deadline past the clock's range is forever", []time.Time{now.AddDate(1000, 0, 0)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

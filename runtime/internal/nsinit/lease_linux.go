@@ -129,15 +129,17 @@ func (l *initLease) renewLocked(until int64) {
 	if !l.fenced || Now() >= until {
 		return
 	}
-	l.fenced = false
 	if l.frozen {
-		l.frozen = false
 		if err := l.writeFreeze("0"); err != nil {
-			fmt.Fprintf(os.Stderr, "nsinit %s: lease renewed, and thawing failed: %v\n", l.id, err)
+			// Stay fenced: a spawn would take the init into a frozen group. The next
+			// renewal tries again.
+			fmt.Fprintf(os.Stderr, "nsinit %s: lease renewed, but thawing failed (the sandbox stays fenced): %v\n", l.id, err)
 			return
 		}
+		l.frozen = false
 		fmt.Fprintf(os.Stderr, "nsinit %s: lease renewed: thawed the sandbox's processes\n", l.id)
 	}
+	l.fenced = false
 }
 
 // hold renews the deadline to until (the one a spawn request carries: the server's

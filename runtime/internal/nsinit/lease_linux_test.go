@@ -2,6 +2,7 @@ package nsinit
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,5 +294,15 @@ func TestRenewConcurrent(t *testing.T) {
 	in.Renew(base) // an older deadline changes nothing
 	if got := in.lease.until.Load(); got != last {
 		t.Fatalf("an older renewal moved the deadline back to %d", got-base)
+	}
+}
+
+// TestLeaseForever checks that the largest deadline arms the timer (it saturates) and
+// runs spawns.
+func TestLeaseForever(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{Lease: true, LeaseUntil: math.MaxInt64})
+	if res := run(t, in, "", "true"); res.status.Code != 0 {
+		t.Fatalf("%v %q", res.status, res.stderr)
 	}
 }

@@ -24,7 +24,8 @@ const closeWait = 5 * time.Second
 
 // Init is a running sandbox init, seen from the server. All methods are safe for
 // concurrent use. One goroutine, started by Start and ended by Close, reads the
-// init's frames; Child.Wait and Spawn wait on it.
+// init's frames; Child.Wait and Spawn wait on it. With Config.Lease a second one,
+// also ended by Close, sends the renewals (Renew).
 type Init struct {
 	cmd    *exec.Cmd
 	c      *conn

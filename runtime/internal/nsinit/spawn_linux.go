@@ -127,7 +127,8 @@ func (ip *initProc) spawn(j spawnJob) {
 
 // forkIn forks and execs the process, in the cgroup the request names if any: the
 // init enters that group for the fork, so the child starts there, and returns to its
-// own group at once. (clone3 into a cgroup would need no move, but the seccomp filter
+// own group at once. With a lease the caller holds it (initLease.hold), so the group
+// cannot be frozen meanwhile with the init inside. (clone3 into a cgroup would need no move, but the seccomp filter
 // every spawn inherits from this thread refuses clone3, whose flags it cannot see.)
 func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
 	if !j.fr.Cgroup {

@@ -276,24 +276,42 @@ func TestLeaseLayout(t *testing.T) {
 	}
 }
 
-// BenchmarkLeaseExtend measures Extend with 20 sandboxes holding the lease: the
-// caller's cost (the frames go out on each init's sender goroutine; nsinit's
-// BenchmarkRenew measures them delivered).
-func BenchmarkLeaseExtend(b *testing.B) {
-	const n = 20
+// TestLeaseStoppedInitBlocksNoOne checks that an init that does not read (stopped, its
+// socket full of renewals) neither blocks Extend nor keeps the other sandboxes from
+// being frozen and thawed, and that it is renewed once it runs again.
+func TestLeaseStoppedInitBlocksNoOne(t *testing.T) {
+	t.Parallel()
 	lease := NewLease()
+	until := time.Now().Add(2 * time.Second)
+	lease.Extend(until)
+	stopped, live := newLeaseSandbox(t, lease, nil), newLeaseSandbox(t, lease, nil)
+	initPID := stopped.h.(*nsHost).in.PID()
+	if err := syscall.Kill(initPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(initPID, syscall.SIGCONT) }
+	defer cont()
+	var slowest time.Duration
+	for i := range 20000 { // far more frames than a socket holds
+		t0 := time.Now()
+		lease.Extend(until.Add(time.Duration(i)))
+		slowest = max(slowest, time.Since(t0))
+		if i%16 == 0 {
+			time.Sleep(time.Microsecond) // let the senders run
+		}
+	}
+	t.Logf("20000 extensions with one init stopped: the slowest took %v", slowest)
+	waitFrozen(t, live, true)
 	lease.Extend(time.Now().Add(time.Hour))
-	for range n {
-		newLeaseSandbox(b, lease, nil)
+	waitFrozen(t, live, false)
+	if r, err := live.Exec(testCtx(t), ExecOptions{Command: "echo live"}); err != nil || string(r.Stdout) != "live\n" {
+		t.Fatalf("Exec in the live sandbox: %q %v", r.Stdout, err)
 	}
-	until := time.Now().Add(time.Hour)
-	b.ResetTimer()
-	for range b.N {
-		until = until.Add(time.Millisecond)
-		lease.Extend(until)
+	cont()
+	waitFrozen(t, stopped, false)
+	if r, err := stopped.Exec(testCtx(t), ExecOptions{Command: "echo back"}); err != nil || string(r.Stdout) != "back\n" {
+		t.Fatalf("Exec in the sandbox whose init was stopped: %q %v", r.Stdout, err)
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sandbox")
 }
 
 // TestLeaseHammer extends a lease from several goroutines while sandboxes holding it
@@ -341,63 +359,5 @@ func TestLeaseHammer(t *testing.T) {
 	defer lease.mu.Unlock()
 	if len(lease.inits) != 0 {
 		t.Fatalf("%d closed sandboxes still hold the lease", len(lease.inits))
-	}
-}
-
-// TestProbeIgnoresLease checks that ProbeNamespace works under an expired lease (it
-// asks the machine, not the node) and hands each caller its own Lease back, the
-// remembered answer included.
-func TestProbeIgnoresLease(t *testing.T) {
-	t.Parallel()
-	dir, scope := t.TempDir(), "test-probe-"+randomHex(4)
-	first, second := NewLease(), NewLease()
-	d, err := ProbeNamespace(testCtx(t), dir, scope, NamespaceDriver{Lease: first})
-	if err != nil {
-		t.Fatalf("probe under an expired lease: %v", err)
-	}
-	if d.Lease != first {
-		t.Errorf("the probe returned lease %p, want the caller's %p", d.Lease, first)
-	}
-	d, err = ProbeNamespace(testCtx(t), dir, scope, NamespaceDriver{Lease: second})
-	if err != nil || d.Lease != second {
-		t.Errorf("the remembered probe returned lease %p (%v), want the caller's %p", d.Lease, err, second)
-	}
-}
-
-// TestLeaseStoppedInitBlocksNoOne checks that an init that does not read (stopped, its
-// socket full of renewals) neither blocks Extend nor keeps the other sandboxes from
-// being frozen and thawed, and that it is renewed once it runs again.
-func TestLeaseStoppedInitBlocksNoOne(t *testing.T) {
-	t.Parallel()
-	lease := NewLease()
-	until := time.Now().Add(2 * time.Second)
-	lease.Extend(until)
-	stopped, live := newLeaseSandbox(t, lease, nil), newLeaseSandbox(t, lease, nil)
-	initPID := stopped.h.(*nsHost).in.PID()
-	if err := syscall.Kill(initPID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	cont := func() { _ = syscall.Kill(initPID, syscall.SIGCONT) }
-	defer cont()
-	var slowest time.Duration
-	for i := range 20000 { // far more frames than a socket holds
-		t0 := time.Now()
-		lease.Extend(until.Add(time.Duration(i)))
-		slowest = max(slowest, time.Since(t0))
-		if i%16 == 0 {
-			time.Sleep(time.Microsecond) // let the senders run
-		}
-	}
-	t.Logf("20000 extensions with one init stopped: the slowest took %v", slowest)
-	waitFrozen(t, live, true)
-	lease.Extend(time.Now().Add(time.Hour))
-	waitFrozen(t, live, false)
-	if r, err := live.Exec(testCtx(t), ExecOptions{Command: "echo live"}); err != nil || string(r.Stdout) != "live\n" {
-		t.Fatalf("Exec in the live sandbox: %q %v", r.Stdout, err)
-	}
-	cont()
-	waitFrozen(t, stopped, false)
-	if r, err := stopped.Exec(testCtx(t), ExecOptions{Command: "echo back"}); err != nil || string(r.Stdout) != "back\n" {
-		t.Fatalf("Exec in the sandbox whose init was stopped: %q %v", r.Stdout, err)
 	}
 }

@@ -31,7 +31,11 @@ type sandboxCgroup struct {
 	v1   map[string]string // controller → directory
 	lock *os.File          // the primary directory, flock'd
 	dir  int               // lock's fd: trees' groups are made relative to it
-	next atomic.Int64      // the last tree number
+	// nest, unless "", is the group below v2 that trees' groups are made in instead
+	// (nestTrees), open as nestFD.
+	nest   string
+	nestFD int
+	next   atomic.Int64 // the last tree number
 
 	// procs are the v1 groups' cgroup.procs, open for writing from creation to
 	// destroy, so that entering a process is one write per hierarchy (no path lookup,
@@ -104,7 +108,7 @@ var errLockLost = errors.New("runtime: cgroup swept while being made")
 
 // makeSandboxCgroup makes the primary directory and locks it, then the others.
 func makeSandboxCgroup(h *cgroupHost, scopeName, name string) (c *sandboxCgroup, err error) {
-	c = &sandboxCgroup{name: name, v1: map[string]string{}, dir: -1}
+	c = &sandboxCgroup{name: name, v1: map[string]string{}, dir: -1, nestFD: -1}
 	defer func() {
 		if err != nil {
 			_ = c.destroy()

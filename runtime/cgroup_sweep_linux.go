@@ -38,6 +38,10 @@ func (c *sandboxCgroup) destroy() error {
 	}
 	c.spare = nil
 	c.spareMu.Unlock()
+	if c.nestFD >= 0 {
+		_ = unix.Close(c.nestFD)
+		c.nestFD = -1
+	}
 	err := killAndRemove(c.v2, c.v1dirs())
 	if c.lock != nil {
 		_ = c.lock.Close()

@@ -48,16 +48,20 @@ func (c *sandboxCgroup) newTree() (*treeCgroup, error) {
 	if t := c.reuseLocked(); t != nil {
 		return t, nil
 	}
+	parent, parentDir := c.dir, c.v2
+	if c.nest != "" {
+		parent, parentDir = c.nestFD, c.nest
+	}
 	name := "t" + strconv.FormatInt(c.next.Add(1), 10)
-	if err := unix.Mkdirat(c.dir, name, 0o755); err != nil {
+	if err := unix.Mkdirat(parent, name, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create process cgroup: %w", os.NewSyscallError("mkdir", err))
 	}
-	fd, err := unix.Openat(c.dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		_ = unix.Unlinkat(c.dir, name, unix.AT_REMOVEDIR)
+		_ = unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
 		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("open", err))
 	}
-	return &treeCgroup{c: c, dir: filepath.Join(c.v2, name), fd: fd, events: -1}, nil
+	return &treeCgroup{c: c, dir: filepath.Join(parentDir, name), fd: fd, events: -1}, nil
 }
 
 // reuseLocked returns a tree on a spare group, or nil. The caller holds c.mu for

@@ -64,6 +64,37 @@
 // writing to cgroup.procs; the namespace driver's read-only /sys and cgroup namespace
 // close that.
 //
+// # Fencing
+//
+// A cluster node may run its sandboxes only while it holds its node lease, and a
+// server that is stopped (a long GC pause, SIGSTOP, a stalled VM) cannot stop them
+// when that lease runs out. With [NamespaceDriver].Lease set, each sandbox's init holds
+// the lease itself:
+//
+//  1. The gateway calls [Lease.Extend] each time the node's lease is renewed; each
+//     extension goes to every sandbox's init as one small frame, in the background
+//     (coalesced, and never waiting for a slow or dead init).
+//  2. The deadline is an absolute CLOCK_BOOTTIME time, read alike by every process of
+//     the host. CLOCK_MONOTONIC would do the same but stops while the machine is
+//     suspended: a host that slept through its lease would run on after waking for
+//     the time it slept, while its peers had moved its sandboxes long before.
+//  3. When the deadline passes the init freezes the sandbox's processes (cgroup2
+//     cgroup.freeze) within milliseconds, even if the server is stopped. Every
+//     process tree's group then lies below one freeze group of the sandbox,
+//     <sandbox>/trees/t<n>, so setsid daemons stop too; the init's own group is
+//     beside it, so the init keeps running to hear a renewal. Where the kernel has
+//     no freezer (before 5.2) the init kills them instead. It logs which.
+//  4. Meanwhile [Sandbox.Exec], [Sandbox.Start], [Sandbox.StartTerminal],
+//     [Sandbox.NewSession] and [Session.Exec] fail with ErrLeaseExpired; a sandbox
+//     made under an expired lease (a new Lease is expired until its first Extend)
+//     runs nothing. An Extend that moves the deadline into the future thaws it.
+//  5. A frozen process still dies by SIGKILL and cgroup.kill, so Kill, exec and
+//     process timeouts and Close end a frozen sandbox as they end any other: a
+//     command that was running when the freeze came ends at its timeout; a process
+//     that ignores SIGTERM is killed after KillGrace.
+//
+// Without a Lease nothing is ever frozen. The local driver has no init and no lease.
+//
 // # Output
 //
 // Each process has a ring of Config.OutputBufferBytes, allocated lazily as output

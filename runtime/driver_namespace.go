@@ -32,6 +32,11 @@ type NamespaceDriver struct {
 	// user on disk, belong to root inside. ProbeNamespace says whether the machine
 	// allows it.
 	UserNS bool
+	// Lease, if set, is held by every sandbox's init: when it runs out the init
+	// freezes the sandbox's processes (see the package doc, Fencing) and starting one
+	// fails with ErrLeaseExpired, until Lease.Extend. Nil (the default) is no lease:
+	// nothing is ever frozen.
+	Lease *Lease
 }
 
 var _ Driver = NamespaceDriver{}

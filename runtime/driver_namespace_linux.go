@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -33,15 +34,26 @@ func (d NamespaceDriver) open(ctx context.Context, s *Sandbox) (host, error) {
 		ID: s.cfg.ID, Workspace: s.dir, Rootfs: d.Rootfs, Network: nsinit.Network(network),
 		UID: d.UID, GID: d.GID, Cgroup: home.dir, Enter: s.cg.enter,
 	}
-	h := &nsHost{s: s, home: home, uid: -1, gid: -1}
+	h := &nsHost{s: s, home: home, uid: -1, gid: -1, lease: d.Lease}
 	if d.UserNS {
 		ids := nsinit.DefaultIDRange
 		cfg.UserNS = &ids
 		h.uid, h.gid = int(ids.HostUID)+d.UID, int(ids.HostGID)+d.GID
 	}
+	if d.Lease != nil {
+		// Every tree from now on goes below the freeze group; the init's stays out.
+		if cfg.Freeze, err = s.cg.nestTrees(); err != nil {
+			home.remove()
+			return nil, err
+		}
+		cfg.Lease, cfg.LeaseUntil = true, d.Lease.deadline()
+	}
 	if h.in, err = nsinit.Start(ctx, cfg); err != nil {
 		home.remove()
 		return nil, err
+	}
+	if d.Lease != nil {
+		d.Lease.attach(h.in)
 	}
 	h.rootDir = "/proc/" + strconv.Itoa(h.in.PID()) + "/root"
 	return h, nil
@@ -55,12 +67,16 @@ type nsHost struct {
 	rootDir string
 	uid     int // the host ids of the processes' user with a user namespace; else -1
 	gid     int
+	lease   *Lease // NamespaceDriver.Lease, which the init holds; or nil
 }
 
 func (h *nsHost) root() string          { return h.rootDir }
 func (h *nsHost) owner() (uid, gid int) { return h.uid, h.gid }
 
 func (h *nsHost) close() error {
+	if h.lease != nil {
+		h.lease.detach(h.in)
+	}
 	err := h.in.Close()
 	h.home.remove()
 	return err
@@ -99,6 +115,9 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 	if err != nil {
 		if master != nil {
 			_ = master.Close()
+		}
+		if errors.Is(err, nsinit.ErrLeaseExpired) {
+			return nil, ErrLeaseExpired // the sandbox is fenced: nothing may start
 		}
 		return nil, err
 	}

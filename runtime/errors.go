@@ -27,6 +27,10 @@ var (
 	// ErrInvalid is returned for bad options: both or neither of Command and Argv, a cwd
 	// outside the workspace, a bad id.
 	ErrInvalid = errors.New("runtime: invalid options")
+	// ErrLeaseExpired is returned by Exec, Start, StartTerminal and session starts on
+	// a sandbox whose NamespaceDriver.Lease has run out: its processes are frozen and
+	// it starts nothing until Lease.Extend renews it.
+	ErrLeaseExpired = errors.New("runtime: node lease expired")
 	// ErrDuplicateID is returned by Sandbox.Start when StartOptions.ID names a process
 	// that is still listed.
 	ErrDuplicateID = errors.New("runtime: process id already in use")

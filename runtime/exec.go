@@ -194,7 +194,7 @@ func notStarted(argv0 string, err error, begin time.Time) (ExecResult, error) {
 		}
 	case errors.Is(err, os.ErrPermission):
 		reason = "permission denied"
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrLeaseExpired):
 		return ExecResult{}, err
 	}
 	return ExecResult{

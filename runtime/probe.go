@@ -13,6 +13,7 @@ import (
 // sandbox in a temporary directory of dir, runs `id -u` in it and checks the answer,
 // first with a user namespace (NamespaceDriver.UserNS), then without. It returns the
 // driver that worked, with d's other fields kept, or an error saying why neither did.
+// The probe's sandbox ignores d.Lease: an expired lease does not fail it.
 // The sandbox's cgroups are made in scope (see Config.Scope) and removed.
 //
 // The answer depends on the kernel, the privileges of this process and dir's file
@@ -21,6 +22,7 @@ func ProbeNamespace(ctx context.Context, dir, scope string, d NamespaceDriver) (
 	key := probeKey{dir: dir, scope: scope, rootfs: d.Rootfs, uid: d.UID, gid: d.GID}
 	if v, ok := probes.Load(key); ok {
 		r := v.(probeResult)
+		r.d.Lease = d.Lease // the caller's, not the first prober's
 		return r.d, r.err
 	}
 	r := probeResult{}
@@ -59,6 +61,7 @@ func probeNamespace(ctx context.Context, dir, scope string, d NamespaceDriver) (
 
 // probeOnce runs `id -u` in a sandbox of its own on d.
 func probeOnce(ctx context.Context, dir, scope string, d NamespaceDriver) (err error) {
+	d.Lease = nil // the probe asks the machine, whatever the node's lease says
 	ws, err := os.MkdirTemp(dir, ".probe-")
 	if err != nil {
 		return err

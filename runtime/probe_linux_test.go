@@ -26,3 +26,23 @@ func TestProbeNamespace(t *testing.T) {
 		t.Errorf("a probe with a missing rootfs worked: %+v", bad)
 	}
 }
+
+// TestProbeIgnoresLease checks that ProbeNamespace works under an expired lease (it
+// asks the machine, not the node) and hands each caller its own Lease back, the
+// remembered answer included.
+func TestProbeIgnoresLease(t *testing.T) {
+	t.Parallel()
+	dir, scope := t.TempDir(), "test-probe-"+randomHex(4)
+	first, second := NewLease(), NewLease()
+	d, err := ProbeNamespace(testCtx(t), dir, scope, NamespaceDriver{Lease: first})
+	if err != nil {
+		t.Fatalf("probe under an expired lease: %v", err)
+	}
+	if d.Lease != first {
+		t.Errorf("the probe returned lease %p, want the caller's %p", d.Lease, first)
+	}
+	d, err = ProbeNamespace(testCtx(t), dir, scope, NamespaceDriver{Lease: second})
+	if err != nil || d.Lease != second {
+		t.Errorf("the remembered probe returned lease %p (%v), want the caller's %p", d.Lease, err, second)
+	}
+}

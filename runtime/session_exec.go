@@ -29,6 +29,10 @@ func (s *Session) Exec(ctx context.Context, c SessionCommand) (ExecResult, error
 	if err := ctx.Err(); err != nil {
 		return ExecResult{}, err
 	}
+	if s.sb.leaseExpired() {
+		// The shell is frozen: the command would wait for a renewal (or its timeout).
+		return ExecResult{}, fmt.Errorf("runtime: failed to exec in session %s: %w", s.id, ErrLeaseExpired)
+	}
 	req := &sessReq{cmd: c, cwd: cwd, done: make(chan sessResult, 1)}
 	s.mu.Lock()
 	if s.dead != "" {

@@ -27,7 +27,7 @@ type Child struct {
 // in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil,
-		Extra: len(req.Extra), Cgroup: req.Cgroup != nil}
+		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Lease: in.lease.until.Load()}
 	if len(req.Argv) == 0 {
 		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
 	}
@@ -66,6 +66,9 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	r, err := in.request(ctx, fr, fds, ch)
 	if err != nil {
 		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], err)
+	}
+	if r.Op == opError && r.Err == ErrLeaseExpired.Error() {
+		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], ErrLeaseExpired)
 	}
 	if r.Op != opStarted {
 		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], errnoError(r))

@@ -24,7 +24,8 @@ const closeWait = 5 * time.Second
 
 // Init is a running sandbox init, seen from the server. All methods are safe for
 // concurrent use. One goroutine, started by Start and ended by Close, reads the
-// init's frames; Child.Wait and Spawn wait on it.
+// init's frames; Child.Wait and Spawn wait on it. With Config.Lease a second one,
+// also ended by Close, sends the renewals (Renew).
 type Init struct {
 	cmd    *exec.Cmd
 	c      *conn
@@ -37,11 +38,14 @@ type Init struct {
 	children map[uint64]*Child
 	err      error // set once the init is gone: ErrClosed or ErrInitExited
 	null     int   // /dev/null for spawns without some stdio (devNull), or -1
+	freezeFD int   // the init's fd of the freeze group's cgroup.freeze (config frame), or 0
 
 	nullMu sync.RWMutex // held for reading by Spawn while it uses null; Close closes it under the lock
 
 	closeOnce sync.Once
 	waitErr   error
+
+	lease initLeaseSender // Config.Lease's renewals; see Renew
 }
 
 // Start starts an init for cfg and waits, bounded by ctx, until its sandbox is set up.
@@ -77,6 +81,9 @@ func Start(ctx context.Context, cfg Config) (*Init, error) {
 		return nil, fmt.Errorf("failed to set up the sandbox: %w", err)
 	}
 	go in.readLoop()
+	if cfg.Lease {
+		in.lease.start(in, cfg.LeaseUntil)
+	}
 	return in, nil
 }
 
@@ -145,6 +152,19 @@ func start(cfg Config) (*Init, error) {
 		defer dir.Close()
 		extra, cgDir = append(extra, home), dir
 	}
+	freezeFD := 0
+	if cfg.Freeze != "" {
+		f, err := os.OpenFile(cfg.Freeze+"/cgroup.freeze", os.O_WRONLY, 0)
+		switch {
+		case err == nil:
+			defer f.Close()
+			freezeFD = ctlFD + len(extra)
+			extra = append(extra, f)
+		case !errors.Is(err, os.ErrNotExist): // no freezer (before Linux 5.2): the init kills instead
+			_ = c.Close()
+			return nil, fmt.Errorf("failed to open the freeze group: %w", err)
+		}
+	}
 	cmd := &exec.Cmd{
 		Path: initBinary,
 		Args: []string{"sandgate-init", cfg.ID},
@@ -183,12 +203,13 @@ func start(cfg Config) (*Init, error) {
 	return &Init{
 		cmd: cmd, c: c, pid: cmd.Process.Pid, readOK: make(chan struct{}),
 		pending: map[uint64]chan *frame{}, children: map[uint64]*Child{}, null: -1,
+		freezeFD: freezeFD,
 	}, nil
 }
 
 // handshake sends the Config, with fds (see userNSFiles), and waits for ready.
 func (in *Init) handshake(ctx context.Context, cfg Config, fds []int) error {
-	if err := in.c.send(&frame{Op: opConfig, Config: &cfg, Home: cfg.Cgroup != ""}, fds, nil); err != nil {
+	if err := in.c.send(&frame{Op: opConfig, Config: &cfg, Home: cfg.Cgroup != "", FreezeFD: in.freezeFD}, fds, nil); err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = in.c.f.SetReadDeadline(time.Unix(1, 0)) })
@@ -345,6 +366,7 @@ func (in *Init) Close() error {
 		}
 		in.mu.Unlock()
 		in.nullMu.Unlock()
+		in.lease.wait()
 		t := time.AfterFunc(closeWait, func() { _ = in.cmd.Process.Kill() })
 		err := in.cmd.Wait()
 		t.Stop()

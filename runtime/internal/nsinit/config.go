@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 )
 
@@ -56,6 +57,22 @@ type Config struct {
 	// inside. Nil (the default) keeps the host's ids. UserNSSupported says whether this
 	// machine allows it.
 	UserNS *IDRange `json:"userns,omitempty"`
+
+	// Lease makes the init hold a lease (see the package doc, Leases): when its
+	// deadline passes without a renewal (Init.Renew) the init freezes every spawned
+	// process, or kills them where it cannot freeze, and refuses spawns until it is
+	// renewed. False (the default) is no lease: nothing is ever frozen.
+	Lease bool `json:"lease,omitempty"`
+	// LeaseUntil is the lease's first deadline, in nanoseconds of CLOCK_BOOTTIME
+	// (Now). Zero, or a time already past, starts the sandbox fenced: nothing runs
+	// until a renewal.
+	LeaseUntil int64 `json:"lease_until,omitempty"`
+	// Freeze, with Lease, is the host directory of the cgroup2 group every spawned
+	// process runs below: each spawn must then name its group (SpawnRequest.Cgroup),
+	// below Freeze, and Cgroup, the init's own, must lie outside it. The init freezes
+	// that group (cgroup.freeze) when the lease runs out. Empty, or where the kernel
+	// has no cgroup.freeze, the init kills every process of the sandbox instead.
+	Freeze string `json:"-"`
 }
 
 // IDRange is a contiguous range of host uids and gids that a user namespace maps ids
@@ -103,6 +120,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: unknown network %q", ErrInvalidConfig, c.Network)
 	case c.UID < 0 || c.GID < 0:
 		return c, fmt.Errorf("%w: negative uid or gid", ErrInvalidConfig)
+	}
+	switch {
+	case !c.Lease && (c.Freeze != "" || c.LeaseUntil != 0):
+		return c, fmt.Errorf("%w: freeze and lease_until need a lease", ErrInvalidConfig)
+	case c.Freeze != "" && (!path.IsAbs(c.Freeze) || c.Cgroup == ""):
+		return c, fmt.Errorf("%w: freeze must be an absolute path, with cgroup set", ErrInvalidConfig)
+	case c.Freeze != "" && strings.HasPrefix(path.Clean(c.Cgroup)+"/", path.Clean(c.Freeze)+"/"):
+		return c, fmt.Errorf("%w: the init's cgroup must lie outside the freeze group", ErrInvalidConfig)
 	}
 	if c.UserNS != nil {
 		r := *c.UserNS // the caller's value stays the caller's

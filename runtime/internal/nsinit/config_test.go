@@ -27,6 +27,15 @@ func TestConfigDefaults(t *testing.T) {
 		{"userns past the last id", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1 << 31, HostGID: 1, Size: 1 << 31}}, true},
 		{"uid outside the userns", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 1, Size: 10}, UID: 10}, true},
 		{"gid outside the userns", Config{ID: "a", Workspace: "/w", UserNS: &IDRange{HostUID: 1, HostGID: 1, Size: 10}, GID: 10}, true},
+		{"lease", Config{ID: "a", Workspace: "/w", Lease: true, LeaseUntil: 5}, false},
+		{"lease with freeze", Config{ID: "a", Workspace: "/w", Lease: true, Cgroup: "/cg/home", Freeze: "/cg/trees"}, false},
+		{"lease_until without a lease", Config{ID: "a", Workspace: "/w", LeaseUntil: 5}, true},
+		{"freeze without a lease", Config{ID: "a", Workspace: "/w", Cgroup: "/cg/home", Freeze: "/cg/trees"}, true},
+		{"freeze without cgroup", Config{ID: "a", Workspace: "/w", Lease: true, Freeze: "/cg/trees"}, true},
+		{"relative freeze", Config{ID: "a", Workspace: "/w", Lease: true, Cgroup: "/cg/home", Freeze: "cg/trees"}, true},
+		{"init inside the freeze group", Config{ID: "a", Workspace: "/w", Lease: true, Cgroup: "/cg/trees/home", Freeze: "/cg/trees/"}, true},
+		{"init is the freeze group", Config{ID: "a", Workspace: "/w", Lease: true, Cgroup: "/cg", Freeze: "/cg"}, true},
+		{"freeze is a sibling with a common prefix", Config{ID: "a", Workspace: "/w", Lease: true, Cgroup: "/cg/trees2", Freeze: "/cg/trees"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

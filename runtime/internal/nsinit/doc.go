@@ -13,6 +13,7 @@
 //   - [Init.Spawn] starts a process inside with pipes or a PTY slave as its stdio, in
 //     a new process group or session; [Child] gives its inner and host pids, Wait and
 //     Signal (to its process group).
+//   - [Init.Renew] extends the lease of an init started with one (see Leases).
 //   - [Init.Close] ends the sandbox: everything inside is killed, setsid daemons too.
 //
 // # The sandbox
@@ -68,22 +69,53 @@
 //  3. When its control socket closes (Close, or the server's end closing as it dies),
 //     or on SIGTERM, SIGINT or SIGHUP, it kills everything inside and exits.
 //
+// # Leases
+//
+// A server that is stopped (a long GC pause, SIGSTOP, a stalled VM) cannot stop its
+// sandboxes when its cluster lease runs out, so with [Config].Lease each init holds the
+// lease's deadline itself:
+//
+//  1. The deadline is an absolute time of CLOCK_BOOTTIME ([Now]), which every process
+//     of the host reads alike and which, unlike CLOCK_MONOTONIC, runs on through a
+//     suspend: a host waking from one finds the lease over, as its peers saw it.
+//  2. The init arms a timerfd on that clock at the deadline. When it fires with no
+//     renewal since, the init freezes [Config].Freeze (cgroup.freeze), the group
+//     every spawn's group lies below, so every process of the sandbox stops, setsid
+//     daemons too, while the init, outside it, keeps running to hear a renewal. Where
+//     there is no freezer (no Freeze, or a kernel before 5.2) it kills every process
+//     of the sandbox instead. It logs which on stderr.
+//  3. [Init.Renew] moves the deadline on. It never blocks: it records the deadline and
+//     wakes the Init's sender goroutine, which sends the latest one in a small frame;
+//     renewals made meanwhile coalesce. A renewal that reaches a fenced init with its
+//     deadline still ahead thaws the sandbox.
+//  4. While fenced the init refuses spawns (ErrLeaseExpired). Each spawn frame also
+//     carries the client's latest deadline, so a spawn never fails for a renewal still
+//     queued behind it. The init checks the lease and forks under one lock, the one the
+//     timer takes to freeze: it enters the spawn's group (below the freeze group) for
+//     the fork, and must never be frozen there. A sandbox started with its deadline
+//     past is frozen (empty) at once and runs nothing until renewed.
+//
+// The timer fired within a few milliseconds of the deadline in the tests (under -race
+// on a loaded 2-core VM). A frozen process can still be killed (SIGKILL, cgroup.kill):
+// Close and the runtime's kills end a frozen sandbox as any other.
+//
 // # Protocol
 //
 // The server and the init talk over a SOCK_SEQPACKET socketpair (the init's end is its
 // fd 3). Each frame is one datagram holding one JSON object with an "op" and an "id";
 // a frame is at most 128 KiB. fds travel as SCM_RIGHTS on the frame they belong to.
 //
-//	server → init  config   {config}                      first frame; with UserNS
+//	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)
 //	init → server  ready                                   setup done; or error {err, errno}
-//	server → init  spawn    {id, argv, env, dir, tty, session} + 3 fds (stdin, stdout,
-//	                        stderr) or 1 fd (a PTY slave, with tty set)
+//	server → init  spawn    {id, argv, env, dir, tty, session, lease} + 3 fds (stdin,
+//	                        stdout, stderr) or 1 fd (a PTY slave, with tty set)
 //	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
 //	                        pidfd (SCM_RIGHTS); or error
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
 //	init → server  exit     {id, code, signal}            id: the spawn's id; once
+//	server → init  lease    {lease}                       the new deadline; no reply
 //
 // The started frame carries the process in SCM_CREDENTIALS (the init, with
 // CAP_SYS_ADMIN, may name another process): the kernel translates the pid into the

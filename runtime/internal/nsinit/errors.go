@@ -22,6 +22,9 @@ var (
 	// ErrNoUserNS is returned by UserNSSupported when a sandbox cannot have its own
 	// user namespace here; the message says why.
 	ErrNoUserNS = errors.New("nsinit: user namespaces are not available")
+	// ErrLeaseExpired is returned by Spawn when the init's lease (Config.Lease) has run
+	// out: the sandbox is fenced until Renew gives it a deadline in the future.
+	ErrLeaseExpired = errors.New("nsinit: lease expired")
 	// ErrProtocol is returned when the other end sent a frame that breaks the protocol.
 	ErrProtocol = errors.New("nsinit: protocol error")
 )

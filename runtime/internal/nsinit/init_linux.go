@@ -53,8 +53,10 @@ type initProc struct {
 	cfg  Config
 	jobs chan spawnJob
 	home *os.File // the init's own cgroup.procs (Config.Cgroup), or nil
-	uid  uint32   // the init's own ids, for SCM_CREDENTIALS
-	gid  uint32
+	// lease is the lease the init holds (Config.Lease), or nil. Set by setup.
+	lease *initLease
+	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
+	gid   uint32
 
 	mu   sync.Mutex
 	kids map[int]kid
@@ -130,6 +132,15 @@ func (ip *initProc) setup() error {
 	if fr.Home {
 		ip.home = os.NewFile(homeFD, "cgroup.procs")
 	}
+	if ip.cfg.Lease {
+		freeze := -1
+		if fr.FreezeFD > ctlFD {
+			freeze = fr.FreezeFD
+		}
+		if ip.lease, err = newInitLease(ip.cfg.ID, freeze, ip.cfg.LeaseUntil); err != nil {
+			return err
+		}
+	}
 	if err := setupRoot(ip.cfg, fds); err != nil {
 		return err
 	}
@@ -163,6 +174,11 @@ func (ip *initProc) readLoop(done chan<- int) {
 		case opSignal:
 			closeFDs(fds)
 			ip.signal(fr)
+		case opLease:
+			closeFDs(fds)
+			if ip.lease != nil {
+				ip.lease.renew(fr.Lease)
+			}
 		default:
 			closeFDs(fds)
 			_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("%w: unknown op %q", ErrProtocol, fr.Op)), nil, nil)

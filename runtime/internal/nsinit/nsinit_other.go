@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"syscall"
+	"time"
 )
 
 // IsInit reports whether this process was started by Start to be a sandbox's init;
@@ -23,6 +24,16 @@ func Start(ctx context.Context, cfg Config) (*Init, error) { return nil, ErrUnsu
 
 // PID returns 0.
 func (in *Init) PID() int { return 0 }
+
+// Renew does nothing.
+func (in *Init) Renew(until int64) {}
+
+// clockBase anchors Now outside Linux, where no init shares the clock.
+var clockBase = time.Now()
+
+// Now returns the lease clock: outside Linux, the monotonic time since the process
+// started, in nanoseconds (no init reads it).
+func Now() int64 { return int64(time.Since(clockBase)) }
 
 // Spawn returns ErrUnsupported.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {

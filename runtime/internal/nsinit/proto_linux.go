@@ -22,6 +22,7 @@ const (
 	opOK      = "ok"      // init → client: the signal was sent
 	opError   = "error"   // init → client: a request (or the setup) failed
 	opExit    = "exit"    // init → client: a spawned process ended
+	opLease   = "lease"   // client → init: the lease's new deadline; no reply
 )
 
 // maxFrame bounds one frame. A SOCK_SEQPACKET message must fit in the sender's socket
@@ -43,7 +44,12 @@ type frame struct {
 	Extra   int      `json:"extra,omitempty"`  // spawn: fds after the stdio, for fds 3...
 	Cgroup  bool     `json:"cgroup,omitempty"` // spawn: the last fd is a cgroup.procs to start in
 	// Home (config) says the init's fd 4 is its own group's cgroup.procs.
-	Home   bool   `json:"home,omitempty"`
+	Home bool `json:"home,omitempty"`
+	// FreezeFD (config) is the init's fd of the freeze group's cgroup.freeze, or 0.
+	FreezeFD int `json:"freeze_fd,omitempty"`
+	// Lease (lease, spawn) is the lease's deadline as the client knows it, in
+	// nanoseconds of CLOCK_BOOTTIME: the init extends its own to it first.
+	Lease  int64  `json:"lease,omitempty"`
 	PID    int    `json:"pid,omitempty"`
 	Sig    int    `json:"sig,omitempty"`
 	Code   int    `json:"code,omitempty"`

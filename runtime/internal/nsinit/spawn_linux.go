@@ -96,7 +96,12 @@ func (ip *initProc) spawn(j spawnJob) {
 	attr.Sys.PidFD = &pidfd
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
+	if err := ip.lease.hold(fr.Lease); err != nil {
+		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
+		return
+	}
 	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	ip.lease.release()
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
@@ -122,7 +127,8 @@ func (ip *initProc) spawn(j spawnJob) {
 
 // forkIn forks and execs the process, in the cgroup the request names if any: the
 // init enters that group for the fork, so the child starts there, and returns to its
-// own group at once. (clone3 into a cgroup would need no move, but the seccomp filter
+// own group at once. With a lease the caller holds it (initLease.hold), so the group
+// cannot be frozen meanwhile with the init inside. (clone3 into a cgroup would need no move, but the seccomp filter
 // every spawn inherits from this thread refuses clone3, whose flags it cannot see.)
 func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
 	if !j.fr.Cgroup {
@@ -156,6 +162,10 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 	}
 	if len(fr.Argv) == 0 || fr.Extra < 0 || len(fds) != want {
 		return nil, "", fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
+	}
+	if !fr.Cgroup && ip.lease != nil && ip.lease.freeze >= 0 {
+		// It would run in the init's own group, which the lease does not freeze.
+		return nil, "", fmt.Errorf("%w: a sandbox with a freeze group needs a cgroup for every spawn", ErrInvalidRequest)
 	}
 	env := fr.Env
 	if env == nil {

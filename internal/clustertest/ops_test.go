@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
@@ -27,15 +26,15 @@ const opTimeout = 20 * time.Second
 // client drives one sandbox's session, event log and message queue through the nodes
 // of a cluster and records every operation in rec. Safe for concurrent use.
 type client struct {
-	t   *testing.T
 	c   *clustertest.Cluster
 	rec *linearize.Recorder
 	sb  string // the sandbox
 	ss  string // its session
 
-	next   atomic.Uint64 // round robin over the nodes, and the source of unique tokens
-	mu     sync.Mutex
-	errors []string // answers a correct cluster never gives (a 4xx to a valid request)
+	next     atomic.Uint64   // round robin over the nodes, and the source of unique tokens
+	outcomes [3]atomic.Int64 // operations by outcome
+	mu       sync.Mutex
+	errors   []string // answers a correct cluster never gives (a 4xx to a valid request)
 }
 
 func (cl *client) envKey() string    { return "env/" + cl.sb + "/" + cl.ss + "/X" }
@@ -100,8 +99,9 @@ func (cl *client) fail(format string, args ...any) {
 	cl.errors = append(cl.errors, fmt.Sprintf(format, args...))
 }
 
-// finish records op's outcome: out when done.
-func finish(op *linearize.Op, o outcome, out any) {
+// finish records op's outcome (out when done) and counts it.
+func (cl *client) finish(op *linearize.Op, o outcome, out any) {
+	cl.outcomes[o].Add(1)
 	switch o {
 	case done:
 		op.Return(out)
@@ -138,17 +138,19 @@ func (cl *client) exec(n *clustertest.Node, command string) (execResult, outcome
 }
 
 // set writes the session's variable X with export.
-func (cl *client) set(n *clustertest.Node, v string) {
+func (cl *client) set(n *clustertest.Node, v string) bool {
 	op := cl.rec.Call(cl.envKey(), linearize.SetVar{Value: v})
 	_, o := cl.exec(n, "export X="+v)
-	finish(op, o, nil)
+	cl.finish(op, o, nil)
+	return o == done
 }
 
 // cd changes the session's directory to dir, one that exists in every sandbox.
-func (cl *client) cd(n *clustertest.Node, dir string) {
+func (cl *client) cd(n *clustertest.Node, dir string) bool {
 	op := cl.rec.Call(cl.cwdKey(), linearize.SetVar{Value: dir})
 	_, o := cl.exec(n, "cd "+dir)
-	finish(op, o, nil)
+	cl.finish(op, o, nil)
+	return o == done
 }
 
 // look reads the session's directory and variable X in one command.
@@ -162,17 +164,18 @@ func (cl *client) look(n *clustertest.Node) (cwd, x string, ok bool) {
 		o = unknown
 	}
 	if o != done {
-		cwdOp.Unknown()
-		envOp.Unknown()
+		cl.finish(cwdOp, o, nil)
+		cl.finish(envOp, o, nil)
 		return "", "", false
 	}
-	cwdOp.Return(linearize.Got{Value: lines[0]})
-	envOp.Return(linearize.Got{Value: lines[1]})
+	cl.finish(cwdOp, o, linearize.Got{Value: lines[0]})
+	cl.finish(envOp, o, linearize.Got{Value: lines[1]})
 	return lines[0], lines[1], true
 }
 
-// append appends an agent.lin event whose data carries a fresh token.
-func (cl *client) append(n *clustertest.Node) {
+// append appends an agent.lin event whose data carries a fresh token; true when
+// the append was acknowledged.
+func (cl *client) append(n *clustertest.Node) bool {
 	tok := cl.token("e")
 	op := cl.rec.Call(cl.eventsKey(), linearize.Append{Type: "agent.lin", Data: tok})
 	resp, o := cl.do(n, "POST", "/v1/sandboxes/"+cl.sb+"/events", map[string]any{"type": "agent.lin", "data": map[string]string{"k": tok}}, http.StatusCreated)
@@ -180,7 +183,8 @@ func (cl *client) append(n *clustertest.Node) {
 	if o == done && json.Unmarshal(resp.Body, &out) != nil {
 		o = unknown
 	}
-	finish(op, o, linearize.Appended{Seq: out.Seq})
+	cl.finish(op, o, linearize.Appended{Seq: out.Seq})
+	return o == done
 }
 
 // wireEvent is an event as the API renders it.
@@ -219,24 +223,25 @@ func (cl *client) read(n *clustertest.Node, since uint64) []wireEvent {
 	for _, e := range out.Events {
 		evs = append(evs, e.event())
 	}
-	finish(op, o, linearize.LogRead{Events: evs})
+	cl.finish(op, o, linearize.LogRead{Events: evs})
 	return out.Events
 }
 
 // stream follows the event stream through n from since until ctx ends or the stream
 // breaks, and records what it saw as one read that claims nothing past its last
-// event. It returns the last seq seen (since when none).
-func (cl *client) stream(ctx context.Context, n *clustertest.Node, since uint64) uint64 {
+// event. It returns the last seq seen (since when none), and false when the stream
+// could not be opened.
+func (cl *client) stream(ctx context.Context, n *clustertest.Node, since uint64) (uint64, bool) {
 	op := cl.rec.Call(cl.eventsKey(), linearize.ReadLog{Since: since})
 	resp, err := n.Open(ctx, "GET", fmt.Sprintf("/v1/sandboxes/%s/events/stream?since=%d", cl.sb, since), nil)
 	if err != nil {
 		op.Discard()
-		return since
+		return since, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		op.Discard()
-		return since
+		return since, false
 	}
 	var evs []linearize.Event
 	sc := bufio.NewScanner(resp.Body)
@@ -254,5 +259,5 @@ func (cl *client) stream(ctx context.Context, n *clustertest.Node, since uint64)
 		since = e.Seq
 	}
 	op.Return(linearize.LogRead{Events: evs})
-	return since
+	return since, true
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/sandgate/sandgate/internal/linearize"
 )
 
-// post queues a message whose data carries a fresh token.
-func (cl *client) post(n *clustertest.Node) {
+// post queues a message whose data carries a fresh token; true when the post was
+// acknowledged.
+func (cl *client) post(n *clustertest.Node) bool {
 	tok := cl.token("m")
 	op := cl.rec.Call(cl.queueKey(), linearize.Post{Data: tok})
 	resp, o := cl.do(n, "POST", "/v1/sandboxes/"+cl.sb+"/messages", map[string]any{"data": map[string]string{"k": tok}}, http.StatusCreated)
@@ -20,7 +21,8 @@ func (cl *client) post(n *clustertest.Node) {
 	if o == done && (json.Unmarshal(resp.Body, &out) != nil || out.ID == "") {
 		o = unknown
 	}
-	finish(op, o, linearize.Posted{ID: out.ID})
+	cl.finish(op, o, linearize.Posted{ID: out.ID})
+	return o == done
 }
 
 // take takes up to max messages, hidden for vis, long-polling up to wait; it returns
@@ -47,7 +49,7 @@ func (cl *client) take(n *clustertest.Node, max int, vis, wait time.Duration) []
 		msgs = append(msgs, linearize.Msg{ID: m.ID, Data: d.K, Attempts: m.Attempts})
 		ids = append(ids, m.ID)
 	}
-	finish(op, o, linearize.Taken{Messages: msgs})
+	cl.finish(op, o, linearize.Taken{Messages: msgs})
 	if o != done {
 		return nil
 	}
@@ -67,7 +69,7 @@ func (cl *client) ack(n *clustertest.Node, ids []string) {
 				o = unknown
 			}
 		}
-		finish(op, o, linearize.Acked{N: acked})
+		cl.finish(op, o, linearize.Acked{N: acked})
 		return
 	}
 	resp, o := cl.do(n, "POST", "/v1/sandboxes/"+cl.sb+"/messages/ack", map[string]any{"ids": ids}, http.StatusOK)
@@ -75,5 +77,5 @@ func (cl *client) ack(n *clustertest.Node, ids []string) {
 	if o == done && json.Unmarshal(resp.Body, &out) != nil {
 		o = unknown
 	}
-	finish(op, o, linearize.Acked{N: out.Acked})
+	cl.finish(op, o, linearize.Acked{N: out.Acked})
 }

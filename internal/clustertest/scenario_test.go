@@ -10,29 +10,40 @@ import (
 	"github.com/sandgate/sandgate/internal/clustertest"
 )
 
-// The client workload of the failover scenario against one node that is killed with
-// SIGKILL and restarted on its data: every acknowledged write survives, and the whole
-// history (session env and cwd, event log, message queue, event stream) is
-// linearizable.
-func TestLinearizableAcrossKill(t *testing.T) {
-	c := startOne(t)
-	n := c.Nodes[0]
-	cl := setup(t, c, n, n, "lin1")
-	stop := cl.follow()
-	defer stop()
-	cl.startPhase(10, 2*time.Minute).wait(t)
+// The client workload of the failover scenario against one node that is stopped
+// (SIGKILL, or SIGTERM) and started again on its data: every acknowledged write
+// survives, and the whole history (session env and cwd, event log, message queue,
+// event stream) is linearizable.
+func TestLinearizableAcrossRestart(t *testing.T) {
+	tests := []struct {
+		name string
+		stop func(*clustertest.Node, *testing.T)
+	}{
+		{"SIGKILL", func(n *clustertest.Node, t *testing.T) { n.Kill(t) }},
+		{"SIGTERM", func(n *clustertest.Node, t *testing.T) { n.Stop(t) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startOne(t)
+			n := c.Nodes[0]
+			cl := setup(t, c, n, n, "lin1")
+			stop := cl.follow()
+			defer stop()
+			cl.startPhase(10, 2*time.Minute).wait(t)
 
-	p := cl.startPhase(20, 3*time.Minute)
-	n.Kill(t)
-	killed := time.Now()
-	n.Restart(t)
-	waitSandbox(t, cl, "", 60*time.Second)
-	t.Logf("killed and restarted: the sandbox answered again after %v", time.Since(killed).Round(time.Millisecond))
-	p.wait(t)
+			p := cl.startPhase(20, 3*time.Minute)
+			tc.stop(n, t)
+			stopped := time.Now()
+			n.Restart(t)
+			waitSandbox(t, cl, "", 60*time.Second)
+			t.Logf("stopped and restarted: the sandbox answered again after %v", time.Since(stopped).Round(time.Millisecond))
+			p.wait(t)
 
-	stop()
-	cl.drain(t)
-	cl.check(t)
+			stop()
+			cl.drain(t)
+			cl.check(t)
+		})
+	}
 }
 
 // The failover scenario on three nodes: create through A, work through B and C, kill
@@ -79,6 +90,29 @@ func TestFailover(t *testing.T) {
 	t.Logf("leader %s killed: control writes resumed after %v", leader.ID, time.Since(killed).Round(time.Millisecond))
 	p.wait(t)
 
+	stop()
+	cl.drain(t)
+	cl.check(t)
+}
+
+// Every node restarted in turn (SIGTERM, then the same id, ports and data) under
+// load: no request gets a wrong answer and the history stays linearizable.
+func TestRollingRestart(t *testing.T) {
+	c := clustertest.Start(t, &clustertest.Config{Nodes: 3})
+	cl := setup(t, c, c.Nodes[0], c.Nodes[1], "roll1")
+	stop := cl.follow()
+	defer stop()
+	p := cl.startPhase(30, 5*time.Minute)
+	for _, n := range c.Nodes {
+		n.Restart(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err := c.WaitMembers(ctx, n, 3)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.wait(t)
 	stop()
 	cl.drain(t)
 	cl.check(t)

@@ -25,7 +25,7 @@ var dirs = []string{"/usr", "/etc", "/tmp", "/usr/bin", "/usr/share", "/usr/lib"
 // client for them.
 func setup(t *testing.T, c *clustertest.Cluster, a, b *clustertest.Node, sb string) *client {
 	t.Helper()
-	cl := &client{t: t, c: c, rec: linearize.NewRecorder(nil), sb: sb, ss: "s1"}
+	cl := &client{c: c, rec: linearize.NewRecorder(nil), sb: sb, ss: "s1"}
 	if _, o := cl.do(a, "POST", "/v1/sandboxes", map[string]string{"id": sb}, http.StatusCreated); o != done {
 		t.Fatalf("failed to create sandbox %s through %s: %v", sb, a.ID, cl.errors)
 	}
@@ -51,16 +51,14 @@ func (cl *client) workers() []worker {
 	return []worker{
 		{"session writer", func(i int) bool {
 			if i%2 == 0 {
-				cl.set(cl.node(), cl.token("v"))
-			} else {
-				cl.cd(cl.node(), dirs[i%len(dirs)])
+				return cl.set(cl.node(), cl.token("v"))
 			}
-			return true
+			return cl.cd(cl.node(), dirs[i%len(dirs)])
 		}},
 		{"session reader", func(int) bool { _, _, ok := cl.look(cl.node()); return ok }},
-		{"appender", func(int) bool { cl.append(cl.node()); return true }},
+		{"appender", func(int) bool { return cl.append(cl.node()) }},
 		{"log reader", func(i int) bool { return cl.read(cl.node(), uint64(i%3)) != nil }},
-		{"producer", func(int) bool { cl.post(cl.node()); return true }},
+		{"producer", func(int) bool { return cl.post(cl.node()) }},
 		{"consumer", func(i int) bool {
 			ids := cl.take(cl.node(), 5, visibility, 0)
 			if ids == nil {
@@ -120,13 +118,15 @@ func (cl *client) follow() (stop func()) {
 		var last uint64
 		for ctx.Err() == nil {
 			n := cl.node()
-			if n == nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
+			ok := false
+			if n != nil {
+				sctx, scancel := context.WithTimeout(ctx, 3*time.Second) // each stream is one read: end it now and then
+				last, ok = cl.stream(sctx, n, last)
+				scancel()
 			}
-			sctx, scancel := context.WithTimeout(ctx, 3*time.Second) // each stream is one read: end it now and then
-			last = cl.stream(sctx, n, last)
-			scancel()
+			if !ok {
+				time.Sleep(50 * time.Millisecond) // back off while nodes are down: nothing to wait on
+			}
 		}
 	})
 	return func() { cancel(); wg.Wait() }
@@ -179,5 +179,6 @@ func (cl *client) check(t *testing.T) {
 	} else {
 		_ = os.RemoveAll(dir)
 	}
-	t.Logf("%d operations recorded on %v", cl.rec.Len(), cl.rec.Keys())
+	t.Logf("%d operations recorded on %v: %d answered, %d refused, %d with an unknown outcome",
+		cl.rec.Len(), cl.rec.Keys(), cl.outcomes[done].Load(), cl.outcomes[refused].Load(), cl.outcomes[unknown].Load())
 }

@@ -35,8 +35,17 @@ func TestSingleNode(t *testing.T) {
 		t.Fatalf("node %+v running=%t pid=%d", n, n.Running(), n.PID())
 	}
 	info, err := c.Info(reqCtx(t), n)
-	if err != nil || info.Node != "n1" {
+	if err != nil || info.Node != "n1" || info.Leader != "n1" || len(info.Members) != 1 ||
+		info.Members[0].HTTPAddr != n.HTTPAddr || info.Members[0].RaftAddr != n.RaftAddr {
 		t.Fatalf("cluster info %+v %v", info, err)
+	}
+	if err := c.WaitMembers(reqCtx(t), n, 1); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := c.WaitMembers(short, n, 2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitMembers for 2 of 1 = %v", err)
 	}
 	must(t, n, "POST", "/v1/sandboxes", map[string]string{"id": "keep"}, http.StatusCreated, nil)
 	var posted struct{ Seq uint64 }

@@ -14,9 +14,12 @@ const maxBody = 16 << 20
 
 // Response is an API answer read whole by Node.Do.
 type Response struct {
+	// Status is the HTTP status code.
 	Status int
+	// Header holds the response headers (Retry-After, say).
 	Header http.Header
-	Body   []byte
+	// Body is the whole body, up to 16 MiB.
+	Body []byte
 }
 
 // JSON decodes the body into v when the status is want, and otherwise returns an

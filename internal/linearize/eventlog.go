@@ -51,13 +51,23 @@ func (Append) read() bool             { return false }
 func (ReadLog) model() modelKind      { return kindLog }
 func (ReadLog) outputOK(out any) bool { _, ok := out.(LogRead); return ok }
 func (ReadLog) read() bool            { return true }
-func (a Append) String() string       { return fmt.Sprintf("append(%s %s)", a.Type, a.Data) }
-func (r ReadLog) String() string      { return fmt.Sprintf("read(since %d, limit %d)", r.Since, r.Limit) }
-func (a Appended) String() string     { return fmt.Sprintf("seq %d", a.Seq) }
-func (e Event) String() string        { return fmt.Sprintf("%d:%s %s", e.Seq, e.Type, e.Data) }
-func (r LogRead) String() string      { return fmt.Sprintf("%v", r.Events) }
 func (e Event) id() string            { return e.Type + "\x00" + e.Data }
 func (a Append) id() string           { return a.Type + "\x00" + a.Data }
+
+// String describes the append for porcupine's visualization.
+func (a Append) String() string { return fmt.Sprintf("append(%s %s)", a.Type, a.Data) }
+
+// String describes the read for porcupine's visualization.
+func (r ReadLog) String() string { return fmt.Sprintf("read(since %d, limit %d)", r.Since, r.Limit) }
+
+// String describes the append's result for porcupine's visualization.
+func (a Appended) String() string { return fmt.Sprintf("seq %d", a.Seq) }
+
+// String describes the entry for porcupine's visualization.
+func (e Event) String() string { return fmt.Sprintf("%d:%s %s", e.Seq, e.Type, e.Data) }
+
+// String describes the entries read for porcupine's visualization.
+func (r LogRead) String() string { return fmt.Sprintf("%v", r.Events) }
 
 // logState is what the history so far has established about a log. It is never
 // modified once made: a step returns a new one.

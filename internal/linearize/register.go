@@ -27,9 +27,15 @@ func (SetVar) read() bool            { return false }
 func (GetVar) model() modelKind      { return kindRegister }
 func (GetVar) outputOK(out any) bool { _, ok := out.(Got); return ok }
 func (GetVar) read() bool            { return true }
-func (s SetVar) String() string      { return "set(" + strconv.Quote(s.Value) + ")" }
-func (GetVar) String() string        { return "get()" }
-func (g Got) String() string         { return strconv.Quote(g.Value) }
+
+// String describes the set for porcupine's visualization.
+func (s SetVar) String() string { return "set(" + strconv.Quote(s.Value) + ")" }
+
+// String describes the get for porcupine's visualization.
+func (GetVar) String() string { return "get()" }
+
+// String describes the value read for porcupine's visualization.
+func (g Got) String() string { return strconv.Quote(g.Value) }
 
 // registerModel is a string register, initially "". A set with an unknown outcome
 // leaves either value, so the model is nondeterministic: its state is the set of

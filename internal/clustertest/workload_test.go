@@ -33,8 +33,9 @@ func setup(t *testing.T, c *clustertest.Cluster, a, b *clustertest.Node, sb stri
 		t.Fatalf("failed to create session %s through %s: %v", cl.ss, b.ID, cl.errors)
 	}
 	// The registers start empty in the model: give them values before anyone reads.
-	cl.cd(b, dirs[0])
-	cl.set(b, "v0")
+	if !cl.cd(b, dirs[0]) || !cl.set(b, "v0") {
+		t.Fatalf("failed to set the session's first directory and variable through %s: %v", b.ID, cl.errors)
+	}
 	return cl
 }
 

@@ -40,7 +40,8 @@ func (r *Response) JSON(want int, v any) error {
 // Do sends an API request to n with the cluster's token and reads the answer whole.
 // body nil sends none; a []byte or string is sent as it is; anything else as JSON.
 // The error is a transport error (connection refused, ctx done): any HTTP status is a
-// Response.
+// Response. Each request has a connection of its own, so an error wrapping
+// syscall.ECONNREFUSED means the request reached no server.
 func (n *Node) Do(ctx context.Context, method, path string, body any) (*Response, error) {
 	resp, err := n.Open(ctx, method, path, body)
 	if err != nil {

@@ -63,7 +63,11 @@ func start(tb testing.TB, cfg *Config) (*Cluster, error) {
 	tb.Helper()
 	c := &Cluster{tb: tb, cfg: withDefaults(cfg)}
 	c.Token = c.cfg.Token
-	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	// A connection per request: net/http retries a GET on a reused connection that
+	// broke after the request was written, and the retry's "connection refused" (the
+	// node died) would hide that the first attempt reached the server. Tests tell
+	// "surely not applied" from "maybe applied" by that error.
+	tr := &http.Transport{DisableKeepAlives: true}
 	c.client = &http.Client{Transport: tr}
 	tb.Cleanup(tr.CloseIdleConnections) // registered first: runs after the nodes stop
 	Binary(tb)

@@ -19,7 +19,7 @@ func TestLostStateDetected(t *testing.T) {
 	c := startOne(t)
 	n := c.Nodes[0]
 	cl := setup(t, c, n, n, "lost1")
-	cl.startPhase(5, 2*time.Minute).wait(t)
+	cl.startPhase(t, 5, 2*time.Minute).wait(t)
 
 	n.Kill(t)
 	ents, err := os.ReadDir(n.DataDir)
@@ -39,7 +39,7 @@ func TestLostStateDetected(t *testing.T) {
 		t.Fatalf("failed to create the session again: %v", cl.errors)
 	}
 	cl.look(n) // before anyone writes again: the variable and directory are gone
-	cl.startPhase(3, 2*time.Minute).wait(t)
+	cl.startPhase(t, 3, 2*time.Minute).wait(t)
 	cl.drain(t)
 
 	err = cl.rec.Check(nil)

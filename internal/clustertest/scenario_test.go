@@ -29,9 +29,9 @@ func TestLinearizableAcrossRestart(t *testing.T) {
 			cl := setup(t, c, n, n, "lin1")
 			stop := cl.follow()
 			defer stop()
-			cl.startPhase(10, 2*time.Minute).wait(t)
+			cl.startPhase(t, 10, 2*time.Minute).wait(t)
 
-			p := cl.startPhase(20, 3*time.Minute)
+			p := cl.startPhase(t, 20, 3*time.Minute)
 			tc.stop(n, t)
 			stopped := time.Now()
 			n.Restart(t)
@@ -56,14 +56,14 @@ func TestFailover(t *testing.T) {
 	cl := setup(t, c, a, b, "fail1")
 	stop := cl.follow()
 	defer stop()
-	cl.startPhase(10, 2*time.Minute).wait(t)
+	cl.startPhase(t, 10, 2*time.Minute).wait(t)
 
 	// Kill the sandbox's owner.
 	owner := c.Node(sandboxNode(t, cl))
 	if owner == nil {
 		t.Fatalf("the sandbox's node is not one of %v", c.Nodes)
 	}
-	p := cl.startPhase(20, 3*time.Minute)
+	p := cl.startPhase(t, 20, 3*time.Minute)
 	owner.Kill(t)
 	killed := time.Now()
 	moved := waitSandbox(t, cl, owner.ID, 60*time.Second)
@@ -83,7 +83,7 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("no leader: %+v %v", info, err)
 	}
 	leader := c.Node(info.Leader)
-	p = cl.startPhase(20, 3*time.Minute)
+	p = cl.startPhase(t, 20, 3*time.Minute)
 	leader.Kill(t)
 	killed = time.Now()
 	waitControlWrite(t, cl, 60*time.Second)
@@ -102,7 +102,7 @@ func TestRollingRestart(t *testing.T) {
 	cl := setup(t, c, c.Nodes[0], c.Nodes[1], "roll1")
 	stop := cl.follow()
 	defer stop()
-	p := cl.startPhase(30, 5*time.Minute)
+	p := cl.startPhase(t, 30, 5*time.Minute)
 	for _, n := range c.Nodes {
 		n.Restart(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -75,18 +75,26 @@ func (cl *client) workers() []worker {
 
 // phase runs every worker until each has completed quota operations answered as
 // asked, or until limit passes, which fails t: a cluster that answers nothing for so
-// long is broken even if nothing it said was wrong.
+// long is broken even if nothing it said was wrong. A test that ends first (a Fatal)
+// stops the workers before its nodes are killed.
 type phase struct {
 	wg      sync.WaitGroup
+	stop    chan struct{}
+	once    sync.Once
 	stalled atomic.Value // name of a worker that ran out of time
 }
 
-func (cl *client) startPhase(quota int, limit time.Duration) *phase {
-	p := &phase{}
+func (cl *client) startPhase(t *testing.T, quota int, limit time.Duration) *phase {
+	p := &phase{stop: make(chan struct{})}
 	deadline := time.Now().Add(limit)
 	for _, w := range cl.workers() {
 		p.wg.Go(func() {
 			for i, ok := 0, 0; ok < quota; i++ {
+				select {
+				case <-p.stop:
+					return
+				default:
+				}
 				if time.Now().After(deadline) {
 					p.stalled.Store(w.name)
 					return
@@ -99,7 +107,14 @@ func (cl *client) startPhase(quota int, limit time.Duration) *phase {
 			}
 		})
 	}
+	t.Cleanup(p.end)
 	return p
+}
+
+// end stops the workers and waits for them.
+func (p *phase) end() {
+	p.once.Do(func() { close(p.stop) })
+	p.wg.Wait()
 }
 
 func (p *phase) wait(t *testing.T) {

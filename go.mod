@@ -3,6 +3,7 @@ module github.com/sandgate/sandgate
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
 	github.com/hashicorp/go-hclog v1.6.3

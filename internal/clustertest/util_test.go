@@ -1,0 +1,5 @@
+package clustertest
+
+import "strconv"
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

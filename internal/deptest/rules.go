@@ -8,11 +8,12 @@ package deptest
 func Layer(name string) Rules {
 	r := Rules{
 		Forbidden: map[string]string{
-			Ours + "internal/leakcheck": "test-only helper",
-			Ours + "internal/deptest":   "test-only helper",
-			Ours + "gateway":            "only cmd may import gateway",
-			Ours + "cmd/":               "nothing imports cmd",
-			Ours + "examples/":          "nothing imports examples",
+			Ours + "internal/leakcheck":   "test-only helper",
+			Ours + "internal/deptest":     "test-only helper",
+			Ours + "internal/clustertest": "test-only helper",
+			Ours + "gateway":              "only cmd may import gateway",
+			Ours + "cmd/":                 "nothing imports cmd",
+			Ours + "examples/":            "nothing imports examples",
 		},
 		ForbiddenDirect: map[string]string{},
 		ForbiddenInOurs: map[string]string{

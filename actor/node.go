@@ -31,10 +31,14 @@ type Node struct {
 	runIdx    runIndex // sandboxes that may hold running records (running.go)
 	disks     diskImages
 
-	mu      sync.Mutex // protects following
-	actors  map[string]*sbActor
-	closed  bool
-	closing chan struct{}
+	changes *changeQueue // sandboxes other nodes wrote, to re-index (changed.go)
+
+	mu         sync.Mutex // protects following
+	actors     map[string]*sbActor
+	closed     bool
+	closing    chan struct{}
+	syncing    map[string]bool     // ids whose indexes are being re-read → an activation started meanwhile
+	haltedRuns map[string]struct{} // halted with processes running: their exits are owner_lost (moved.go)
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -58,7 +62,8 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(c.DataDir, "workspaces"), 0o755); err != nil {
 		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
 	}
-	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{})}
+	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
+		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{}}
 	if n.store == nil {
 		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {
@@ -79,6 +84,8 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	n.sweep()             // end what a crash of this node left running
 	n.openDisks()         // then unmount the workspace images it left mounted
 	n.recoverRunning(ctx) // then record those processes as exited
+	n.wg.Add(1)
+	go n.runChanges()
 	return n, nil
 }
 
@@ -150,6 +157,9 @@ func (n *Node) actorFor(id string) (*sbActor, error) {
 			return nil, err // known unreadable: no activation that would fail at once
 		}
 	}
+	if _, ok := n.syncing[id]; ok {
+		n.syncing[id] = true // its indexes are being read: that read may predate this activation
+	}
 	a := newActor(n, id)
 	n.actors[id] = a
 	n.activations.Add(1)
@@ -163,6 +173,9 @@ func (n *Node) forget(a *sbActor) {
 	n.mu.Lock()
 	if n.actors[a.id] == a {
 		delete(n.actors, a.id)
+		if a.resync {
+			n.changes.add(a.id) // other nodes wrote it while it was active here
+		}
 	}
 	n.mu.Unlock()
 }

@@ -143,7 +143,7 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	a.rec = &sandboxRec{
 		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
-		State: StateRunning, Budget: toBudgetRec(decided),
+		State: StateRunning, Budget: toBudgetRec(decided), Node: a.n.cfg.NodeID, Files: spec.Cwd != "",
 	}
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
 	a.msgCount, a.msgDirty = 0, nil

@@ -1,0 +1,111 @@
+package actor
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// twoNodes opens nodes a and b on one BoltStore, as a replicated store shows every
+// node's sandboxes to every node, each with its own data dir (workspaces) and its
+// ownership hooks. b may not run anything until the test says so.
+func twoNodes(t *testing.T, name string) (a, b *testNode, ownA, ownB *ownership) {
+	t.Helper()
+	st := openTestBolt(t)
+	ownA, ownB = &ownership{}, &ownership{}
+	ownB.deny.Store(true)
+	a = newTestNode(t, func(c *Config) { c.NodeID = name + "-a"; c.Storage = st; ownA.config(c) })
+	b = newTestNode(t, func(c *Config) { c.NodeID = name + "-b"; c.Storage = st; ownB.config(c) })
+	return a, b, ownA, ownB
+}
+
+// movedEvents returns the data of sb's sandbox.moved events.
+func movedEvents(t *testing.T, n *testNode, sb string) []map[string]any {
+	t.Helper()
+	evs, err := n.Events(tctx(t), sb, 0, 0)
+	must(t, err)
+	var out []map[string]any
+	for _, e := range evs {
+		if e.Type == "sandbox.moved" {
+			var d map[string]any
+			must(t, json.Unmarshal(e.Data, &d))
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestSandboxMoved moves a sandbox from node a to node b, after a fence (unplanned)
+// or a Deactivate (planned), with and without work that wrote files: b posts
+// sandbox.moved saying what was lost, records processes a ended unseen as owner_lost,
+// and a later activation on b posts nothing more.
+func TestSandboxMoved(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		planned   bool
+		files     bool // run a process that writes a file on a
+		wantLost  []string
+		wantOwner bool // a process.exited with owner_lost
+	}{
+		{name: "fenced", planned: false, files: true, wantLost: []string{"processes", "workspace"}, wantOwner: true},
+		{name: "planned", planned: true, files: true, wantLost: []string{"workspace"}},
+		{name: "planned-no-files", planned: true, files: false, wantLost: []string{}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, b, ownA, ownB := twoNodes(t, "mv"+string(rune('0'+i)))
+			ctx := tctx(t)
+			mustCreate(t, a, "mv")
+			var p runtime.ProcessInfo
+			if tt.files {
+				_, err := a.Exec(ctx, "mv", runtime.ExecOptions{Command: "echo hi > f"})
+				must(t, err)
+				p, err = a.StartProcess(ctx, "mv", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+				must(t, err)
+			}
+			if tt.planned {
+				must(t, a.Deactivate(ctx, "mv"))
+			} else {
+				a.Fence("lease expired")
+				eventually(t, 30*time.Second, "a's activation gone", func() bool { return a.ActiveActors() == 0 })
+			}
+			ownA.deny.Store(true) // the table gives the sandbox to b
+			ownB.deny.Store(false)
+			_, err := b.GetSandbox(ctx, "mv")
+			must(t, err)
+
+			moved := movedEvents(t, b, "mv")
+			if len(moved) != 1 {
+				t.Fatalf("sandbox.moved events: %v", moved)
+			}
+			d := moved[0]
+			var lost []string
+			for _, l := range d["lost"].([]any) {
+				lost = append(lost, l.(string))
+			}
+			if d["from"] != a.Node.cfg.NodeID || d["to"] != b.Node.cfg.NodeID || d["planned"] != tt.planned ||
+				!slices.Equal(lost, tt.wantLost) {
+				t.Fatalf("sandbox.moved = %v, want lost %v planned %v", d, tt.wantLost, tt.planned)
+			}
+			reasons := exitReasons(t, b, "mv")
+			if got := reasons[p.ID] == ownerLostReason; tt.files && got != tt.wantOwner {
+				t.Fatalf("process.exited reasons %v", reasons)
+			}
+			// The sandbox works on b, with a workspace, and a second activation
+			// there is not a move.
+			_, err = b.Exec(ctx, "mv", runtime.ExecOptions{Command: "true"})
+			must(t, err)
+			passivateAll(t, b)
+			_, err = b.GetSandbox(ctx, "mv")
+			must(t, err)
+			if moved := movedEvents(t, b, "mv"); len(moved) != 1 {
+				t.Fatalf("sandbox.moved events after reactivation: %v", moved)
+			}
+		})
+	}
+}

@@ -136,14 +136,16 @@ func TestFence(t *testing.T) {
 }
 
 // TestFenceFailsQueued fences a node while an actor is in the middle of a turn with a
-// request queued behind it: Fence does not wait for the turn, the queued request fails
-// with ErrUnavailable, the turn's writes are dropped, and the sandbox works again
-// afterwards.
+// request queued behind it: Fence does not wait for the turn, the sandbox's process
+// dies while the turn still runs, the queued request fails with ErrUnavailable, the
+// turn's writes are dropped, and the sandbox works again afterwards.
 func TestFenceFailsQueued(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-2" })
 	ctx := tctx(t)
 	mustCreate(t, n, "fq")
+	p, err := n.StartProcess(ctx, "fq", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
 	started, release := make(chan struct{}), make(chan struct{})
 	blocked := make(chan error, 1)
 	go func() {
@@ -161,13 +163,15 @@ func TestFenceFailsQueued(t *testing.T) {
 	eventually(t, 10*time.Second, "request queued", func() bool { return len(n.active("fq").mb) == 1 })
 
 	n.Fence("lease expired") // returns although the actor is busy
+	// The processes die at once, not when the actor's turn ends.
+	eventually(t, 30*time.Second, "process killed during the turn", func() bool { return pidGone(p.PID) })
 	close(release)
 	wantErr(t, <-queued, ErrUnavailable)
 	wantErr(t, <-blocked, ErrUnavailable)
-	if got := storedEvents(t, n, "fq"); !slices.Equal(got, []string{"sandbox.created"}) {
+	if got := storedEvents(t, n, "fq"); !slices.Equal(got, []string{"sandbox.created", "process.created"}) {
 		t.Fatalf("events %v: a fenced activation wrote", got)
 	}
-	_, err := n.PostEvent(ctx, "fq", "agent.after", nil)
+	_, err = n.PostEvent(ctx, "fq", "agent.after", nil)
 	must(t, err)
 }
 
@@ -239,4 +243,26 @@ func TestRelease(t *testing.T) {
 	own.deny.Store(false)
 	_, err = n.GetSandbox(ctx, "rl")
 	must(t, err)
+}
+
+// TestCloseNotAdmitted closes a node that may not run its sandboxes any more: their
+// processes are ended, but nothing is written (no process.exited).
+func TestCloseNotAdmitted(t *testing.T) {
+	t.Parallel()
+	st := openTestBolt(t)
+	var own ownership
+	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-5"; c.Storage = st; own.config(c) })
+	ctx := tctx(t)
+	mustCreate(t, n, "cl")
+	p, err := n.StartProcess(ctx, "cl", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
+	before := storedEvents(t, n, "cl")
+	own.deny.Store(true)
+	closeNode(t, n)
+	if !pidGone(p.PID) {
+		t.Fatal("the process outlived Close")
+	}
+	if got := storedEvents(t, n, "cl"); !slices.Equal(got, before) {
+		t.Fatalf("events %v after Close, want %v", got, before)
+	}
 }

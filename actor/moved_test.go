@@ -106,6 +106,12 @@ func TestSandboxMoved(t *testing.T) {
 			if moved := movedEvents(t, b, "mv"); len(moved) != 1 {
 				t.Fatalf("sandbox.moved events after reactivation: %v", moved)
 			}
+			// a lists it, from storage, as b's.
+			l, err := a.ListSandboxes(ctx, nil)
+			must(t, err)
+			if len(l) != 1 || l[0].Node != b.Node.cfg.NodeID {
+				t.Fatalf("a lists %+v", l)
+			}
 		})
 	}
 }

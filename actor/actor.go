@@ -298,6 +298,10 @@ func (a *sbActor) afterCommit(f func()) { a.afterHook = append(a.afterHook, f) }
 func (a *sbActor) commit() error {
 	b := a.batch
 	a.batch = nil
+	if a.halted.Load() && !b.empty() { // fenced or released: passivation or Close must not write either
+		a.afterHook = nil
+		return fmt.Errorf("%w: sandbox %q was fenced on this node", ErrUnavailable, a.id)
+	}
 	if !b.empty() {
 		b.Epoch = a.epoch // each group checked first that it is still the current one
 		// Not the caller's ctx: a write the state already reflects must finish.

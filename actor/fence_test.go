@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,5 +265,26 @@ func TestCloseNotAdmitted(t *testing.T) {
 	}
 	if got := storedEvents(t, n, "cl"); !slices.Equal(got, before) {
 		t.Fatalf("events %v after Close, want %v", got, before)
+	}
+}
+
+// TestCommitHalted: once an activation is halted, no commit of it writes, whoever
+// commits (a passivation or Close that was under way when Fence came, here a turn).
+func TestCommitHalted(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-6" })
+	mustCreate(t, n, "ch")
+	fenced := fmt.Errorf("%w: test fence", ErrUnavailable)
+	var commitErr error
+	_, err := call(tctx(t), n.Node, "ch", func(a *sbActor) (int, error) {
+		a.halt(fenced, false)
+		a.emit("agent.late", nil)
+		commitErr = a.commit()
+		return 0, nil
+	})
+	wantErr(t, err, fenced)
+	wantErr(t, commitErr, ErrUnavailable)
+	if got := storedEvents(t, n, "ch"); !slices.Equal(got, []string{"sandbox.created"}) {
+		t.Fatalf("events %v: a halted activation committed", got)
 	}
 }

@@ -60,12 +60,18 @@ func (q *changeQueue) take() []string {
 }
 
 // SandboxesChanged tells the node that another node wrote the records of sandboxes
-// ids (created, changed or deleted them). It queues the work and returns at once: a
-// goroutine of the node re-reads each one's owner and alarm and updates the owner
-// index (SandboxTenant, TenantSandboxes, ListTenantSandboxes) and the alarm heap. A
-// sandbox active on this node is re-read once its activation is gone. Safe for
-// concurrent use. (Extension.)
-func (n *Node) SandboxesChanged(ids []string) { n.changes.add(ids...) }
+// ids (created, changed or deleted them). It wakes their event followers here
+// (SubscribeEvents), which read the new events from storage, queues the rest and
+// returns at once: a goroutine of the node re-reads each one's owner and alarm and
+// updates the owner index (SandboxTenant, TenantSandboxes, ListTenantSandboxes) and
+// the alarm heap. A sandbox active on this node is re-read once its activation is
+// gone. Safe for concurrent use. (Extension.)
+func (n *Node) SandboxesChanged(ids []string) {
+	for _, id := range ids {
+		n.hub.notify(id)
+	}
+	n.changes.add(ids...)
+}
 
 // runChanges is the goroutine that applies SandboxesChanged until the node closes.
 func (n *Node) runChanges() {

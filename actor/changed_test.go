@@ -28,6 +28,9 @@ func TestSandboxesChanged(t *testing.T) {
 	ctx := tctx(t)
 	_, _, err := a.CreateSandbox(ctx, SandboxSpec{ID: "ch", Tenant: "t1"})
 	must(t, err)
+	sub, err := b.SubscribeEvents(ctx, "ch", 1) // a follower on b, after sandbox.created
+	must(t, err)
+	defer sub.Close()
 	if _, ok := b.SandboxTenant("ch"); ok {
 		t.Fatal("b knows a sandbox nobody told it of")
 	}
@@ -47,6 +50,25 @@ func TestSandboxesChanged(t *testing.T) {
 	if b.ActiveActors() != 0 {
 		t.Fatal("re-indexing activated a sandbox")
 	}
+
+	// a writes again: the alarm moves (hibernation), an event is posted; b's
+	// follower and heap follow.
+	a.clock.Advance(at.Sub(a.clock.Now()) + time.Second)
+	eventually(t, 10*time.Second, "a hibernates ch", func() bool {
+		next, ok := storedAlarm(t, a, "ch")
+		return ok && next.After(at)
+	})
+	next, _ := storedAlarm(t, a, "ch")
+	b.SandboxesChanged([]string{"ch"})
+	ev, err := sub.Next(ctx)
+	must(t, err)
+	if ev.Type != "sandbox.hibernated" {
+		t.Fatalf("b's follower got %s", ev.Type)
+	}
+	eventually(t, 10*time.Second, "b's heap follows", func() bool {
+		got, ok := b.alarms.at("ch")
+		return ok && got.Equal(next)
+	})
 
 	must(t, a.DeleteSandbox(ctx, "ch"))
 	b.SandboxesChanged([]string{"ch"})

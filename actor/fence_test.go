@@ -228,12 +228,18 @@ func TestRelease(t *testing.T) {
 	q, err := n.StartProcess(ctx, "stay", runtime.StartOptions{Argv: []string{"sleep", "300"}})
 	must(t, err)
 	before := storedEvents(t, n, "rl")
+	if got := n.ActiveSandboxes(); !slices.Equal(got, []string{"rl", "stay"}) {
+		t.Fatalf("active sandboxes %v", got)
+	}
 
 	n.Release([]string{"rl", "not-active"})
 	eventually(t, 30*time.Second, "released process gone", func() bool { return pidGone(p.PID) })
 	eventually(t, 10*time.Second, "activation gone", func() bool { return n.active("rl") == nil })
 	if pidGone(q.PID) {
 		t.Fatal("a sandbox that was not released lost its process")
+	}
+	if got := n.ActiveSandboxes(); !slices.Equal(got, []string{"stay"}) {
+		t.Fatalf("active sandboxes after release %v", got)
 	}
 	if got := storedEvents(t, n, "rl"); !slices.Equal(got, before) {
 		t.Fatalf("events %v after release, want %v", got, before)

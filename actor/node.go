@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -192,6 +194,17 @@ func (n *Node) ActiveActors() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.actors)
+}
+
+// ActiveSandboxes returns the ids of the sandboxes active (in memory) on this node, in
+// id order: for a caller that must release those the cluster moved away (Release).
+// (Extension.)
+func (n *Node) ActiveSandboxes() []string {
+	n.mu.Lock()
+	ids := slices.Collect(maps.Keys(n.actors))
+	n.mu.Unlock()
+	slices.Sort(ids)
+	return ids
 }
 
 func (n *Node) workspaceDir(id string) string { return filepath.Join(n.cfg.DataDir, "workspaces", id) }

@@ -24,8 +24,10 @@ import (
 //     sessions, terminals; or its workspace is opened; or it was created with a cwd)
 //     and cleared when it arrives on a node with an empty workspace. So a sandbox
 //     that only ever had events and messages claims no workspace, and one whose
-//     processes wrote nothing claims one. Nodes do not share workspaces; what a node
-//     had stays on its disk.
+//     processes wrote nothing claims one. A workspace found here is taken as current,
+//     which is right when nodes share the workspaces directory; when they do not, a
+//     non-empty one is what an earlier stay on this node left, older than what the old
+//     node had, and is not claimed lost. What a node had stays on its disk.
 //
 // A planned move (Node.Deactivate) ends processes cleanly, recording their exits,
 // and marks the record Left, so "planned" is true and "processes" cannot be claimed.

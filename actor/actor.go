@@ -217,7 +217,7 @@ func (a *sbActor) group(reqs []*request) {
 				res[i].err = err // the caller is gone; do not start its turn
 				continue
 			}
-			if adm := a.n.cfg.Admission; adm != nil {
+			if adm := a.n.cfg.Admission; adm != nil && i > 0 { // admitGroup asked for the first
 				if err := adm(a.id); err != nil {
 					res[i].err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 					continue

@@ -171,16 +171,12 @@ const refusedAlarmRetry = 30 * time.Second
 
 // fireAlarm delivers a due alarm to the sandbox's actor. Every node holds the alarms
 // of every stored sandbox; one this node may not run (Config.Admission refuses) is not
-// activated here: the alarm is the owner's to serve, and stays in the heap for the
-// day this node owns the sandbox, looked at again after refusedAlarmRetry. If
+// activated here (actorFor): the alarm is the owner's to serve, and stays in the heap
+// for the day this node owns the sandbox, looked at again after refusedAlarmRetry. If
 // admission refuses only once the turn is reached, the activation ends unsaved
 // (fence.go) and the heap is refilled from storage.
 func (n *Node) fireAlarm(id string) {
-	if adm := n.cfg.Admission; adm != nil {
-		if err := adm(id); err != nil {
-			n.alarms.setIfAbsent(id, n.cfg.Clock.Now().Add(refusedAlarmRetry))
-			return
-		}
+	if !n.post(id, func(a *sbActor) (any, error) { a.onAlarm(); return nil, nil }) {
+		n.alarms.setIfAbsent(id, n.cfg.Clock.Now().Add(refusedAlarmRetry)) // no-op once closed
 	}
-	n.post(id, func(a *sbActor) (any, error) { a.onAlarm(); return nil, nil })
 }

@@ -49,13 +49,14 @@ type Config struct {
 	// may have on the node; a create past it fails with a *BudgetError for
 	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
 	MaxSandboxesPerTenant int
-	// Admission says whether this node may run the sandbox now. It is called on the
-	// actor goroutine before each request's turn, where an error refuses that request
-	// with ErrUnavailable wrapping it; before each group of turns holding a system turn
-	// (completions, alarms, the first turn after load) and before a passivation's or
-	// Close's writes, where an error ends the activation without writing; and before
-	// an alarm activates a sandbox, where an error leaves the alarm to the owner. Nil →
-	// always allowed. It must be fast (a lease check; docs/design.md, "Fencing").
+	// Admission says whether this node may run the sandbox now. It is called before a
+	// sandbox is activated, where an error refuses the request (or leaves an alarm to
+	// the owner) without activating it; on the actor goroutine before each group of
+	// turns and before a passivation's or Close's writes, where an error ends the
+	// activation without writing; and before each later user turn of a group, where an
+	// error refuses that request. Refused requests get ErrUnavailable wrapping the
+	// error. Nil → always allowed. It must be fast (a lease check; docs/design.md,
+	// "Fencing").
 	Admission func(sandboxID string) error
 	// Epoch returns the sandbox's owner epoch, for fencing (docs/design.md,
 	// "Fencing"). An activation reads it when it loads and stamps all its writes with

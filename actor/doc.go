@@ -21,8 +21,8 @@
 // machine with an idle core. The node's
 // registry starts at most one activation per sandbox id, however many first requests
 // race; activation loads the sandbox's durable record, sessions, terminals, counters and
-// queued messages. Config.Admission is checked before every user turn, and before
-// every group of turns that holds a system turn (see Running in a cluster).
+// queued messages. Config.Admission is checked before a sandbox is activated and
+// before every turn (see Running in a cluster).
 //
 // Turns never wait for long work: exec, session commands, process kills and long-polls
 // run on the caller's goroutine, off the actor, and post their completion back as a
@@ -57,10 +57,11 @@
 //
 // An activation is bound to the epoch it was loaded at: a group of turns that finds
 // the epoch moved ends it like a fence and hands its requests to a fresh activation.
-// A group with a system turn (completions, alarms, the first turn after load) runs
-// only while admission allows it, so a node that may not run a sandbox never writes
-// it, not even by an alarm or a passivation; alarms of sandboxes other nodes own
-// stay in the heap unserved. On activation, a record last written by another node
+// An activation runs turns only while admission allows it: a refusal answers
+// ErrUnavailable and ends the activation without writing, and a refused sandbox is
+// not activated at all. So a node that may not run a sandbox never writes it, not by
+// an alarm or a passivation either; alarms of sandboxes other nodes own stay in the
+// heap unserved. On activation, a record last written by another node
 // gives sandbox.moved, naming what was lost: "processes" (recorded as exited with
 // reason "owner_lost") and "workspace" (moved.go).
 //

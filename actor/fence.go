@@ -30,7 +30,8 @@ import (
 //  3. Requests are answered: after a fence or a refused admission with
 //     ErrUnavailable; after an epoch change or a Release, user requests whose turn did
 //     not run are handed to a fresh activation loaded from storage, which admits them
-//     or refuses them on its own terms.
+//     or refuses them on its own terms. A sandbox that admission refuses is not
+//     activated at all (Node.actorFor).
 //  4. The node re-reads the sandbox's owner and alarm records once the activation is
 //     gone (changed.go), so its indexes match storage again.
 //
@@ -139,9 +140,10 @@ func (a *sbActor) mayWrite() error {
 // admitGroup runs before a group's turns. It reports false, having ended the
 // activation and answered reqs, when the activation was halted, its sandbox's owner
 // epoch moved (its memory may be stale: the requests go to a fresh activation), or
-// a system request is in the group and admission refuses (completions, alarms and
-// the like write too, and must not for a sandbox this node may not run). A user
-// request that admission refuses is refused alone, by its turn (group).
+// admission refuses: the node may not run the sandbox now (its lease ran out, or the
+// table gave the sandbox away), so the activation must neither write nor keep
+// processes running, and lingering would only hold memory. Admission is asked once
+// here for the group's first turn; group asks again before each later user turn.
 func (a *sbActor) admitGroup(reqs []*request) bool {
 	if a.halted.Load() {
 		a.haltStop(reqs, false)
@@ -152,20 +154,12 @@ func (a *sbActor) admitGroup(reqs []*request) bool {
 		a.haltStop(reqs, false)
 		return false
 	}
-	adm := a.n.cfg.Admission
-	if adm == nil {
-		return true
-	}
-	for _, r := range reqs {
-		if r.ctx != nil {
-			continue
-		}
+	if adm := a.n.cfg.Admission; adm != nil {
 		if err := adm(a.id); err != nil {
 			a.halt(fmt.Errorf("%w: %w", ErrUnavailable, err), false)
 			a.haltStop(reqs, false)
 			return false
 		}
-		break
 	}
 	return true
 }

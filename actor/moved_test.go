@@ -2,7 +2,11 @@ package actor
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +118,122 @@ func TestSandboxMoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHammerMove moves sandboxes back and forth between two nodes on one store while
+// clients post events to whichever node owns them. A move is what the cluster does:
+// the old owner loses admission and is fenced (or releases the sandboxes), the new
+// owner is admitted, at a new epoch, only once the old one holds no activation (the
+// lease wait). Clients retry a refused post, as the gateway holds a request during a
+// move. Every acknowledged event must be stored exactly once, seq without gaps, and
+// the only other events are the moves' own.
+func TestHammerMove(t *testing.T) {
+	t.Parallel()
+	st := openTestBolt(t)
+	var state atomic.Uint64 // epoch<<2 | owner: 0 a, 1 b, 2 nobody
+	state.Store(1<<2 | 0)
+	own := func(i uint64) func(c *Config) {
+		return func(c *Config) {
+			c.NodeID = fmt.Sprintf("hammer-move-%d", i)
+			c.Storage = st
+			c.Admission = func(string) error {
+				if state.Load()&3 != i {
+					return errNotOwner
+				}
+				return nil
+			}
+			c.Epoch = func(string) uint64 { return state.Load() >> 2 }
+		}
+	}
+	nodes := []*testNode{newTestNode(t, own(0)), newTestNode(t, own(1))}
+	const sandboxes, workers, per = 3, 6, 40
+	for i := range sandboxes {
+		mustCreate(t, nodes[0], fmt.Sprintf("hm%d", i))
+	}
+	stop := make(chan struct{})
+	var mover sync.WaitGroup
+	var moves atomic.Int64
+	mover.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := state.Load()
+			from := nodes[s&3]
+			state.Store(s>>2<<2 | 2) // the lease ran out: nobody may run them
+			if i%2 == 0 {
+				from.Fence("hammer")
+			} else {
+				from.Release(from.ActiveSandboxes())
+			}
+			eventually(t, 30*time.Second, "the old owner's activations gone", func() bool { return from.ActiveActors() == 0 })
+			state.Store((s>>2+1)<<2 | (1 - s&3))
+			moves.Add(1)
+			time.Sleep(2 * time.Millisecond) // pacing, so requests get through between
+		}
+	})
+	var mu sync.Mutex
+	acked := make([]map[uint64]bool, sandboxes)
+	for i := range acked {
+		acked[i] = map[uint64]bool{}
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range per {
+				sb := (w*5 + i) % sandboxes
+				var seq uint64
+				var err error
+				for range 1000 { // as a gateway holds a request during a move
+					n := nodes[min(state.Load()&3, 1)]
+					seq, err = n.PostEvent(tctx(t), fmt.Sprintf("hm%d", sb), "agent.h", nil)
+					if !errors.Is(err, ErrUnavailable) {
+						break
+					}
+					time.Sleep(500 * time.Microsecond)
+				}
+				if errors.Is(err, ErrUnavailable) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if acked[sb][seq] {
+					t.Errorf("hm%d: seq %d acknowledged twice", sb, seq)
+				}
+				acked[sb][seq] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	mover.Wait()
+	total := 0
+	for i := range sandboxes {
+		evs, err := nodes[0].Events(tctx(t), fmt.Sprintf("hm%d", i), 0, 0)
+		must(t, err)
+		got := 0
+		for j, e := range evs {
+			if e.Seq != uint64(j+1) {
+				t.Fatalf("hm%d: event %d has seq %d", i, j, e.Seq)
+			}
+			switch {
+			case e.Type == "agent.h" && acked[i][e.Seq]:
+				got++
+			case e.Type == "sandbox.created" || e.Type == "sandbox.moved":
+			default:
+				t.Fatalf("hm%d: stored event %d (%s) was never acknowledged", i, e.Seq, e.Type)
+			}
+		}
+		if got != len(acked[i]) {
+			t.Fatalf("hm%d: %d acknowledged events stored, %d acknowledged", i, got, len(acked[i]))
+		}
+		total += got
+	}
+	t.Logf("%d of %d posts acknowledged across %d moves", total, workers*per, moves.Load())
 }

@@ -144,7 +144,9 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 // actorFor returns the live activation for id, starting one if there is none. The
-// registry lock makes concurrent first requests share one activation.
+// registry lock makes concurrent first requests share one activation. A sandbox that
+// Config.Admission refuses is not activated: the refusal is returned, wrapped in
+// ErrUnavailable (an activation could do nothing but end again; see fence.go).
 func (n *Node) actorFor(id string) (*sbActor, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -153,6 +155,20 @@ func (n *Node) actorFor(id string) (*sbActor, error) {
 	}
 	if a := n.actors[id]; a != nil {
 		return a, nil
+	}
+	if adm := n.cfg.Admission; adm != nil {
+		n.mu.Unlock() // not held across the caller's hook
+		err := adm(id)
+		n.mu.Lock()
+		if n.closed {
+			return nil, fmt.Errorf("%w: node closing", ErrUnavailable)
+		}
+		if a := n.actors[id]; a != nil {
+			return a, nil // started meanwhile: its turns check admission themselves
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	if d, ok := n.store.(damageKnower); ok {
 		if err := d.damaged(id); err != nil {

@@ -24,7 +24,7 @@ import (
 //  2. The actor's goroutine (or an inline turn) sees the mark before its next group
 //     or before committing the current one, drops the group's writes, and ends the
 //     activation with haltStop: every process tree is killed (the runtime's close,
-//     setsid descendants included), nothing is written, no process.exited is
+//     which with cgroups gets setsid descendants too), nothing is written, no process.exited is
 //     recorded. The running records stay in storage, so the next activation, here or
 //     on another node, records those processes as lost (moved.go).
 //  3. Requests are answered: after a fence or a refused admission with
@@ -46,7 +46,7 @@ type haltState struct {
 
 // Fence stops every activation of the node at once, for a node that lost its lease and
 // must not run any sandbox from now on: each one's processes are killed (process
-// trees, setsid descendants included), nothing more is written to storage (a write
+// trees; where cgroups contain them, setsid descendants too), nothing more is written to storage (a write
 // would be refused, and a new owner may be writing already), and queued requests fail
 // with ErrUnavailable, saying reason. It returns without waiting for the kills, which
 // finish on goroutines the node waits for at Close. The node stays usable: later

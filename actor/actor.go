@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // maxGroup is how many queued requests one commit covers. Turns in a group run one
@@ -22,19 +24,25 @@ type sbActor struct {
 	id string
 	mb chan *request // user requests, bounded
 
-	mu     sync.Mutex // protects following
-	closed bool       // no more requests accepted; the registry entry is gone or going
-	sys    []*request // system requests, unbounded
-	queued int        // requests queued or being served by the loop (see runInline)
-	loaded bool       // load is done: turns may run
+	mu      sync.Mutex // protects following
+	closed  bool       // no more requests accepted; the registry entry is gone or going
+	sys     []*request // system requests, unbounded
+	queued  int        // requests queued or being served by the loop (see runInline)
+	loaded  bool       // load is done: turns may run
+	haltWhy haltState  // why the activation must end without writing (fence.go)
+
+	resync bool // under Node.mu: another node's writes arrived while active (changed.go)
 
 	// turnMu is held by whoever runs turns: the actor goroutine for a group, or a
 	// caller running its request inline (runInline). Turns never overlap.
 	turnMu sync.Mutex
 
-	wake    chan struct{}               // signalled when a request is queued (cap 1)
-	stopped chan struct{}               // closed once the activation is gone from the registry
-	info    atomic.Pointer[SandboxInfo] // published after each group, for ListSandboxes
+	wake    chan struct{}                   // signalled when a request is queued (cap 1)
+	stopped chan struct{}                   // closed once the activation is gone from the registry
+	info    atomic.Pointer[SandboxInfo]     // published after each group, for ListSandboxes
+	halted  atomic.Bool                     // Fence or Release asked it to end (fence.go)
+	live    atomic.Pointer[runtime.Sandbox] // sb.rt, for Fence to kill from its own goroutine
+	busy    atomic.Bool                     // it holds work that keeps it from passivating (busy.go)
 
 	// Actor state, touched only by the actor goroutine.
 	turnCtx    context.Context // the current user turn's ctx (background for system turns)
@@ -58,6 +66,7 @@ type sbActor struct {
 	sb         sandboxWork     // runtime-backed state (processes, sessions, terminals)
 	res        []result        // reused per group
 	deactivate bool            // drop the activation after this group (Node.Deactivate)
+	epoch      uint64          // Config.Epoch when activated: every write is stamped with it
 }
 
 func newActor(n *Node, id string) *sbActor {
@@ -126,7 +135,7 @@ func (a *sbActor) run() {
 					break fill
 				}
 			}
-			if len(reqs) == 0 {
+			if len(reqs) == 0 && !a.halted.Load() {
 				a.turnMu.Unlock()
 				break
 			}
@@ -188,6 +197,9 @@ func (a *sbActor) runInline(r *request) bool {
 
 // group runs reqs as turns, commits their writes at once and then answers them.
 func (a *sbActor) group(reqs []*request) {
+	if !a.admitGroup(reqs) {
+		return // the activation ended (fence.go); every request has its answer
+	}
 	res := a.res[:0]
 	for range reqs {
 		res = append(res, result{})
@@ -205,7 +217,7 @@ func (a *sbActor) group(reqs []*request) {
 				res[i].err = err // the caller is gone; do not start its turn
 				continue
 			}
-			if adm := a.n.cfg.Admission; adm != nil {
+			if adm := a.n.cfg.Admission; adm != nil && i > 0 { // admitGroup asked for the first
 				if err := adm(a.id); err != nil {
 					res[i].err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 					continue
@@ -231,6 +243,10 @@ func (a *sbActor) group(reqs []*request) {
 			return
 		}
 	}
+	if a.halted.Load() { // Fence or Release during the turns: nothing of them is saved
+		a.haltStop(reqs, true)
+		return
+	}
 	if err := a.commit(); err != nil {
 		for i := range res {
 			res[i] = result{err: err}
@@ -239,6 +255,7 @@ func (a *sbActor) group(reqs []*request) {
 		a.answer(reqs, res)
 		return
 	}
+	a.busy.Store(a.rec != nil && !a.canPassivate()) // before the answers: a caller sees its effect
 	a.answer(reqs, res)
 	if a.dirty {
 		a.publishInfo()
@@ -281,8 +298,12 @@ func (a *sbActor) afterCommit(f func()) { a.afterHook = append(a.afterHook, f) }
 func (a *sbActor) commit() error {
 	b := a.batch
 	a.batch = nil
+	if a.halted.Load() && !b.empty() { // fenced or released: passivation or Close must not write either
+		a.afterHook = nil
+		return fmt.Errorf("%w: sandbox %q was fenced on this node", ErrUnavailable, a.id)
+	}
 	if !b.empty() {
-		b.Epoch = a.n.epoch(a.id)
+		b.Epoch = a.epoch // each group checked first that it is still the current one
 		// Not the caller's ctx: a write the state already reflects must finish.
 		if err := a.n.store.Write(context.Background(), b); err != nil {
 			a.afterHook = nil
@@ -335,6 +356,7 @@ func (a *sbActor) stop(err error) {
 		close(a.stopped)
 	}
 	a.exit = true
+	a.busy.Store(false)
 	if a.passTimer != nil {
 		a.passTimer.Stop()
 	}
@@ -365,7 +387,7 @@ func (a *sbActor) shutdown() {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
-	if a.rec != nil {
+	if a.rec != nil && a.mayWrite() == nil {
 		a.endWork(true)
 		a.pruneExited()
 		a.rec.LastActiveAt = a.lastActive()
@@ -374,7 +396,7 @@ func (a *sbActor) shutdown() {
 			a.n.log.Error("actor: failed to flush on close", "sandbox", a.id, "err", err)
 		}
 	}
-	a.stop(fmt.Errorf("%w: node closing", ErrUnavailable))
+	a.stop(fmt.Errorf("%w: node closing", ErrUnavailable)) // ends what is left, unrecorded
 }
 
 // maybePassivate drops the activation when it has been idle for PassivateAfter (or at
@@ -408,7 +430,7 @@ func (a *sbActor) maybePassivate() {
 	}
 	a.closed = true
 	a.mu.Unlock()
-	if a.rec != nil {
+	if a.rec != nil && a.mayWrite() == nil { // else it leaves unsaved: it may not write (fence.go)
 		a.endWork(false) // sessions are remembered; nothing is running
 		a.pruneExited()
 		a.rec.LastActiveAt = a.lastActive()

@@ -65,6 +65,29 @@ func (s *alarms) set(id string, at time.Time) {
 	s.rearmLocked()
 }
 
+// setIfAbsent sets id's alarm to at unless it has one.
+func (s *alarms) setIfAbsent(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.byID[id] != nil {
+		return
+	}
+	e := &alarmEntry{id: id, at: at}
+	s.byID[id] = e
+	heap.Push(&s.h, e)
+	s.rearmLocked()
+}
+
+// at returns id's alarm time, if it has one.
+func (s *alarms) at(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.byID[id]; e != nil {
+		return e.at, true
+	}
+	return time.Time{}, false
+}
+
 // clear removes id's alarm.
 func (s *alarms) clear(id string) {
 	s.mu.Lock()
@@ -142,7 +165,18 @@ func decodeAlarm(v []byte) (time.Time, bool) {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
 }
 
-// fireAlarm delivers a due alarm to the sandbox's actor.
+// refusedAlarmRetry is when an alarm that admission refused is looked at again, unless
+// the owner's writes move it first (SandboxesChanged).
+const refusedAlarmRetry = 30 * time.Second
+
+// fireAlarm delivers a due alarm to the sandbox's actor. Every node holds the alarms
+// of every stored sandbox; one this node may not run (Config.Admission refuses) is not
+// activated here (actorFor): the alarm is the owner's to serve, and stays in the heap
+// for the day this node owns the sandbox, looked at again after refusedAlarmRetry. If
+// admission refuses only once the turn is reached, the activation ends unsaved
+// (fence.go) and the heap is refilled from storage.
 func (n *Node) fireAlarm(id string) {
-	n.post(id, func(a *sbActor) (any, error) { a.onAlarm(); return nil, nil })
+	if !n.post(id, func(a *sbActor) (any, error) { a.onAlarm(); return nil, nil }) {
+		n.alarms.setIfAbsent(id, n.cfg.Clock.Now().Add(refusedAlarmRetry)) // no-op once closed
+	}
 }

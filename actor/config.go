@@ -49,12 +49,20 @@ type Config struct {
 	// may have on the node; a create past it fails with a *BudgetError for
 	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
 	MaxSandboxesPerTenant int
-	// Admission is called on the actor goroutine before each request's turn; an error
-	// refuses the request with ErrUnavailable wrapping it. Nil → always allowed. It
-	// must be fast (a lease check; docs/design.md, "Fencing").
+	// Admission says whether this node may run the sandbox now. It is called before a
+	// sandbox is activated, where an error refuses the request (or leaves an alarm to
+	// the owner) without activating it; on the actor goroutine before each group of
+	// turns and before a passivation's or Close's writes, where an error ends the
+	// activation without writing; and before each later user turn of a group, where an
+	// error refuses that request. Refused requests get ErrUnavailable wrapping the
+	// error. Nil → always allowed. It must be fast (a lease check; docs/design.md,
+	// "Fencing").
 	Admission func(sandboxID string) error
-	// Epoch returns the owner epoch stamped on every storage write of a sandbox, for
-	// fencing (docs/design.md, "Fencing"). Nil → 0 for all. It must be fast. (Extension.)
+	// Epoch returns the sandbox's owner epoch, for fencing (docs/design.md,
+	// "Fencing"). An activation reads it when it loads and stamps all its writes with
+	// that value; before each group of turns it reads it again, and a different value
+	// ends the activation and hands the requests to a fresh one. Nil → 0 for all. It
+	// must be fast. (Extension.)
 	Epoch func(sandboxID string) uint64
 	// KillGrace is the SIGTERM→SIGKILL grace handed to the runtime. Default 2 s.
 	// (Extension.)

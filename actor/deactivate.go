@@ -21,6 +21,7 @@ func (n *Node) Deactivate(ctx context.Context, sb string) error {
 	_, err := ask(ctx, a, func(a *sbActor) (struct{}, error) {
 		if a.rec != nil {
 			a.endWork(true)
+			a.rec.Left = true // the next owner claims no loss of what ended here (moved.go)
 			a.saveRec()
 		}
 		a.deactivate = true

@@ -21,7 +21,8 @@
 // machine with an idle core. The node's
 // registry starts at most one activation per sandbox id, however many first requests
 // race; activation loads the sandbox's durable record, sessions, terminals, counters and
-// queued messages. Config.Admission is checked before every turn.
+// queued messages. Config.Admission is checked before a sandbox is activated and
+// before every turn (see Running in a cluster).
 //
 // Turns never wait for long work: exec, session commands, process kills and long-polls
 // run on the caller's goroutine, off the actor, and post their completion back as a
@@ -34,10 +35,35 @@
 // The turns of one mailbox drain (up to 64) write into one [Batch]; the batch is
 // committed, and only then are their answers released, so a reply that reports a state
 // change is never ahead of the disk. The bbolt store commits concurrent batches of many
-// actors in one transaction (group commit). Every batch carries the owner epoch from
-// Config.Epoch; a store rejects older epochs with [ErrFenced], and the actor then drops
-// its activation and answers [ErrUnavailable]. A failed commit also drops the
-// activation, so memory never runs ahead of storage.
+// actors in one transaction (group commit). Every batch carries the owner epoch the
+// activation was loaded at (Config.Epoch); a store rejects older epochs with
+// [ErrFenced], and the actor then drops its activation and answers [ErrUnavailable]. A
+// failed commit also drops the activation, so memory never runs ahead of storage.
+//
+// # Running in a cluster
+//
+// The gateway plugs the cluster in through Config.Admission (may this node run the
+// sandbox now: it owns it and holds a lease) and Config.Epoch (the sandbox's owner
+// epoch), and tells the node what the cluster decides:
+//
+//   - [Node.Fence] when the node lost its lease: every activation ends at once, its
+//     processes killed, nothing written; requests fail with ErrUnavailable until
+//     admission allows again, and then activate from storage (fence.go).
+//   - [Node.Release] when the table moved sandboxes away: the same for those.
+//   - [Node.SandboxesChanged] when the store applied other nodes' writes: the owner
+//     index and the alarm heap re-read those sandboxes (changed.go).
+//   - [Node.Busy] and [Node.BusySandboxes] for the leader's rebalancing, which leaves
+//     busy sandboxes where they are (busy.go).
+//
+// An activation is bound to the epoch it was loaded at: a group of turns that finds
+// the epoch moved ends it like a fence and hands its requests to a fresh activation.
+// An activation runs turns only while admission allows it: a refusal answers
+// ErrUnavailable and ends the activation without writing, and a refused sandbox is
+// not activated at all. So a node that may not run a sandbox never writes it, not by
+// an alarm or a passivation either; alarms of sandboxes other nodes own stay in the
+// heap unserved. On activation, a record last written by another node
+// gives sandbox.moved, naming what was lost: "processes" (recorded as exited with
+// reason "owner_lost") and "workspace" (moved.go).
 //
 // # Passivation
 //
@@ -84,7 +110,9 @@
 // # Caveats
 //
 // Running processes do not survive Node.Close or a restart: they are ended and
-// process.exited is recorded. Commands of one session run in mailbox order (each waits
+// process.exited is recorded (not by a node that may not run the sandbox any more).
+// Workspaces are local to a node: a moved sandbox starts with an empty one (and a
+// workspace image, Config.DiskImages, does not move at all). Commands of one session run in mailbox order (each waits
 // for the previous one, off the actor). Exec and session command timeouts are
 // wall-clock (the runtime's), not Config.Clock. Workspace handles are the caller's to
 // Close. A full mailbox refuses requests (ErrMailboxFull) rather than queueing them, so

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -75,4 +76,88 @@ func TestHammerPassivation(t *testing.T) {
 	} else {
 		t.Logf("%d activations for %d sandboxes", n.activations.Load(), sandboxes)
 	}
+}
+
+// TestHammerFence posts events to a few sandboxes from many goroutines while another
+// goroutine keeps fencing the node, releasing sandboxes and moving their owner epoch.
+// Every request gets one answer, success or ErrUnavailable; every acknowledged event
+// is stored exactly once and nothing else is, seq without gaps.
+func TestHammerFence(t *testing.T) {
+	t.Parallel()
+	var own ownership
+	n := newTestNode(t, func(c *Config) { c.NodeID = "hammer-fence"; own.config(c) })
+	const sandboxes, workers, per = 4, 8, 50
+	for i := range sandboxes {
+		mustCreate(t, n, fmt.Sprintf("hf%d", i))
+	}
+	stop := make(chan struct{})
+	var disrupter sync.WaitGroup
+	var disruptions atomic.Int64
+	disrupter.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch i % 3 {
+			case 0:
+				n.Fence("hammer")
+			case 1:
+				n.Release([]string{fmt.Sprintf("hf%d", i%sandboxes)})
+			case 2:
+				own.epoch.Add(1)
+			}
+			disruptions.Add(1)
+			time.Sleep(500 * time.Microsecond) // pacing, so requests get through between
+		}
+	})
+	var mu sync.Mutex
+	acked := make([]map[uint64]bool, sandboxes)
+	for i := range acked {
+		acked[i] = map[uint64]bool{}
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range per {
+				sb := (w*5 + i) % sandboxes
+				seq, err := n.PostEvent(tctx(t), fmt.Sprintf("hf%d", sb), "agent.h", nil)
+				if err != nil {
+					if !errors.Is(err, ErrUnavailable) {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				if acked[sb][seq] {
+					t.Errorf("hf%d: seq %d acknowledged twice", sb, seq)
+				}
+				acked[sb][seq] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	disrupter.Wait()
+	total := 0
+	for i := range sandboxes {
+		evs, err := n.Events(tctx(t), fmt.Sprintf("hf%d", i), 0, 0)
+		must(t, err)
+		for j, e := range evs {
+			if e.Seq != uint64(j+1) {
+				t.Fatalf("hf%d: event %d has seq %d", i, j, e.Seq)
+			}
+			if j > 0 && !acked[i][e.Seq] {
+				t.Fatalf("hf%d: stored event %d (%s) was never acknowledged", i, e.Seq, e.Type)
+			}
+		}
+		if len(evs) != len(acked[i])+1 {
+			t.Fatalf("hf%d: %d events stored, %d acknowledged", i, len(evs), len(acked[i]))
+		}
+		total += len(acked[i])
+	}
+	t.Logf("%d of %d posts acknowledged across %d disruptions", total, workers*per, disruptions.Load())
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // load reads the sandbox's durable state; a missing record leaves the actor absent.
-// Processes recorded as running that no runtime runs any more are recorded as exited
-// by the first turn (running.go).
+// Processes recorded as running that no runtime runs any more are recorded as exited,
+// and an arrival from another node is recorded, by the first turn (moved.go).
 func (a *sbActor) load() error {
+	a.epoch = a.n.epoch(a.id) // before reading: what is read is at least that new
 	err := a.n.store.Read(context.Background(), a.id, func(r Reader) error {
 		m := r.Get(keyMeta)
 		if m == nil {
@@ -30,8 +31,8 @@ func (a *sbActor) load() error {
 		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
 		return a.sb.load(a, r)
 	})
-	if err == nil && len(a.sb.lost) > 0 {
-		a.postSelf(func(a *sbActor) (any, error) { a.recordLost(); return nil, nil })
+	if err == nil && a.mustArrive() {
+		a.postSelf(func(a *sbActor) (any, error) { a.arrive(); return nil, nil })
 	}
 	return err
 }

@@ -77,15 +77,16 @@ func call[T any](ctx context.Context, n *Node, id string, fn func(a *sbActor) (T
 var reqPool = sync.Pool{New: func() any { return &request{done: make(chan result, 1)} }}
 
 // post queues fn as a system turn for sandbox id, activating it if needed, without
-// waiting. It is dropped when the node is closing.
-func (n *Node) post(id string, fn turnFunc) {
+// waiting. It is dropped, and post reports false, when the node is closing or
+// admission refuses to activate the sandbox.
+func (n *Node) post(id string, fn turnFunc) bool {
 	for {
 		a, err := n.actorFor(id)
 		if err != nil {
-			return
+			return false
 		}
 		if a.postSystem(&request{fn: fn}) {
-			return
+			return true
 		}
 		<-a.stopped
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,10 +33,14 @@ type Node struct {
 	runIdx    runIndex // sandboxes that may hold running records (running.go)
 	disks     diskImages
 
-	mu      sync.Mutex // protects following
-	actors  map[string]*sbActor
-	closed  bool
-	closing chan struct{}
+	changes *changeQueue // sandboxes other nodes wrote, to re-index (changed.go)
+
+	mu         sync.Mutex // protects following
+	actors     map[string]*sbActor
+	closed     bool
+	closing    chan struct{}
+	syncing    map[string]bool     // ids whose indexes are being re-read → an activation started meanwhile
+	haltedRuns map[string]struct{} // halted with processes running: their exits are owner_lost (moved.go)
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -58,7 +64,8 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(c.DataDir, "workspaces"), 0o755); err != nil {
 		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
 	}
-	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{})}
+	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
+		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{}}
 	if n.store == nil {
 		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {
@@ -79,6 +86,8 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	n.sweep()             // end what a crash of this node left running
 	n.openDisks()         // then unmount the workspace images it left mounted
 	n.recoverRunning(ctx) // then record those processes as exited
+	n.wg.Add(1)
+	go n.runChanges()
 	return n, nil
 }
 
@@ -135,7 +144,9 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 // actorFor returns the live activation for id, starting one if there is none. The
-// registry lock makes concurrent first requests share one activation.
+// registry lock makes concurrent first requests share one activation. A sandbox that
+// Config.Admission refuses is not activated: the refusal is returned, wrapped in
+// ErrUnavailable (an activation could do nothing but end again; see fence.go).
 func (n *Node) actorFor(id string) (*sbActor, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -145,10 +156,27 @@ func (n *Node) actorFor(id string) (*sbActor, error) {
 	if a := n.actors[id]; a != nil {
 		return a, nil
 	}
+	if adm := n.cfg.Admission; adm != nil {
+		n.mu.Unlock() // not held across the caller's hook
+		err := adm(id)
+		n.mu.Lock()
+		if n.closed {
+			return nil, fmt.Errorf("%w: node closing", ErrUnavailable)
+		}
+		if a := n.actors[id]; a != nil {
+			return a, nil // started meanwhile: its turns check admission themselves
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
 	if d, ok := n.store.(damageKnower); ok {
 		if err := d.damaged(id); err != nil {
 			return nil, err // known unreadable: no activation that would fail at once
 		}
+	}
+	if _, ok := n.syncing[id]; ok {
+		n.syncing[id] = true // its indexes are being read: that read may predate this activation
 	}
 	a := newActor(n, id)
 	n.actors[id] = a
@@ -163,6 +191,9 @@ func (n *Node) forget(a *sbActor) {
 	n.mu.Lock()
 	if n.actors[a.id] == a {
 		delete(n.actors, a.id)
+		if a.resync {
+			n.changes.add(a.id) // other nodes wrote it while it was active here
+		}
 	}
 	n.mu.Unlock()
 }
@@ -179,6 +210,17 @@ func (n *Node) ActiveActors() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.actors)
+}
+
+// ActiveSandboxes returns the ids of the sandboxes active (in memory) on this node, in
+// id order: for a caller that must release those the cluster moved away (Release).
+// (Extension.)
+func (n *Node) ActiveSandboxes() []string {
+	n.mu.Lock()
+	ids := slices.Collect(maps.Keys(n.actors))
+	n.mu.Unlock()
+	slices.Sort(ids)
+	return ids
 }
 
 func (n *Node) workspaceDir(id string) string { return filepath.Join(n.cfg.DataDir, "workspaces", id) }

@@ -58,6 +58,24 @@ func (o *owners) load(id, tenant string) {
 	o.count[tenant]++
 }
 
+// set indexes sandbox id as tenant's, moving it from another tenant if needed
+// (another node created it, or wrote its record).
+func (o *owners) set(id, tenant string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old, ok := o.byID[id]
+	if ok && old == tenant {
+		return
+	}
+	if ok {
+		if o.count[old]--; o.count[old] <= 0 {
+			delete(o.count, old)
+		}
+	}
+	o.byID[id] = tenant
+	o.count[tenant]++
+}
+
 // owner returns the tenant of sandbox id; ok is false if there is no such sandbox. The
 // tenant is "" for a record whose owner could not be read.
 func (o *owners) owner(id string) (tenant string, ok bool) {

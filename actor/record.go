@@ -54,6 +54,13 @@ type sandboxRec struct {
 	Budget       budgetRec         `json:"budget"`
 	Sessions     int               `json:"sessions,omitempty"`  // remembered sessions, for listing passivated sandboxes
 	Terminals    int               `json:"terminals,omitempty"` // remembered terminals
+	// Node is the node that last activated the sandbox, Left that it ended that
+	// activation cleanly for a move (Node.Deactivate), and Files that work which can
+	// write files ran since the workspace was last known empty (moved.go). Records
+	// made before them lack them: such a sandbox is not reported as moved.
+	Node  string `json:"node,omitempty"`
+	Left  bool   `json:"left,omitempty"`
+	Files bool   `json:"files,omitempty"`
 }
 
 type budgetRec struct {

@@ -197,8 +197,9 @@ func (a *sbActor) releaseRunning() {
 
 // recordLost records as exited, once, the processes whose running records an
 // activation found: no runtime of this node runs them (a crash or a dropped
-// activation ended them unseen). It runs as the first turn after load.
-func (a *sbActor) recordLost() {
+// activation ended them unseen). reason is the process.exited events' reason. It runs
+// in the first turn after load (arrive).
+func (a *sbActor) recordLost(reason string) {
 	if len(a.sb.lost) == 0 {
 		return
 	}
@@ -211,7 +212,7 @@ func (a *sbActor) recordLost() {
 			keep = runtime.DefaultKeep
 		}
 		r.Until, r.KeepMS = now.Add(keep), 0
-		a.emit("process.exited", map[string]any{"id": r.ID, "exit_code": nil, "signal": nil, "reason": lostReason})
+		a.emit("process.exited", map[string]any{"id": r.ID, "exit_code": nil, "signal": nil, "reason": reason})
 		if a.sb.exited == nil {
 			a.sb.exited = map[string]*exitedRec{}
 		}

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,9 +59,11 @@ func (a *sbActor) publishInfo() {
 	a.info.Store(&in)
 }
 
+// infoFromRec is a passivated sandbox as the API shows it. Its node is the one that
+// last ran it (in a cluster, storage holds other nodes' sandboxes too).
 func infoFromRec(n *Node, r *sandboxRec) SandboxInfo {
 	in := SandboxInfo{
-		ID: r.ID, State: r.State, Node: n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
+		ID: r.ID, State: r.State, Node: cmp.Or(r.Node, n.cfg.NodeID), Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
 		Tenant: tenantOrDefault(r.Tenant), CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Budget: n.recBudget(r.Budget),
 		FailReason: r.FailReason,
 	}
@@ -143,7 +146,7 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	a.rec = &sandboxRec{
 		ID: spec.ID, Labels: maps.Clone(spec.Labels), Env: maps.Clone(spec.Env), Cwd: spec.Cwd,
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
-		State: StateRunning, Budget: toBudgetRec(decided),
+		State: StateRunning, Budget: toBudgetRec(decided), Node: a.n.cfg.NodeID, Files: spec.Cwd != "",
 	}
 	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
 	a.msgCount, a.msgDirty = 0, nil

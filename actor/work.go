@@ -119,7 +119,8 @@ func (a *sbActor) runtime() (*runtime.Sandbox, error) {
 		a.fail(err.Error())
 		return nil, fmt.Errorf("%w: sandbox %q failed: %w", ErrConflict, a.id, err)
 	}
-	a.sb.rt = rt
+	a.setRuntime(rt)
+	a.markFiles()
 	return rt, nil
 }
 
@@ -165,6 +166,7 @@ func (a *sbActor) endWork(record bool) {
 		a.n.log.Error("actor: failed to close runtime", "sandbox", a.id, "err", err)
 	}
 	w.rt = nil
+	a.live.Store(nil)
 	if record && a.rec != nil {
 		for _, p := range w.procs {
 			a.recordExit(p)

@@ -62,6 +62,7 @@ func (a *sbActor) openWorkspace() (uint64, error) {
 		return 0, err
 	}
 	a.touch()
+	a.markFiles()
 	if err := a.mountDisk(); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,239 @@
+package actor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// twoNodes opens nodes a and b on one BoltStore, as a replicated store shows every
+// node's sandboxes to every node, each with its own data dir (workspaces) and its
+// ownership hooks. b may not run anything until the test says so.
+func twoNodes(t *testing.T, name string) (a, b *testNode, ownA, ownB *ownership) {
+	t.Helper()
+	st := openTestBolt(t)
+	ownA, ownB = &ownership{}, &ownership{}
+	ownB.deny.Store(true)
+	a = newTestNode(t, func(c *Config) { c.NodeID = name + "-a"; c.Storage = st; ownA.config(c) })
+	b = newTestNode(t, func(c *Config) { c.NodeID = name + "-b"; c.Storage = st; ownB.config(c) })
+	return a, b, ownA, ownB
+}
+
+// movedEvents returns the data of sb's sandbox.moved events.
+func movedEvents(t *testing.T, n *testNode, sb string) []map[string]any {
+	t.Helper()
+	evs, err := n.Events(tctx(t), sb, 0, 0)
+	must(t, err)
+	var out []map[string]any
+	for _, e := range evs {
+		if e.Type == "sandbox.moved" {
+			var d map[string]any
+			must(t, json.Unmarshal(e.Data, &d))
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestSandboxMoved moves a sandbox from node a to node b, after a fence (unplanned)
+// or a Deactivate (planned), with and without work that wrote files: b posts
+// sandbox.moved saying what was lost, records processes a ended unseen as owner_lost,
+// and a later activation on b posts nothing more.
+func TestSandboxMoved(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		planned   bool
+		files     bool // run a process that writes a file on a
+		wantLost  []string
+		wantOwner bool // a process.exited with owner_lost
+	}{
+		{name: "fenced", planned: false, files: true, wantLost: []string{"processes", "workspace"}, wantOwner: true},
+		{name: "planned", planned: true, files: true, wantLost: []string{"workspace"}},
+		{name: "planned-no-files", planned: true, files: false, wantLost: []string{}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, b, ownA, ownB := twoNodes(t, "mv"+string(rune('0'+i)))
+			ctx := tctx(t)
+			mustCreate(t, a, "mv")
+			var p runtime.ProcessInfo
+			if tt.files {
+				_, err := a.Exec(ctx, "mv", runtime.ExecOptions{Command: "echo hi > f"})
+				must(t, err)
+				p, err = a.StartProcess(ctx, "mv", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+				must(t, err)
+			}
+			if tt.planned {
+				must(t, a.Deactivate(ctx, "mv"))
+			} else {
+				a.Fence("lease expired")
+				eventually(t, 30*time.Second, "a's activation gone", func() bool { return a.ActiveActors() == 0 })
+			}
+			ownA.deny.Store(true) // the table gives the sandbox to b
+			ownB.deny.Store(false)
+			_, err := b.GetSandbox(ctx, "mv")
+			must(t, err)
+
+			moved := movedEvents(t, b, "mv")
+			if len(moved) != 1 {
+				t.Fatalf("sandbox.moved events: %v", moved)
+			}
+			d := moved[0]
+			var lost []string
+			for _, l := range d["lost"].([]any) {
+				lost = append(lost, l.(string))
+			}
+			if d["from"] != a.Node.cfg.NodeID || d["to"] != b.Node.cfg.NodeID || d["planned"] != tt.planned ||
+				!slices.Equal(lost, tt.wantLost) {
+				t.Fatalf("sandbox.moved = %v, want lost %v planned %v", d, tt.wantLost, tt.planned)
+			}
+			reasons := exitReasons(t, b, "mv")
+			if got := reasons[p.ID] == ownerLostReason; tt.files && got != tt.wantOwner {
+				t.Fatalf("process.exited reasons %v", reasons)
+			}
+			// The sandbox works on b, with a workspace, and a second activation
+			// there is not a move.
+			_, err = b.Exec(ctx, "mv", runtime.ExecOptions{Command: "true"})
+			must(t, err)
+			passivateAll(t, b)
+			_, err = b.GetSandbox(ctx, "mv")
+			must(t, err)
+			if moved := movedEvents(t, b, "mv"); len(moved) != 1 {
+				t.Fatalf("sandbox.moved events after reactivation: %v", moved)
+			}
+			// a lists it, from storage, as b's.
+			l, err := a.ListSandboxes(ctx, nil)
+			must(t, err)
+			if len(l) != 1 || l[0].Node != b.Node.cfg.NodeID {
+				t.Fatalf("a lists %+v", l)
+			}
+		})
+	}
+}
+
+// TestHammerMove moves sandboxes back and forth between two nodes on one store while
+// clients post events to whichever node owns them. A move is what the cluster does:
+// the old owner loses admission and is fenced (or releases the sandboxes), the new
+// owner is admitted, at a new epoch, only once the old one holds no activation (the
+// lease wait). Clients retry a refused post, as the gateway holds a request during a
+// move. Every acknowledged event must be stored exactly once, seq without gaps, and
+// the only other events are the moves' own.
+func TestHammerMove(t *testing.T) {
+	t.Parallel()
+	st := openTestBolt(t)
+	var state atomic.Uint64 // epoch<<2 | owner: 0 a, 1 b, 2 nobody
+	state.Store(1<<2 | 0)
+	own := func(i uint64) func(c *Config) {
+		return func(c *Config) {
+			c.NodeID = fmt.Sprintf("hammer-move-%d", i)
+			c.Storage = st
+			c.Admission = func(string) error {
+				if state.Load()&3 != i {
+					return errNotOwner
+				}
+				return nil
+			}
+			c.Epoch = func(string) uint64 { return state.Load() >> 2 }
+		}
+	}
+	nodes := []*testNode{newTestNode(t, own(0)), newTestNode(t, own(1))}
+	const sandboxes, workers, per = 3, 6, 40
+	for i := range sandboxes {
+		mustCreate(t, nodes[0], fmt.Sprintf("hm%d", i))
+	}
+	stop := make(chan struct{})
+	var mover sync.WaitGroup
+	var moves atomic.Int64
+	mover.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := state.Load()
+			from := nodes[s&3]
+			state.Store(s>>2<<2 | 2) // the lease ran out: nobody may run them
+			if i%2 == 0 {
+				from.Fence("hammer")
+			} else {
+				from.Release(from.ActiveSandboxes())
+			}
+			eventually(t, 30*time.Second, "the old owner's activations gone", func() bool { return from.ActiveActors() == 0 })
+			state.Store((s>>2+1)<<2 | (1 - s&3))
+			moves.Add(1)
+			time.Sleep(2 * time.Millisecond) // pacing, so requests get through between
+		}
+	})
+	var mu sync.Mutex
+	acked := make([]map[uint64]bool, sandboxes)
+	for i := range acked {
+		acked[i] = map[uint64]bool{}
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range per {
+				sb := (w*5 + i) % sandboxes
+				var seq uint64
+				var err error
+				for range 1000 { // as a gateway holds a request during a move
+					n := nodes[min(state.Load()&3, 1)]
+					seq, err = n.PostEvent(tctx(t), fmt.Sprintf("hm%d", sb), "agent.h", nil)
+					if !errors.Is(err, ErrUnavailable) {
+						break
+					}
+					time.Sleep(500 * time.Microsecond)
+				}
+				if errors.Is(err, ErrUnavailable) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if acked[sb][seq] {
+					t.Errorf("hm%d: seq %d acknowledged twice", sb, seq)
+				}
+				acked[sb][seq] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	mover.Wait()
+	total := 0
+	for i := range sandboxes {
+		evs, err := nodes[0].Events(tctx(t), fmt.Sprintf("hm%d", i), 0, 0)
+		must(t, err)
+		got := 0
+		for j, e := range evs {
+			if e.Seq != uint64(j+1) {
+				t.Fatalf("hm%d: event %d has seq %d", i, j, e.Seq)
+			}
+			switch {
+			case e.Type == "agent.h" && acked[i][e.Seq]:
+				got++
+			case e.Type == "sandbox.created" || e.Type == "sandbox.moved":
+			default:
+				t.Fatalf("hm%d: stored event %d (%s) was never acknowledged", i, e.Seq, e.Type)
+			}
+		}
+		if got != len(acked[i]) {
+			t.Fatalf("hm%d: %d acknowledged events stored, %d acknowledged", i, got, len(acked[i]))
+		}
+		total += got
+	}
+	t.Logf("%d of %d posts acknowledged across %d moves", total, workers*per, moves.Load())
+}

@@ -16,10 +16,10 @@ type Member struct {
 	Status string `json:"status,omitempty"`
 	// Voter reports that the member votes in raft; the others replicate as
 	// non-voters (an extension of the contract). It is not sent on join.
-	Voter bool `json:"voter,omitempty"`
+	Voter bool `json:"voter"`
 	// Partitions is how many of the cluster's partitions the member owns in the
 	// answering node's table (an extension). It is not sent on join.
-	Partitions int `json:"partitions,omitempty"`
+	Partitions int `json:"partitions"`
 }
 
 // Cluster is the answer of GET /v1/cluster: the cluster as the answering node's
@@ -71,11 +71,19 @@ func (c *Client) GetCluster(ctx context.Context) (*Cluster, error) {
 
 // JoinCluster adds m (the request is forwarded to the leader): it joins as a
 // non-voter and is promoted while the cluster has fewer voters than its target.
-// m.Status, m.Voter and m.Partitions are ignored.
+// m.Status, m.Voter and m.Partitions are the cluster's to set and are not sent.
 func (c *Client) JoinCluster(ctx context.Context, m Member) error {
-	m.Status, m.Voter, m.Partitions = "", false, 0
-	_, err := c.do(ctx, request{method: http.MethodPost, path: []string{"v1", "cluster", "join"}, body: m}, nil)
+	body := joinRequest{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Labels: m.Labels}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: []string{"v1", "cluster", "join"}, body: body}, nil)
 	return err
+}
+
+// joinRequest is the body of POST /v1/cluster/join, which refuses unknown fields.
+type joinRequest struct {
+	ID       string            `json:"id"`
+	RaftAddr string            `json:"raft_addr"`
+	HTTPAddr string            `json:"http_addr"`
+	Labels   map[string]string `json:"labels,omitempty"`
 }
 
 // RemoveMember removes the member with this id.

@@ -43,10 +43,17 @@ type clusterJSON struct {
 }
 
 // clusterInfo describes the cluster as this node's replica of the member table
-// has it, with the raft suffrage of each member, the partitions it owns, and this
-// node's applied index and lease. Every part is read without waiting on raft, so a
-// node without quorum still answers (with what it last knew).
+// has it (see clusterState).
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.clusterState())
+	return nil
+}
+
+// clusterState is the ClusterInfo object of the API (also the answer of a join):
+// the members with the raft suffrage of each and the partitions it owns, and this
+// node's applied index and lease. Every part is read without waiting on raft, so a
+// node without quorum still answers, with what it last applied.
+func (s *Server) clusterState() clusterJSON {
 	c := s.cluster
 	out := clusterJSON{
 		Node: s.cfg.NodeID, Term: c.Term(), Partitions: cluster.Partitions,
@@ -75,8 +82,7 @@ func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
 		u := until.UTC().Truncate(time.Millisecond)
 		out.Lease.Until = &u
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 var errNoCluster = &apiError{

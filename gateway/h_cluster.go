@@ -31,6 +31,7 @@ type leaseJSON struct {
 	Until *time.Time `json:"until"`
 }
 
+// clusterJSON is the ClusterInfo object of the API.
 type clusterJSON struct {
 	Node         string              `json:"node"`
 	Leader       *string             `json:"leader"` // null while there is none

@@ -141,7 +141,19 @@ func TestClusterInfoTwoNodes(t *testing.T) {
 			id = c
 		}
 	}
-	ts2.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id}).json(t, &sb)
+	// A loaded machine may let n2's lease lapse for a moment (503): retry then.
+	eventually(t, time.Minute, "n2 to create "+id, func() bool {
+		r := ts2.do("POST", "/v1/sandboxes", map[string]any{"id": id})
+		switch r.status {
+		case http.StatusServiceUnavailable:
+			return false
+		case http.StatusCreated, http.StatusOK:
+			r.json(t, &sb)
+			return true
+		}
+		t.Fatalf("create %s on n2: %d %s", id, r.status, r.body)
+		return false
+	})
 	if sb.Node != "n2" {
 		t.Fatalf("sandbox %s owned by n2 shows node %q", id, sb.Node)
 	}

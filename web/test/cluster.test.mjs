@@ -61,3 +61,73 @@ describe('cluster panel', () => {
     await page.close();
   });
 });
+
+// Three real nodes, the second and third started with --join. A build whose serve
+// refuses --join skips this (saying so); one that joins must show every member in the
+// panel, and a stopped member as down.
+describe('cluster panel, three nodes', () => {
+  const nodes = [];
+  let browser;
+  let refused = '';
+
+  before(async () => {
+    nodes.push(await startServer({ extraArgs: ['--node-id', 'n1'] }));
+    const join = nodes[0].base.replace('http://', '');
+    for (const id of ['n2', 'n3']) {
+      try {
+        nodes.push(await startServer({ extraArgs: ['--node-id', id, '--join', join] }));
+      } catch (err) {
+        if (!/--join/.test(String(err && err.message))) throw err;
+        refused = String(err.message).split('\n').find((l) => l.includes('--join')) || 'serve refuses --join';
+        return;
+      }
+    }
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    if (browser) await browser.close();
+    for (const n of nodes.reverse()) await n.stop();
+  });
+
+  test('shows every member, one leader, three voters sharing the partitions, and a stopped member as down', async (t) => {
+    if (refused) {
+      t.skip(`this build cannot form a cluster: ${refused}`);
+      return;
+    }
+    const page = await browser.newPage();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${nodes[0].base}/?token=${nodes[0].token}`);
+
+    // Every member alive and a voter, one leader, each owning some partitions (they
+    // move onto a new member at a bounded rate) and together all of them.
+    await page.waitForFunction(
+      () => {
+        const rows = [...document.querySelectorAll('#members tbody tr')];
+        const counts = rows.map((r) => Number(r.querySelector('.count').textContent));
+        return (
+          rows.length === 3 &&
+          rows.every((r) => r.dataset.status === 'alive' && r.dataset.voter === 'true') &&
+          rows.filter((r) => r.dataset.role === 'leader').length === 1 &&
+          counts.every((c) => c > 0) &&
+          counts.reduce((a, b) => a + b, 0) === 4096
+        );
+      },
+      null,
+      { timeout: 120000, polling: 500 },
+    );
+    assert.equal(await page.locator('#members tr[data-self="true"]').getAttribute('data-member'), 'n1');
+    assert.equal(await page.locator('#cluster').textContent().then((s) => s.replace(/ · leader n\d/, '')), 'node n1 · 3/3 members alive');
+    await screenshot(page, 'cluster-panel-3.png');
+
+    // Stop n3: once its lease has run out the leader marks it down (n1 and n2 keep a
+    // quorum of the three voters).
+    await nodes[2].stop();
+    nodes.pop();
+    await page.locator('#members tr[data-member="n3"][data-status="down"]').waitFor({ timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('#cluster').textContent.includes('2/3 members alive'), null, {
+      timeout: 15000,
+    });
+    await page.close();
+  });
+});

@@ -4,7 +4,7 @@ GO        ?= go
 TEST_TIMEOUT ?= 900s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run build test test-go web tools test-web bench lint fmt check plugins
+.PHONY: help run cluster build test test-go web tools test-web bench lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -14,6 +14,9 @@ build: web ## build bin/sandgate with the web UI embedded
 
 run: build ## start one node on 127.0.0.1:7070 with embedded defaults
 	./bin/sandgate serve --listen 127.0.0.1:7070 --data ./data
+
+cluster: build ## start 3 nodes on loopback (HTTP 7070/7080/7090, raft 7071/7081/7091, data ./data/cluster); Ctrl-C stops them
+	SANDGATE_BIN=bin/sandgate examples/cluster/cluster.sh
 
 test: web test-go test-web ## run every test suite (what CI runs): Go with -race, then the browser tests
 

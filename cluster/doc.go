@@ -35,7 +35,8 @@
 //     their processes), Config.OnLease when it is valid again.
 //   - Join, Remove, Pin and Unpin run on the leader only; elsewhere they return a
 //     *NotLeaderError naming the leader's id and addresses so the gateway can forward.
-//   - Members, Table, Partition, Leader, AppliedIndex and Err are getters.
+//   - Members, Table, Partition, Leader, AppliedIndex and Err are getters; Voters
+//     (raft suffrage) and Spread (partitions per owner) are the operator's view.
 //
 // # Lifecycle
 //

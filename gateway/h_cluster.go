@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"net/http"
 	"time"
+
+	"github.com/sandgate/sandgate/cluster"
 )
 
 type memberJSON struct {
@@ -14,25 +16,74 @@ type memberJSON struct {
 	Status   string            `json:"status"`
 }
 
+// clusterMemberJSON is a member as GET /v1/cluster shows it: the member record, its
+// raft suffrage and its share of the partition table, as this node knows them.
+type clusterMemberJSON struct {
+	memberJSON
+	Voter      bool `json:"voter"`
+	Partitions int  `json:"partitions"`
+}
+
+// leaseJSON is this node's lease: whether it may serve its sandboxes now, and until
+// when (null if it never held one).
+type leaseJSON struct {
+	Valid bool       `json:"valid"`
+	Until *time.Time `json:"until"`
+}
+
+// clusterJSON is the ClusterInfo object of the API.
+type clusterJSON struct {
+	Node         string              `json:"node"`
+	Leader       *string             `json:"leader"` // null while there is none
+	Members      []clusterMemberJSON `json:"members"`
+	Term         uint64              `json:"term"`
+	Partitions   int                 `json:"partitions"`
+	Unassigned   int                 `json:"unassigned"`
+	AppliedIndex uint64              `json:"applied_index"`
+	Lease        leaseJSON           `json:"lease"`
+}
+
 // clusterInfo describes the cluster as this node's replica of the member table
-// has it.
+// has it (see clusterState).
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
-	leader, _ := s.cluster.Leader()
-	ms := s.cluster.Members()
-	members := make([]memberJSON, 0, len(ms))
+	writeJSON(w, http.StatusOK, s.clusterState())
+	return nil
+}
+
+// clusterState is the ClusterInfo object of the API (also the answer of a join):
+// the members with the raft suffrage of each and the partitions it owns, and this
+// node's applied index and lease. Every part is read without waiting on raft, so a
+// node without quorum still answers, with what it last applied.
+func (s *Server) clusterState() clusterJSON {
+	c := s.cluster
+	out := clusterJSON{
+		Node: s.cfg.NodeID, Term: c.Term(), Partitions: cluster.Partitions,
+		AppliedIndex: c.AppliedIndex(),
+	}
+	if leader, _ := c.Leader(); leader != "" {
+		l := string(leader)
+		out.Leader = &l
+	}
+	voters, spread := c.Voters(), c.Spread()
+	out.Unassigned = spread[""]
+	ms := c.Members()
+	out.Members = make([]clusterMemberJSON, 0, len(ms))
 	for _, m := range ms {
-		members = append(members, memberJSON{
-			ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,
-			Labels: nonNilMap(m.Labels), Status: m.Status.String(),
+		out.Members = append(out.Members, clusterMemberJSON{
+			memberJSON: memberJSON{
+				ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,
+				Labels: nonNilMap(m.Labels), Status: m.Status.String(),
+			},
+			Voter: voters[m.ID], Partitions: spread[m.ID],
 		})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"node":    s.cfg.NodeID,
-		"leader":  string(leader),
-		"members": members,
-		"term":    s.cluster.Term(),
-	})
-	return nil
+	valid, until := c.Lease()
+	out.Lease.Valid = valid
+	if !until.IsZero() {
+		u := until.UTC().Truncate(time.Millisecond)
+		out.Lease.Until = &u
+	}
+	return out
 }
 
 var errNoCluster = &apiError{

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // Member is one node of the cluster.
@@ -11,16 +12,52 @@ type Member struct {
 	RaftAddr string            `json:"raft_addr"`
 	HTTPAddr string            `json:"http_addr"`
 	Labels   map[string]string `json:"labels,omitempty"`
-	// Status is "alive" or "down"; it is not sent on join.
+	// Status is "alive", "down" or "left"; it is not sent on join.
 	Status string `json:"status,omitempty"`
+	// Voter reports that the member votes in raft; the others replicate as
+	// non-voters (an extension of the contract). It is not sent on join.
+	Voter bool `json:"voter"`
+	// Partitions is how many of the cluster's partitions the member owns in the
+	// answering node's table (an extension). It is not sent on join.
+	Partitions int `json:"partitions"`
 }
 
-// Cluster is the answer of GET /v1/cluster.
+// Cluster is the answer of GET /v1/cluster: the cluster as the answering node's
+// replica of the cluster tables has it.
 type Cluster struct {
-	Node    string   `json:"node"`
+	// Node is the id of the answering node.
+	Node string `json:"node"`
+	// Leader is the raft leader's id, empty while there is none.
 	Leader  string   `json:"leader"`
 	Members []Member `json:"members"`
 	Term    uint64   `json:"term"`
+	// Partitions is the fixed number of partitions sandbox ids hash to (4096), and
+	// Unassigned how many of them have no owner (extensions).
+	Partitions int `json:"partitions"`
+	Unassigned int `json:"unassigned"`
+	// AppliedIndex is the last raft index the answering node applied (an extension).
+	AppliedIndex uint64 `json:"applied_index"`
+	// Lease is the answering node's lease (an extension).
+	Lease Lease `json:"lease"`
+}
+
+// Lease is a node's lease: it serves its sandboxes only while the lease is valid.
+type Lease struct {
+	// Valid reports whether the node holds a valid lease now.
+	Valid bool `json:"valid"`
+	// Until is when the lease it holds, or last held, ends; zero if it never held one.
+	Until time.Time `json:"until"`
+}
+
+// Voters returns how many members vote in raft.
+func (c *Cluster) Voters() int {
+	n := 0
+	for _, m := range c.Members {
+		if m.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // GetCluster returns the cluster as the answering node sees it.
@@ -32,12 +69,21 @@ func (c *Client) GetCluster(ctx context.Context) (*Cluster, error) {
 	return out, nil
 }
 
-// JoinCluster adds m as a voter (the request is forwarded to the leader). m.Status is
-// ignored.
+// JoinCluster adds m (the request is forwarded to the leader): it joins as a
+// non-voter and is promoted while the cluster has fewer voters than its target.
+// m.Status, m.Voter and m.Partitions are the cluster's to set and are not sent.
 func (c *Client) JoinCluster(ctx context.Context, m Member) error {
-	m.Status = ""
-	_, err := c.do(ctx, request{method: http.MethodPost, path: []string{"v1", "cluster", "join"}, body: m}, nil)
+	body := joinRequest{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Labels: m.Labels}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: []string{"v1", "cluster", "join"}, body: body}, nil)
 	return err
+}
+
+// joinRequest is the body of POST /v1/cluster/join, which refuses unknown fields.
+type joinRequest struct {
+	ID       string            `json:"id"`
+	RaftAddr string            `json:"raft_addr"`
+	HTTPAddr string            `json:"http_addr"`
+	Labels   map[string]string `json:"labels,omitempty"`
 }
 
 // RemoveMember removes the member with this id.

@@ -276,15 +276,32 @@ func TestRoutes(t *testing.T) {
 			}},
 		{"cluster", func(c *Client) (result, error) { return c.GetCluster(ctx) },
 			"GET", "/v1/cluster", "", "", 200,
-			`{"node":"n1","leader":"n2","members":[{"id":"n1","raft_addr":"r:1","http_addr":"h:1","labels":{"zone":"a"},"status":"alive"}],"term":3}`,
+			`{"node":"n1","leader":"n2","members":[{"id":"n1","raft_addr":"r:1","http_addr":"h:1","labels":{"zone":"a"},"status":"alive","voter":true,"partitions":4000},` +
+				`{"id":"n2","raft_addr":"r:2","http_addr":"h:2","labels":{},"status":"alive","voter":false,"partitions":90}],` +
+				`"term":3,"partitions":4096,"unassigned":6,"applied_index":77,"lease":{"valid":true,"until":"2026-11-22T02:00:03.5Z"}}`,
 			func(t *testing.T, r result) {
 				cl := r.(*Cluster)
-				if cl.Leader != "n2" || cl.Term != 3 || len(cl.Members) != 1 || cl.Members[0].Status != "alive" || cl.Members[0].Labels["zone"] != "a" {
+				if cl.Leader != "n2" || cl.Term != 3 || len(cl.Members) != 2 || cl.Members[0].Status != "alive" || cl.Members[0].Labels["zone"] != "a" {
+					t.Errorf("got %+v", cl)
+				}
+				if !cl.Members[0].Voter || cl.Members[0].Partitions != 4000 || cl.Members[1].Voter || cl.Members[1].Partitions != 90 || cl.Voters() != 1 {
+					t.Errorf("members %+v", cl.Members)
+				}
+				until := time.Date(2026, 11, 22, 2, 0, 3, 5e8, time.UTC)
+				if cl.Partitions != 4096 || cl.Unassigned != 6 || cl.AppliedIndex != 77 || !cl.Lease.Valid || !cl.Lease.Until.Equal(until) {
+					t.Errorf("got %+v", cl)
+				}
+			}},
+		{"cluster without a leader or a lease", func(c *Client) (result, error) { return c.GetCluster(ctx) },
+			"GET", "/v1/cluster", "", "", 200,
+			`{"node":"n3","leader":null,"members":[],"term":0,"partitions":4096,"unassigned":4096,"applied_index":0,"lease":{"valid":false,"until":null}}`,
+			func(t *testing.T, r result) {
+				if cl := r.(*Cluster); cl.Leader != "" || cl.Lease.Valid || !cl.Lease.Until.IsZero() || cl.Unassigned != 4096 {
 					t.Errorf("got %+v", cl)
 				}
 			}},
 		{"join", func(c *Client) (result, error) {
-			return nil, c.JoinCluster(ctx, Member{ID: "n3", RaftAddr: "r:3", HTTPAddr: "h:3", Labels: map[string]string{"z": "b"}, Status: "alive"})
+			return nil, c.JoinCluster(ctx, Member{ID: "n3", RaftAddr: "r:3", HTTPAddr: "h:3", Labels: map[string]string{"z": "b"}, Status: "alive", Voter: true, Partitions: 7})
 		}, "POST", "/v1/cluster/join", "", `{"id":"n3","raft_addr":"r:3","http_addr":"h:3","labels":{"z":"b"}}`, 200, `{}`, nil},
 		{"remove member", func(c *Client) (result, error) { return nil, c.RemoveMember(ctx, "n3") },
 			"DELETE", "/v1/cluster/members/n3", "", "", 204, "", nil},

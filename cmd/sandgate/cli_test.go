@@ -96,6 +96,7 @@ func TestPsSandboxesCluster(t *testing.T) {
 		{"sandboxes", []string{"sandboxes", "--label", "a=1"}, []string{"dev1", "running", "n2", "a=1,b=2", "2026-11-22T02:00:00Z"},
 			"GET /v1/sandboxes?label=a%3D1"},
 		{"cluster", []string{"cluster"}, []string{"node n1, leader n2, term 7", "n2  ", "leader", "down"}, "GET /v1/cluster"},
+		// The rest of the cluster's output: TestClusterCLI.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

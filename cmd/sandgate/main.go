@@ -42,7 +42,7 @@ var commands = map[string]command{
 	"attach":    {"attach your terminal to a sandbox terminal (detach: Ctrl-])", cmdAttach},
 	"cp":        {"copy files between a sandbox and the local file system", cmdCp},
 	"events":    {"print a sandbox's event log (-f follows it)", cmdEvents},
-	"cluster":   {"show the cluster's nodes and leader", cmdCluster},
+	"cluster":   {"show the cluster's nodes, leader and partition spread (rm: remove a member)", cmdCluster},
 }
 
 // commandOrder is the order of `sandgate help`.

@@ -137,7 +137,18 @@ func (g *fakeGateway) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
-		io.WriteString(w, `{"node":"n1","leader":"n2","term":7,"members":[{"id":"n1","raft_addr":"r1","http_addr":"h1","status":"alive"},{"id":"n2","raft_addr":"r2","http_addr":"h2","status":"down"}]}`)
+		io.WriteString(w, `{"node":"n1","leader":"n2","term":7,"partitions":4096,"unassigned":0,"applied_index":99,`+
+			`"lease":{"valid":true,"until":"2026-11-22T02:00:03.5Z"},"members":[`+
+			`{"id":"n1","raft_addr":"r1","http_addr":"h1","status":"alive","voter":false,"partitions":1024},`+
+			`{"id":"n2","raft_addr":"r2","http_addr":"h2","status":"down","voter":true,"partitions":3072}]}`)
+	})
+	mux.HandleFunc("DELETE /v1/cluster/members/{id}", func(w http.ResponseWriter, r *http.Request) {
+		g.record(r, "")
+		if id := r.PathValue("id"); id != "n2" {
+			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("member %q not found", id))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
 }

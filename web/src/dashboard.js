@@ -1,5 +1,6 @@
-// The dashboard, /: the sandboxes of the cluster, and for the selected one its processes,
-// a process's output tail and the live event stream. Plain DOM, no framework.
+// The dashboard, /: the sandboxes of the cluster with the node that owns each, the
+// cluster's members (cluster.js), and for the selected sandbox its processes, a
+// process's output tail and the live event stream. Plain DOM, no framework.
 //
 // The sandbox list is polled (every 3 s while the tab is visible); the selected
 // sandbox's processes are re-read when its event stream reports a process event, and
@@ -7,6 +8,7 @@
 
 import './style.css';
 import { api, el, enc, fmtBytes, fmtMs, fmtTime, getToken, logout, sandboxPath, takeTokenFromURL } from './api.js';
+import { nodeState, shortNode, startCluster } from './cluster.js';
 import { SSEStream } from './sse.js';
 
 takeTokenFromURL();
@@ -70,7 +72,7 @@ function renderSandboxes() {
         el('td', {}, el('a', { href: `#sb=${enc(sb.id)}`, class: 'mono', onclick: (ev) => select(ev, sb.id) }, sb.id)),
         ...(isAdmin() ? [el('td', { class: 'mono tenant' }, sb.tenant || '–')] : []),
         el('td', {}, el('span', { class: `badge s-${sb.state}` }, sb.state)),
-        el('td', { class: 'mono' }, sb.node || '–'),
+        nodeCell(sb.node),
         el('td', { class: 'mono small' }, labels || '–'),
         el(
           'td',
@@ -91,6 +93,18 @@ function renderSandboxes() {
     }),
   );
   $('#no-sandboxes').hidden = sandboxes.length > 0;
+}
+
+// nodeCell shows the node that owns a sandbox, marked when the cluster does not
+// count it alive (its sandboxes move once its lease has run out).
+function nodeCell(node) {
+  const st = nodeState(node);
+  const off = st !== '' && st !== 'alive';
+  return el(
+    'td',
+    { class: `mono node${off ? ' node-off' : ''}`, dataset: { node: node || '', nodeState: st }, title: off ? `node ${node} is ${st}` : node },
+    shortNode(node) || '–',
+  );
 }
 
 function isAdmin() {
@@ -419,19 +433,7 @@ function stripANSI(s) {
   return s.replace(/\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]|\r(?!\n)/g, '').replace(/\r\n/g, '\n');
 }
 
-// --- cluster and start -----------------------------------------------------------
-
-async function loadCluster() {
-  try {
-    const c = await api('GET', '/v1/cluster');
-    if (c) {
-      const alive = (c.members || []).filter((m) => m.status === 'alive').length;
-      $('#cluster').textContent = `node ${c.node} · leader ${c.leader || '–'} · ${alive}/${(c.members || []).length} members alive`;
-    }
-  } catch {
-    $('#cluster').textContent = '';
-  }
-}
+// --- start ---------------------------------------------------------------------
 
 $('#logout').addEventListener('click', () => {
   logout();
@@ -448,12 +450,9 @@ window.addEventListener('hashchange', () => {
 });
 
 loadSandboxes().then(() => {
-  loadCluster();
+  startCluster(renderSandboxes);
   openDetail();
 });
 setInterval(() => {
   if (document.visibilityState === 'visible') loadSandboxes();
 }, 3000);
-setInterval(() => {
-  if (document.visibilityState === 'visible') loadCluster();
-}, 15000);

@@ -109,6 +109,9 @@ export async function startServer({ token = 'web-test-token', extraArgs = [] } =
   let log = '';
   let run = await spawnServer(args, (text) => {
     log += text;
+  }).catch(async (err) => {
+    await rm(dir, { recursive: true, force: true }); // a server that never started
+    throw err;
   });
   const killOnExit = () => run.proc.kill('SIGKILL');
   process.once('exit', killOnExit);

@@ -47,7 +47,11 @@ func BenchmarkStoreWrite(b *testing.B) {
 		report(b, lat, time.Since(start))
 	})
 	for _, size := range []int{1, 3} {
-		nodes := clusterWith(b, size, func(_ int, cfg *Config) { cfg.Multiplier = 1; cfg.LeaseTTL = DefaultLeaseTTL; cfg.LeaseMargin = DefaultLeaseMargin })
+		nodes := clusterWith(b, size, func(_ int, cfg *Config) {
+			cfg.Multiplier = 1
+			cfg.LeaseTTL = DefaultLeaseTTL
+			cfg.LeaseMargin = DefaultLeaseMargin
+		})
 		l := leader(b, nodes...)
 		runs := []struct {
 			name    string

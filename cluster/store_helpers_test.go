@@ -46,7 +46,7 @@ func mustWrite(tb testing.TB, n *Node, sb string, kv ...string) {
 	tb.Helper()
 	b := put(sb, kv...)
 	b.Epoch = n.Epoch(sb)
-	if err := writeRetry(n, b); err != nil {
+	if err := writeIdempotent(n, b); err != nil {
 		tb.Fatalf("write %s through %s: %v", sb, n.ID(), err)
 	}
 }
@@ -60,6 +60,18 @@ func writeRetry(n *Node, b *Batch) error {
 		err := n.Write(ctx, b)
 		cancel()
 		if err == nil || !errors.Is(err, ErrNotLeader) || errors.Is(err, ErrIndeterminate) || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// writeIdempotent writes b, which is safe to apply twice, retrying unknown outcomes
+// (a leadership change under load) as well.
+func writeIdempotent(n *Node, b *Batch) error {
+	deadline := time.Now().Add(patience)
+	for {
+		err := writeRetry(n, b)
+		if err == nil || !errors.Is(err, ErrIndeterminate) || time.Now().After(deadline) {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
@@ -187,5 +188,5 @@ func (n *Node) serveGroup(data []byte) (rpcStatus, commitResult, string) {
 	case definite:
 		return rpcNotLeader, res, err.Error()
 	}
-	return rpcIndeterminate, res, err.Error()
+	return rpcIndeterminate, res, strings.TrimPrefix(err.Error(), ErrIndeterminate.Error()+": ")
 }

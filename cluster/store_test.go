@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestStoreReadYourWrites writes through an owner that is not the leader while its
@@ -30,7 +31,7 @@ func TestStoreReadYourWrites(t *testing.T) {
 	b := wipe(sb, "c", "3")
 	b.Epoch = f.Epoch(sb)
 	b.Ops = append(b.Ops, Op{Key: []byte("a"), Delete: true})
-	if err := writeRetry(f, b); err != nil {
+	if err := writeIdempotent(f, b); err != nil {
 		t.Fatal(err)
 	}
 	if got := records(t, f, sb); got != "[c=3]" {
@@ -109,7 +110,7 @@ func TestStoreFenced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := put(sb, "k", "stale "+tt.name)
 			b.Epoch = old
-			if err := writeRetry(tt.via, b); !errors.Is(err, ErrFenced) {
+			if err := writeIdempotent(tt.via, b); !errors.Is(err, ErrFenced) {
 				t.Fatalf("stale write through %s: %v, want ErrFenced", tt.via.ID(), err)
 			}
 		})
@@ -126,7 +127,7 @@ func TestStoreFenced(t *testing.T) {
 			} else {
 				b.Epoch = f.Epoch(b.Sandbox)
 			}
-			errs[i] = writeRetry(f, b)
+			errs[i] = writeIdempotent(f, b)
 		})
 	}
 	wg.Wait()
@@ -180,7 +181,7 @@ func TestStoreAckedWriteSurvives(t *testing.T) {
 					sb := sbs[i%len(sbs)]
 					b := put(sb, fmt.Sprintf("k%02d", i), "v")
 					b.Epoch = owner.Epoch(sb)
-					if err := writeRetry(owner, b); err != nil {
+					if err := writeIdempotent(owner, b); err != nil {
 						t.Errorf("write %d: %v", i, err)
 					}
 				})
@@ -204,5 +205,88 @@ func TestStoreAckedWriteSurvives(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStoreHammerReadYourWrites has writers on a follower owner each write a
+// growing counter to their sandbox and read it back at once, with scans, while the
+// replica applies the same entries concurrently (the overlay is filled, read and
+// pruned all at once): every read must see the writer's last acknowledged write and
+// every earlier one.
+func TestStoreHammerReadYourWrites(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	f, _ := followerOwner(t, nodes)
+	sbs := ownedUpTo(f, 8)
+	var wg sync.WaitGroup
+	for w, sb := range sbs {
+		wg.Go(func() {
+			for i := range 40 {
+				b := put(sb, fmt.Sprintf("n%03d", i), fmt.Sprint(i), "last", fmt.Sprint(i))
+				b.Epoch = f.Epoch(sb)
+				if i%10 == 9 { // a wipe now and then: earlier keys go
+					b.DeleteSandbox = true
+				}
+				if err := writeIdempotent(f, b); err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				from := 0 // the key the last wipe wrote (it deletes before its ops)
+				if i >= 9 {
+					from = i - (i+1)%10
+				}
+				want := []string{}
+				for j := from; j <= i; j++ {
+					want = append(want, fmt.Sprintf("n%03d=%d", j, j))
+				}
+				var got []string
+				err := f.Read(context.Background(), sb, func(r Reader) error {
+					if v := string(r.Get([]byte("last"))); v != fmt.Sprint(i) {
+						t.Errorf("writer %d: last = %q after writing %d", w, v, i)
+					}
+					r.Scan([]byte("n"), nil, func(k, v []byte) bool { got = append(got, string(k)+"="+string(v)); return true })
+					return nil
+				})
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("writer %d after write %d: %v, want %v", w, i, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestStoreUnknownOutcomeSettles gives up on a write while every replica is held
+// before applying it: the outcome is unknown, and the next Read of the sandbox waits
+// until the replica has caught up with the leader, so it shows the write, which did
+// commit, instead of the state before it.
+func TestStoreUnknownOutcomeSettles(t *testing.T) {
+	t.Parallel()
+	nodes, gates := gated(t)
+	f, sb := followerOwner(t, nodes)
+	for _, g := range gates {
+		g.shut()
+	}
+	b := put(sb, "k", "committed")
+	b.Epoch = f.Epoch(sb)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err := f.Write(ctx, b)
+	cancel()
+	if !errors.Is(err, ErrIndeterminate) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write with every replica held: %v, want an unknown outcome", err)
+	}
+	got := make(chan string, 1)
+	go func() { got <- get(t, f, sb, "k") }()
+	time.Sleep(100 * time.Millisecond) // room for a Read that does not wait to return early
+	for _, g := range gates {
+		g.open()
+	}
+	if v := <-got; v != "committed" {
+		t.Fatalf("the read after an unknown outcome = %q, want the committed write", v)
 	}
 }

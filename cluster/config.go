@@ -65,8 +65,9 @@ type Config struct {
 	// OnApply, if set, is called after each applied entry that changed sandbox
 	// records, with the ids of the sandboxes it changed (each once), so the gateway
 	// can refresh its indexes. After a snapshot is restored it is called once with
-	// nil: any sandbox may have changed. It runs synchronously on raft's FSM
-	// goroutine and must not block, nor call back into the Node's Write or Read.
+	// nil: any sandbox may have changed (this happens during Open too, when raft
+	// restores its latest snapshot). It runs synchronously on raft's FSM goroutine
+	// and must not block, nor call the Node's Write or Read.
 	OnApply func(sandboxes []string)
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger

@@ -184,10 +184,11 @@
 // file, rather than rebuilding it from the snapshot and the log at every start, makes
 // a restart cost a replay of the log tail instead of a copy of the whole state, and
 // it is exact after a process crash (kill -9): the kernel keeps every page bbolt
-// wrote. It is not after an OS crash or power loss, which can tear a NoSync file;
-// delete state.db then and the node rebuilds it from its snapshot and log (or from
-// the leader's snapshot). Detecting that case by itself (a boot id stored in the
-// file) is not done.
+// wrote. It is not after an OS crash or power loss, which can tear a NoSync file, so
+// the file records the boot id of the machine that opened it and whether it was
+// closed: a file left open by an earlier boot is removed at Open, and raft rebuilds
+// it from its latest snapshot and the log (Restore takes any snapshot into an empty
+// file). Without a boot id (not Linux) every unclean stop is treated so.
 //
 // Snapshots stream: Snapshot opens a read transaction; Persist writes the encoded
 // tables, the file's index and size, then the file itself with bbolt's Tx.WriteTo,

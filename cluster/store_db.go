@@ -32,6 +32,7 @@ import (
 // mu's read lock; replace takes the write lock to swap the file.
 type stateDB struct {
 	path    string
+	boot    string       // this boot's id (bootID)
 	mu      sync.RWMutex // guards db against the swap in replace and close
 	db      *bolt.DB
 	applied atomic.Uint64 // the index of the last cmdBatches entry in the file
@@ -43,8 +44,10 @@ type stateDB struct {
 var (
 	bucketData  = []byte("d") // sandbox NUL key → value
 	bucketIndex = []byte("i") // sandbox → "" for every sandbox with records
-	bucketMeta  = []byte("m") // keyApplied → big-endian uint64
+	bucketMeta  = []byte("m") // keyApplied → big-endian uint64, keyBoot, keyClean
 	keyApplied  = []byte("applied")
+	keyBoot     = []byte("boot")  // the boot id of the machine that last opened the file
+	keyClean    = []byte("clean") // "1" after a Close, "" while open
 )
 
 // stateMmapSize is the initial mmap of the state file. bbolt remaps to grow only
@@ -53,14 +56,61 @@ var (
 // space, not memory.
 const stateMmapSize = 256 << 20
 
+// openStateDB opens the state file at path. A file that was not closed and was
+// last opened before the machine restarted may have lost pages it wrote without
+// fsync (an OS crash or a power loss, not a process crash: the kernel keeps the
+// pages of a killed process). It is removed, and raft rebuilds it from its latest
+// snapshot and the log (Restore takes any snapshot into an empty file). Without a
+// boot id (not Linux) every unclean stop counts as such a restart.
 func openStateDB(path string) (*stateDB, error) {
-	s := &stateDB{path: path}
+	s := &stateDB{path: path, boot: bootID()}
+	if torn, err := tornByRestart(path, s.boot); err != nil {
+		return nil, err
+	} else if torn {
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("failed to remove state db torn by a restart: %w", err)
+		}
+	}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// bootID returns this boot's id, "" where the system does not say.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// tornByRestart reports whether the file at path was left open (not closed by
+// close) by a boot other than boot.
+func tornByRestart(path, boot string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return true, nil // unreadable: rebuild it
+	}
+	defer db.Close()
+	torn := false
+	err = db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if m == nil || m.Get(keyBoot) == nil {
+			return nil // never opened by this version
+		}
+		torn = string(m.Get(keyClean)) != "1" && (boot == "" || string(m.Get(keyBoot)) != boot)
+		return nil
+	})
+	return torn, err
+}
+
+// open opens the file, creates the buckets and marks it open by this boot, synced
+// before anything is written without sync.
 func (s *stateDB) open() error {
 	// NoFreelistSync: one page less to write per transaction; the free list is
 	// rebuilt by scanning the file at open.
@@ -79,7 +129,8 @@ func (s *stateDB) open() error {
 			}
 		}
 		applied = readApplied(tx)
-		return nil
+		m := tx.Bucket(bucketMeta)
+		return errors.Join(m.Put(keyBoot, []byte(s.boot)), m.Put(keyClean, nil))
 	})
 	if err == nil {
 		err = db.Sync()
@@ -283,9 +334,11 @@ func (s *stateDB) replace(r io.Reader, size int64) error {
 	return s.open()
 }
 
-// close syncs and closes the file. The FSM goroutine has stopped by then.
+// close marks the file closed cleanly, syncs and closes it. The FSM goroutine has
+// stopped by then.
 func (s *stateDB) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return errors.Join(s.db.Sync(), s.db.Close())
+	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyClean, []byte("1")) })
+	return errors.Join(err, s.db.Sync(), s.db.Close())
 }

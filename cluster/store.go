@@ -25,8 +25,11 @@ type Batch struct {
 
 // Op is one put or delete in a Batch.
 type Op struct {
-	Key   []byte
-	Value []byte // ignored when Delete
+	// Key is the record's key within the sandbox; any bytes.
+	Key []byte
+	// Value is the record's value, ignored when Delete. A nil Value is stored as
+	// an empty one.
+	Value []byte
 	// Delete removes Key instead of putting Value.
 	Delete bool
 }

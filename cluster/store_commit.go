@@ -40,7 +40,9 @@ type pendingWrite struct {
 	err  error
 }
 
-// committer is the queue of a node's pending writes.
+// committer is the queue of a node's pending writes. Write enqueues from any
+// goroutine; the node's commitLoop takes groups off it; close runs once, when
+// commitLoop ends.
 type committer struct {
 	mu     sync.Mutex
 	queue  []*pendingWrite

@@ -92,11 +92,11 @@ func (n *Node) Write(ctx context.Context, b *Batch) error {
 	select {
 	case <-w.done:
 		if isIndeterminate(w.err) {
-			n.fsm.ov.markUncertain(b.Sandbox)
+			n.fsm.ov.markUncertain(b.Sandbox, nil)
 		}
 		return w.err
 	case <-ctx.Done():
-		n.fsm.ov.markUncertain(b.Sandbox)
+		n.fsm.ov.markUncertain(b.Sandbox, w.done)
 		return fmt.Errorf("%w: %w", ErrIndeterminate, ctx.Err())
 	}
 }
@@ -116,11 +116,11 @@ func (n *Node) Read(ctx context.Context, sandbox string, fn func(r Reader) error
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	if gen := n.fsm.ov.uncertainGen(sandbox); gen != 0 {
-		if err := n.sync(ctx); err != nil {
+	if u := n.fsm.ov.uncertainty(sandbox); u.gen != 0 {
+		if err := n.settle(ctx, u); err != nil {
 			return fmt.Errorf("failed to settle an unknown write outcome: %w", err)
 		}
-		n.fsm.ov.settled(sandbox, gen)
+		n.fsm.ov.settled(sandbox, u.gen)
 	}
 	pending := n.fsm.ov.get(sandbox)
 	return n.fsm.db.view(func(tx *bolt.Tx) error {
@@ -190,6 +190,21 @@ func (n *Node) Sandboxes(ctx context.Context, key []byte, fn func(id string, val
 		}
 		return nil
 	})
+}
+
+// settle waits until the writes of u have left the committer (committed, refused
+// or sent to a leader), then syncs: a write that reached an earlier leader is then
+// either in this replica or lost for good, since the current leader's entry
+// commits after every entry of earlier terms that will ever commit.
+func (n *Node) settle(ctx context.Context, u uncertainty) error {
+	for _, done := range u.dones {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return n.sync(ctx)
 }
 
 // sync commits an empty group through the leader and waits until this replica has

@@ -18,8 +18,9 @@ import (
 // the index that transaction holds, so an entry pruned in between is in the file.
 //
 // It also remembers sandboxes whose last write had an unknown outcome: their next
-// Read first waits for the replica to reach an index the current leader committed
-// (Node.settle), so the outcome is known before anyone reads.
+// Read first waits until those writes have left this node's committer, then for
+// the replica to reach an index the current leader committed (Node.sync), so the
+// outcome is known before anyone reads.
 //
 // Concurrency: all methods are safe for concurrent use; slices handed out are never
 // modified afterwards.
@@ -27,8 +28,16 @@ type overlay struct {
 	mu        sync.Mutex
 	applied   uint64
 	pending   map[string][]ovEntry
-	uncertain map[string]uint64 // sandbox → generation of the unknown outcome
+	uncertain map[string]uncertainty
 	gen       uint64
+}
+
+// uncertainty is a sandbox's writes with unknown outcomes: the generation of the
+// latest, and the done channels of those that may still be in this node's
+// committer (a Write whose ctx ended first).
+type uncertainty struct {
+	gen   uint64
+	dones []<-chan struct{}
 }
 
 type ovEntry struct {
@@ -37,7 +46,7 @@ type ovEntry struct {
 }
 
 func newOverlay(applied uint64) *overlay {
-	return &overlay{applied: applied, pending: map[string][]ovEntry{}, uncertain: map[string]uint64{}}
+	return &overlay{applied: applied, pending: map[string][]ovEntry{}, uncertain: map[string]uncertainty{}}
 }
 
 // add records the accepted batches of a group acknowledged at index, in group order.
@@ -91,16 +100,22 @@ func (o *overlay) all() map[string][]ovEntry {
 	return out
 }
 
-// markUncertain records an unknown outcome for sandbox.
-func (o *overlay) markUncertain(sandbox string) {
+// markUncertain records an unknown outcome for sandbox; done, when not nil, is
+// closed once the write has left the committer.
+func (o *overlay) markUncertain(sandbox string, done <-chan struct{}) {
 	o.mu.Lock()
 	o.gen++
-	o.uncertain[sandbox] = o.gen
+	u := o.uncertain[sandbox]
+	u.gen = o.gen
+	if done != nil {
+		u.dones = append(u.dones[:len(u.dones):len(u.dones)], done)
+	}
+	o.uncertain[sandbox] = u
 	o.mu.Unlock()
 }
 
-// uncertainGen returns the generation of sandbox's unknown outcome, 0 if none.
-func (o *overlay) uncertainGen(sandbox string) uint64 {
+// uncertainty returns sandbox's unknown outcomes (gen 0: none).
+func (o *overlay) uncertainty(sandbox string) uncertainty {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.uncertain[sandbox]
@@ -109,7 +124,7 @@ func (o *overlay) uncertainGen(sandbox string) uint64 {
 // settled clears sandbox's mark if no newer unknown outcome replaced gen.
 func (o *overlay) settled(sandbox string, gen uint64) {
 	o.mu.Lock()
-	if o.uncertain[sandbox] == gen {
+	if o.uncertain[sandbox].gen == gen {
 		delete(o.uncertain, sandbox)
 	}
 	o.mu.Unlock()

@@ -132,8 +132,9 @@ func (n *Node) Read(ctx context.Context, sandbox string, fn func(r Reader) error
 
 // Sandboxes calls fn for every sandbox with records on this node's replica (every
 // node's sandboxes, not only this one's), in id order, with the value stored under
-// key (nil if none or key is nil), this node's pending writes included as in Read.
-// The value is valid only during fn. An error from fn ends the walk and is returned.
+// key (nil if none or key is nil), this node's pending writes included as in Read
+// (but writes with an unknown outcome are not settled first). The value is valid
+// only during fn. An error from fn ends the walk and is returned.
 //
 // Safe for concurrent use.
 func (n *Node) Sandboxes(ctx context.Context, key []byte, fn func(id string, val []byte) error) error {

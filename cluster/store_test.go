@@ -340,3 +340,89 @@ func TestStoreUnknownOutcomeQueued(t *testing.T) {
 	settledRead(t, nodes, gates, f, sbs[2])
 	wg.Wait()
 }
+
+// TestStoreLeaderClosedDuringWrites writes through a follower owner while the leader
+// is closed, and checks each write's outcome on both survivors: an acknowledged
+// write is on both, a write refused for certain (no leader took it, or fenced) is on
+// neither, and a write with an unknown outcome reads the same on both once settled.
+func TestStoreLeaderClosedDuringWrites(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	f, _ := followerOwner(t, nodes)
+	sbs := ownedUpTo(f, 8)
+	l := leader(t, nodes...)
+	type outcome struct {
+		sb, key string
+		err     error
+	}
+	var mu sync.Mutex
+	var outs []outcome
+	var wg sync.WaitGroup
+	const before, after = 20, 30
+	started := make(chan struct{}, len(sbs))
+	closed := make(chan struct{})
+	for w, sb := range sbs {
+		wg.Go(func() {
+			for i := range before + after {
+				if i == before {
+					started <- struct{}{}
+					<-closed
+				}
+				key := fmt.Sprintf("w%d-%03d", w, i)
+				b := put(sb, key, "v")
+				b.Epoch = f.Epoch(sb)
+				ctx, cancel := context.WithTimeout(context.Background(), patience)
+				err := f.Write(ctx, b)
+				cancel()
+				mu.Lock()
+				outs = append(outs, outcome{sb, key, err})
+				mu.Unlock()
+			}
+		})
+	}
+	for range sbs {
+		<-started
+	}
+	go func() { // the writers go on while the leader closes
+		time.Sleep(20 * time.Millisecond)
+		close(closed)
+	}()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	var survivors []*Node
+	for _, n := range nodes {
+		if n != l {
+			survivors = append(survivors, n)
+		}
+	}
+	caughtUp(t, survivors...)
+	counts := map[string]int{}
+	for _, o := range outs {
+		a, b := get(t, survivors[0], o.sb, o.key), get(t, survivors[1], o.sb, o.key)
+		switch {
+		case o.err == nil:
+			counts["acknowledged"]++
+			if a != "v" || b != "v" {
+				t.Errorf("acknowledged %s/%s: %q on %s, %q on %s", o.sb, o.key, a, survivors[0].ID(), b, survivors[1].ID())
+			}
+		case errors.Is(o.err, ErrIndeterminate):
+			counts["unknown"]++
+			if a != b {
+				t.Errorf("unknown outcome %s/%s settled differently: %q on %s, %q on %s", o.sb, o.key, a, survivors[0].ID(), b, survivors[1].ID())
+			}
+		case errors.Is(o.err, ErrNotLeader), errors.Is(o.err, ErrFenced):
+			counts["refused"]++
+			if a != "<nil>" || b != "<nil>" {
+				t.Errorf("refused %s/%s (%v) is there: %q, %q", o.sb, o.key, o.err, a, b)
+			}
+		default:
+			t.Errorf("%s/%s: unexpected error %v", o.sb, o.key, o.err)
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+	if counts["acknowledged"] < len(sbs)*before {
+		t.Errorf("only %d writes acknowledged", counts["acknowledged"])
+	}
+}

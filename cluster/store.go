@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -210,11 +211,24 @@ func (n *Node) settle(ctx context.Context, u uncertainty) error {
 
 // sync commits an empty group through the leader and waits until this replica has
 // applied it: every entry committed before, by this leader or an earlier one, is
-// then in the replica.
+// then in the replica. An empty group is harmless twice, so an unknown outcome
+// (a leader lost meanwhile) is retried within writeHold.
 func (n *Node) sync(ctx context.Context) error {
-	res, err := n.commit(ctx, encodeBatches(nil))
-	if err != nil {
-		return err
+	hold := time.Now().Add(writeHold)
+	for {
+		res, err := n.commit(ctx, encodeBatches(nil))
+		if err == nil {
+			return n.fsm.db.waitApplied(ctx, n.ctx.Done(), res.index)
+		}
+		if !isIndeterminate(err) || time.Now().After(hold) {
+			return err
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		case <-n.ctx.Done():
+			return ErrClosed
+		}
 	}
-	return n.fsm.db.waitApplied(ctx, n.ctx.Done(), res.index)
 }

@@ -23,7 +23,8 @@ type Reader interface {
 
 // mergedReader reads one sandbox from a read transaction of the state file with the
 // sandbox's pending delta (overlay.go) on top: a key the delta holds reads as the
-// delta says, and a DeleteSandbox in the delta hides every record of the file.
+// delta says, and a DeleteSandbox in the delta hides every record of the file. It
+// lives inside one Read's transaction and is used by its callback's goroutine.
 type mergedReader struct {
 	c   *bolt.Cursor // on bucketData
 	pfx []byte       // sandbox NUL

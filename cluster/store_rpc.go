@@ -64,7 +64,8 @@ type rpcConn struct {
 	seq uint64
 }
 
-// rpcPool holds idle batch connections to one leader address.
+// rpcPool holds idle batch connections to one leader address; a connection is used
+// by one call at a time, taken out of the pool for it. Safe for concurrent use.
 type rpcPool struct {
 	mu   sync.Mutex
 	addr string

@@ -14,7 +14,7 @@ import (
 // placedFSM returns an FSM with n members and every partition placed.
 func placedFSM(tb testing.TB, n int) *fsm {
 	tb.Helper()
-	f := newFSM(discard)
+	f := testFSM(tb)
 	var cmds [][]byte
 	s := emptyState()
 	for _, id := range ids(n) {

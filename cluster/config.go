@@ -62,6 +62,13 @@ type Config struct {
 	// OnLease is called each time the node obtains a lease after having none,
 	// including the first time; see OnFence.
 	OnLease func()
+	// OnApply, if set, is called after each applied entry that changed sandbox
+	// records, with the ids of the sandboxes it changed (each once), so the gateway
+	// can refresh its indexes. After a snapshot is restored it is called once with
+	// nil: any sandbox may have changed (this happens during Open too, when raft
+	// restores its latest snapshot). It runs synchronously on raft's FSM goroutine
+	// and must not block, nor call the Node's Write or Read.
+	OnApply func(sandboxes []string)
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.
@@ -73,10 +80,12 @@ type Config struct {
 	// Test hooks. netUp, when set, reports whether the node's network is up; while it
 	// returns false no connection is made or accepted (see streamLayer.cut). observe
 	// is passed to the FSM. onLead is called when a leadership's liveness record
-	// starts, with its start time.
-	netUp   func() bool
-	observe func(*state)
-	onLead  func(since time.Duration)
+	// starts, with its start time. beforeBatches is called on the FSM goroutine
+	// before each cmdBatches entry is applied (a test holds a replica behind with it).
+	netUp         func() bool
+	observe       func(*state)
+	onLead        func(since time.Duration)
+	beforeBatches func(index uint64)
 }
 
 // Defaults for Config fields.

@@ -1,8 +1,9 @@
 // Package cluster owns the raft node of a sandgate cluster: the replicated member
-// table, the sandbox → node ownership table with its epochs, and the leader's
-// membership and placement duties. It imports nothing of ours and speaks no HTTP: the
-// gateway forwards requests, serves the join route and adapts actor.Admission and
-// actor.Epoch to this package.
+// table, the sandbox → node ownership table with its epochs, the replicated sandbox
+// records behind the actors, and the leader's membership and placement duties. It
+// imports nothing of ours and speaks no HTTP: the gateway forwards requests, serves
+// the join route and adapts actor.Admission, actor.Epoch and actor.Storage to this
+// package.
 //
 // # What it owns
 //
@@ -12,6 +13,9 @@
 //   - The FSM: members (id, raft and HTTP address, labels, alive|down|left), a fixed
 //     table of Partitions (4096) entries → {owner, epoch, state}, and pins (one
 //     sandbox → a member chosen by label selector, for policy pools).
+//   - Sandbox records: every sandbox's small records (the actor's durable state) in
+//     the FSM's own bbolt file, DataDir/raft/state.db, written only by applying
+//     epoch-checked batches from the log (see Sandbox records).
 //   - Placement: the leader assigns partitions to alive members by rendezvous hashing.
 //   - Node leases: heartbeats to the leader, self-fencing when the lease lapses, and
 //     the leader's failure detection, which moves a silent member's partitions only
@@ -33,6 +37,10 @@
 //     epoch to stamp the turn's writes with; Lease reports the lease.
 //   - Config.OnFence is called when the lease lapses (stop this node's actors and end
 //     their processes), Config.OnLease when it is valid again.
+//   - Write, Read and Sandboxes are the sandbox store (store.go): Write commits a
+//     Batch through the leader from any node, Read serves one sandbox from this
+//     node's replica with its own acknowledged writes on top, Sandboxes lists them
+//     all. Config.OnApply tells the gateway which sandboxes each entry changed.
 //   - Join, Remove, Pin and Unpin run on the leader only; elsewhere they return a
 //     *NotLeaderError naming the leader's id and addresses so the gateway can forward.
 //   - Members, Table, Partition, Leader, AppliedIndex and Err are getters; Voters
@@ -117,10 +125,9 @@
 //     covers every entry of earlier terms.
 //
 // What leases cannot cover: a process paused between its check and its write. Writes
-// carry Epoch, and the replicated store (not here yet) must refuse a write whose
-// epoch is not the partition's current one. A server that is frozen cannot run
-// OnFence either; the sandbox's own init must hold the lease deadline (gateway and
-// runtime).
+// carry Epoch, and the store refuses a batch whose epoch is not the partition's
+// current one (see Sandbox records). A server that is frozen cannot run OnFence
+// either; the sandbox's own init must hold the lease deadline (gateway and runtime).
 //
 // Failover figures (3 nodes on loopback under -race on a shared 2-core machine,
 // L = 300 ms, δ = 100 ms, raft at 0.1×; TestKilledOwnerFailover and
@@ -129,6 +136,99 @@
 // heartbeat, which is up to L/6 older than the kill, plus a commit. At the defaults
 // that is 3.0-3.5 s plus a commit. A killed leader is replaced in 0.09-0.12 s here
 // (about 1 s at the defaults), well inside L, so owners keep their leases through it.
+//
+// # Sandbox records
+//
+// The actors' durable state (actor.Storage, adapted by the gateway) lives here, so a
+// sandbox's records survive the loss of its owner: small records under byte keys,
+// written as Batches.
+//
+//  1. Fencing. A batch carries the epoch its writer was admitted with (Node.Epoch),
+//     and Apply accepts it only if that is the current epoch of the sandbox's
+//     partition (or of its pin) in the tables as of the batch's entry; otherwise
+//     ErrFenced, for that batch alone, decided alike on every replica. Equality,
+//     not "at least the highest epoch this sandbox accepted": a zombie owner's
+//     write would pass that test until the new owner happened to write. An
+//     unowned partition accepts nothing. Nothing in Apply reads a clock: a
+//     deadline in a record is stamped by the writer.
+//  2. Group commit. Concurrent Writes on a node share one raft entry (cmdBatches):
+//     batches queue while up to two groups are in flight, so groups grow with the
+//     load, and each batch gets its own verdict. A node that does not lead sends
+//     its groups to the leader over the cluster listener (a connection opening with
+//     its own first byte, pooled, every call bounded); the leader applies them as
+//     they came.
+//  3. Reads. Read serves one sandbox from this node's replica. A follower learns
+//     that an entry committed only with the leader's next append, up to
+//     CommitTimeout later, so an owner that does not lead would not see its own
+//     last write; it keeps an overlay of its acknowledged batches (with their raft
+//     index) until its replica applies them, and Read merges the overlay over one
+//     read transaction of the file, keeping only the batches above the index that
+//     transaction holds. An owner never waits for its replica on the request path.
+//     Reads of sandboxes owned elsewhere are replica reads, possibly a little old.
+//     A Read of one key and a 20-record scan takes 2.6 µs from the file alone and
+//     7.6 µs with 8 batches pending in the overlay (BenchmarkStoreRead).
+//  4. Unknown outcomes. A batch that reached a leader which then lost leadership,
+//     shut down or stopped answering may or may not commit: Write says so
+//     (ErrIndeterminate). Failures that certainly applied nothing (no leader yet,
+//     a node that turned out not to lead) are retried for up to 5 s first. The
+//     actor does not retry a failed write: it drops the activation and reloads
+//     from the store, and the first Read of the sandbox after an unknown outcome
+//     commits an empty entry through the leader and waits for the replica to
+//     apply it, so the reload sees whether the batch landed; it is never applied
+//     twice. A caller that retries must send only batches safe to apply twice.
+//
+// Durability: one fsync per commit. The raft log is fsynced; state.db is bbolt with
+// NoSync, and each applied cmdBatches entry writes its index into the file in the
+// same transaction as its records. Raft replays the log after its latest snapshot at
+// every start; entries at or below the file's index are skipped (their verdicts
+// are recomputed from the tables, which are rebuilt from the log, but the file is
+// not touched), and Restore keeps the file when it already holds at least the
+// snapshot's index, since both are prefixes of the same committed log. Keeping the
+// file, rather than rebuilding it from the snapshot and the log at every start, makes
+// a restart cost a replay of the log tail instead of a copy of the whole state, and
+// it is exact after a process crash (kill -9): the kernel keeps every page bbolt
+// wrote. It is not after an OS crash or power loss, which can tear a NoSync file, so
+// the file records the boot id of the machine that opened it and whether it was
+// closed: a file left open by an earlier boot is removed at Open, and raft rebuilds
+// it from its latest snapshot and the log (Restore takes any snapshot into an empty
+// file). Without a boot id (not Linux) every unclean stop is treated so.
+//
+// Snapshots stream: Snapshot opens a read transaction; Persist writes the encoded
+// tables, the file's index and size, then the file itself with bbolt's Tx.WriteTo,
+// page by page. Restore copies the file beside the live one, checks its length,
+// syncs and renames it over. The file is mapped 256 MiB up front because bbolt
+// grows its map only when no read transaction is open, and a snapshot's is long.
+// Measured with 100,000 sandboxes of five records (about 1 KiB of values each),
+// BenchmarkStoreSnapshot on a loaded 2-core VM: a 204 MiB snapshot in 0.25 s,
+// restored in 0.31 s, with 0.15 MiB allocated while persisting.
+//
+// Write figures (BenchmarkStoreWrite, same run, raft at default timeouts, all nodes
+// in one process on a shared 2-core VM with a 200-byte and a 64-byte record per
+// batch), as batches/s and Write p50 / p99:
+//
+//	bare bbolt update with fsync, 1 writer (the disk's floor)   651/s   0.22 / 14.2 ms
+//	1 node, 1 writer                                            310/s   1.58 / 20.4 ms
+//	1 node, 64 writers                                         4151/s  11.4  / 65.5 ms
+//	3 nodes, 1 writer on the leader                             215/s   3.05 / 26.0 ms
+//	3 nodes, 64 writers on the leader                          7028/s   7.00 / 28.1 ms
+//	3 nodes, 64 writers on a follower                          5702/s   7.67 / 48.1 ms
+//
+// The process is mostly idle in these runs (a CPU profile of the 64-writer run
+// shows about 11% of one core busy): a commit waits on the leader's log fsync, then
+// a follower's, then the FSM's transaction, on a disk shared with other jobs (the
+// bare fsync's p99 is 14 ms). Under that load the 64-writer figure stays below
+// 10,000 batches/s and one writer's p50 above 2 ms.
+//
+// The write ceiling of one raft group is one leader's commit pipeline: every batch of
+// the cluster goes through one log, one leader's fsync and one FSM goroutine per
+// replica. Group commit makes the cost per entry, not per batch, so the ceiling is
+// set by entries per second (a few hundred to a few thousand with bbolt, more on
+// faster disks) times batches per entry. Past it, the path is several raft groups,
+// each owning a range of partitions (a multi-raft like CockroachDB's or TiKV's): the
+// partition table already names each sandbox's partition, so a range of partitions
+// can move to a group of its own, with its own leader on another node, its own log
+// and its own state file, and the writes of different ranges commit in parallel.
+// Membership and placement would stay in a small meta group.
 //
 // # Caveats (not done yet)
 //
@@ -141,16 +241,13 @@
 //   - Pure rendezvous balances like random draws: max/mean load is about 1.04-1.06 at
 //     3-5 members but grows with the member count (1.15 at 10, 1.37 at 100 members
 //     in this package's tests). Bounded-load rendezvous is the fix for large clusters.
-//   - One raft group carries every write, so the cluster's write ceiling is one
-//     leader's commit rate (the order of a few thousand entries per second on bbolt
-//     with batching); the path past it is several raft groups, each owning a range
-//     of partitions.
+//   - One raft group carries every write; see Sandbox records for its ceiling and
+//     the path past it.
 //   - Raft and raft-autopilot: promotion is done by the reconcile loop (no autopilot,
 //     no 10 s stability wait) and dead raft servers are pruned only by Remove.
-//   - Node-to-node traffic, raft and heartbeats, is not authenticated yet (no
-//     cluster secret).
-//   - Still to build: planned handoff, forwarding between nodes, the replicated
-//     sandbox store behind the actors (epoch-checked batches), the init-held lease
+//   - Node-to-node traffic, raft, heartbeats and batch RPCs, is not authenticated
+//     yet (no cluster secret).
+//   - Still to build: planned handoff, forwarding between nodes, the init-held lease
 //     deadline for paused servers, and raft-autopilot's dead-server cleanup.
 //
 // # Deviations from the design notes, with reasons
@@ -169,6 +266,8 @@
 //     idle leader answers at once.
 //   - Remove used to move a member's partitions at once; they now wait for its lease,
 //     since the removed node may still be running.
+//   - The store accepts a batch only at the partition's current epoch, where the
+//     design notes said "at least the stored epoch": see Sandbox records, step 1.
 //   - A removed node's raft stays a follower outside the configuration (it starts
 //     no elections) until Close, instead of shutting itself down: raft leaves a
 //     VerifyLeader in flight unanswered when it shuts down, and Close waits for

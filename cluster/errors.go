@@ -34,6 +34,17 @@ var (
 	// table but holds no valid lease: it may have been cut off and its partitions
 	// given to others, so it must not run anything (503 and Retry-After).
 	ErrLeaseExpired = errors.New("cluster: node lease expired")
+	// ErrFenced is returned by Node.Write for a batch whose Epoch is not the current
+	// epoch of its sandbox's partition (or of the sandbox's pin) when the batch's raft
+	// entry is applied: another owner has taken over, or the writer never owned the
+	// sandbox. Every replica rejects the batch alike and nothing of it is applied;
+	// the other batches of the same entry are not affected.
+	ErrFenced = errors.New("cluster: write fenced by the partition's current epoch")
+	// ErrIndeterminate is matched by a Write error whose outcome is unknown: the batch
+	// reached a leader that then lost leadership, shut down or stopped answering, so
+	// it may or may not be applied. A caller may retry only a write that is safe to
+	// apply twice; the actor does not retry (see the package doc, "Writes").
+	ErrIndeterminate = errors.New("cluster: write outcome unknown")
 )
 
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It

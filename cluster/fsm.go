@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,27 +11,33 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// fsm is the raft state machine: members, the partition table and pins. Readers take
-// no lock: raft calls Apply, Snapshot and Restore on one goroutine, and every change
-// publishes a new immutable *state that readers load atomically. The mutex only guards
-// the channel that wakes waitIndex.
+// fsm is the raft state machine: members, the partition table and pins, and the
+// sandbox records in db. Readers of the tables take no lock: raft calls Apply,
+// Snapshot and Restore on one goroutine, and every change publishes a new immutable
+// *state that readers load atomically. The mutex only guards the channel that wakes
+// waitIndex. Sandbox records are read in db's read transactions (store_db.go).
 type fsm struct {
 	cur    atomic.Pointer[state]
 	failed atomic.Pointer[error]
 	log    *slog.Logger
+	db     *stateDB
+	ov     *overlay
+	// onApply is Config.OnApply.
+	onApply func(sandboxes []string)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed at the next publish; nil until someone waits
 
 	// observe, when set (tests), is called on raft's FSM goroutine with each state
-	// just after it is published.
-	observe func(*state)
+	// just after it is published; beforeBatches before each cmdBatches entry.
+	observe       func(*state)
+	beforeBatches func(index uint64)
 }
 
 var _ raft.FSM = (*fsm)(nil)
 
-func newFSM(log *slog.Logger) *fsm {
-	f := &fsm{log: log}
+func newFSM(log *slog.Logger, db *stateDB) *fsm {
+	f := &fsm{log: log, db: db, ov: newOverlay(db.applied.Load())}
 	f.cur.Store(emptyState())
 	return f
 }
@@ -45,6 +50,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	if err := f.err(); err != nil {
 		return err
+	}
+	if len(l.Data) > 0 && cmdType(l.Data[0]) == cmdBatches {
+		return f.applyBatches(l.Index, l.Data)
 	}
 	return f.apply(l.Index, l.Data)
 }
@@ -160,38 +168,3 @@ func (f *fsm) waitIndex(ctx context.Context, i uint64, timeout time.Duration) bo
 		}
 	}
 }
-
-// Snapshot captures the current immutable state; Persist encodes it on raft's
-// snapshot goroutine while Apply goes on.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &snapshot{s: f.cur.Load()}, nil
-}
-
-// Restore replaces the state with a snapshot's.
-func (f *fsm) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return fmt.Errorf("failed to read snapshot: %w", err)
-	}
-	s, err := decodeState(b)
-	if err != nil {
-		return fmt.Errorf("failed to decode snapshot: %w", err)
-	}
-	f.publish(s)
-	return nil
-}
-
-type snapshot struct{ s *state }
-
-var _ raft.FSMSnapshot = (*snapshot)(nil)
-
-func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.s.encode()); err != nil {
-		sink.Cancel()
-		return fmt.Errorf("failed to write snapshot: %w", err)
-	}
-	return sink.Close()
-}
-
-func (s *snapshot) Release() {}

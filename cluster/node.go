@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,6 +32,10 @@ type Node struct {
 	stream *streamLayer
 	store  *logStore
 	fsm    *fsm
+	// commits queues this node's Writes for the committer (store_commit.go); rpcs
+	// pools its batch connections to the leader (store_rpc.go).
+	commits *committer
+	rpcs    rpcPool
 
 	ctx    context.Context // the node's lifetime; Close cancels it
 	cancel context.CancelFunc
@@ -53,8 +58,9 @@ type Node struct {
 
 // Open starts a node.
 //
-//  1. It opens (or creates) the raft log and stable store in DataDir/raft/raft.db and
-//     the snapshot store beside it, and listens on RaftListen.
+//  1. It opens (or creates) the raft log and stable store in DataDir/raft/raft.db,
+//     the sandbox records in DataDir/raft/state.db and the snapshot store beside
+//     them, and listens on RaftListen.
 //  2. With no raft state and Join unset it bootstraps a one-voter cluster of itself;
 //     with state it resumes the cluster it was in; with Join set it waits to be added.
 //  3. Whenever it becomes leader it registers itself in the member table, promotes
@@ -135,8 +141,15 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := newFSM(cfg.Logger)
+	sdb, err := openStateDB(filepath.Join(dir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, sdb.close)
+	f := newFSM(cfg.Logger, sdb)
 	f.observe = cfg.observe
+	f.onApply = cfg.OnApply
+	f.beforeBatches = cfg.beforeBatches
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
 	if err != nil {
 		return nil, err
@@ -152,18 +165,19 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, stream: stream, store: store, fsm: f,
-		kick: make(chan struct{}, 1), now: mono,
+		commits: newCommitter(), kick: make(chan struct{}, 1), now: mono,
 		lease: lease{renewed: make(chan struct{}, 1)},
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	stream.serve(n.serveHeartbeats)
-	n.wg.Add(3)
+	stream.serve(map[byte]func(net.Conn){streamHeartbeat: n.serveHeartbeats, streamBatch: n.serveBatches})
+	n.wg.Add(4)
 	n.verifying.Add(1)
 	go n.watchLeadership(notify)
 	go n.verifyLoop()
 	go n.heartbeat()
 	go n.fence()
+	go n.commitLoop()
 	return n, nil
 }
 
@@ -180,7 +194,7 @@ func (n *Node) Close() error {
 		n.verifying.Wait() // raft answers verifications only while it runs
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
-		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())
+		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close(), n.fsm.db.close())
 		if err != nil {
 			n.closeErr = fmt.Errorf("failed to close cluster node: %w", err)
 		}

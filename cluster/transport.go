@@ -16,9 +16,10 @@ import (
 //
 // Multiplexing: the first byte of every inbound connection says what it carries.
 // raft's network transport opens each connection with an RPC type byte (0 to 4);
-// heartbeat connections open with streamHeartbeat, which raft never sends. An accept
-// loop reads that byte on a goroutine per connection and hands raft's connections
-// (the byte put back) to raft's Accept, heartbeat ones to the heartbeat server.
+// heartbeat connections open with streamHeartbeat and batch RPCs (store_rpc.go) with
+// streamBatch, which raft never sends. An accept loop reads that byte on a goroutine
+// per connection and hands raft's connections (the byte put back) to raft's Accept,
+// the others to their server.
 //
 // Ownership: raft's NetworkTransport.Close stops its listener but leaves accepted
 // connections to be closed by their peers (their handlers block in Read) and pooled
@@ -36,9 +37,12 @@ type streamLayer struct {
 	closed bool
 }
 
-// streamHeartbeat opens a heartbeat connection. raft's first bytes are its RPC
-// types, 0 to 4.
-const streamHeartbeat byte = 0xf1
+// streamHeartbeat opens a heartbeat connection, streamBatch a batch RPC one. raft's
+// first bytes are its RPC types, 0 to 4.
+const (
+	streamHeartbeat byte = 0xf1
+	streamBatch     byte = 0xf2
+)
 
 // sniffTimeout bounds how long an inbound connection may stay silent before it says
 // what it carries.
@@ -62,9 +66,9 @@ func listen(addr string, up func() bool) (*streamLayer, error) {
 	}, nil
 }
 
-// serve starts the accept loop; heartbeat connections go to hb, which owns them and
-// runs on the connection's goroutine.
-func (s *streamLayer) serve(hb func(net.Conn)) {
+// serve starts the accept loop; a connection whose first byte is a key of routes goes
+// to that handler, which owns it and runs on the connection's goroutine.
+func (s *streamLayer) serve(routes map[byte]func(net.Conn)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -89,14 +93,14 @@ func (s *streamLayer) serve(hb func(net.Conn)) {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				s.route(tc, hb)
+				s.route(tc, routes)
 			}()
 		}
 	}()
 }
 
 // route reads the first byte of an inbound connection and hands it on.
-func (s *streamLayer) route(c net.Conn, hb func(net.Conn)) {
+func (s *streamLayer) route(c net.Conn, routes map[byte]func(net.Conn)) {
 	var b [1]byte
 	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	if _, err := io.ReadFull(c, b[:]); err != nil {
@@ -104,8 +108,8 @@ func (s *streamLayer) route(c net.Conn, hb func(net.Conn)) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	if b[0] == streamHeartbeat {
-		hb(c)
+	if h, ok := routes[b[0]]; ok {
+		h(c)
 		return
 	}
 	select {
@@ -148,12 +152,17 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 
 // dialHeartbeat connects to a peer's heartbeat server.
 func (s *streamLayer) dialHeartbeat(addr string, timeout time.Duration) (net.Conn, error) {
+	return s.dialStream(addr, streamHeartbeat, timeout)
+}
+
+// dialStream connects to the peer's server for first (streamHeartbeat, streamBatch).
+func (s *streamLayer) dialStream(addr string, first byte, timeout time.Duration) (net.Conn, error) {
 	c, err := s.Dial(raft.ServerAddress(addr), timeout)
 	if err != nil {
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{streamHeartbeat}); err != nil {
+	if _, err := c.Write([]byte{first}); err != nil {
 		c.Close()
 		return nil, err
 	}

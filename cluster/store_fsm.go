@@ -1,0 +1,196 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// applyBatches applies a cmdBatches entry: each batch is checked against the
+// epoch of its sandbox's partition (or pin) in the tables as of this entry, and the
+// accepted ones are written with the entry's index in one transaction. The verdicts
+// depend only on the log, so every replica reaches the same, replaying or not.
+func (f *fsm) applyBatches(index uint64, data []byte) any {
+	if f.beforeBatches != nil {
+		f.beforeBatches(index)
+	}
+	d := decoder{b: data[1:]}
+	bs := d.batches()
+	if err := d.done(); err != nil {
+		return err
+	}
+	vs := verdictsFor(f.cur.Load(), bs)
+	changed, err := f.db.applyGroup(index, bs, vs)
+	if err != nil {
+		// The file cannot take the entry (disk full, I/O error): going on would leave
+		// this replica without records the others have. Stop applying, like an
+		// unknown command does.
+		f.failed.Store(&err)
+		f.log.Error("cluster: failed to apply batches", "err", err)
+		return err
+	}
+	f.ov.prune(f.db.applied.Load())
+	if len(changed) > 0 && f.onApply != nil {
+		f.onApply(dedup(changed))
+	}
+	return &groupResult{verdicts: vs}
+}
+
+// verdictsFor decides each batch against the tables s.
+func verdictsFor(s *state, bs []*Batch) []batchVerdict {
+	vs := make([]batchVerdict, len(bs))
+	for i, b := range bs {
+		if validBatch(b) != nil {
+			vs[i].code = batchInvalid
+			continue
+		}
+		// An unowned partition (failover, or never placed) accepts nothing: no writer
+		// can have been admitted to it.
+		if _, epoch, ok := s.owner(b.Sandbox); !ok || epoch != b.Epoch {
+			vs[i] = batchVerdict{code: batchFenced, epoch: epoch}
+		}
+	}
+	return vs
+}
+
+// dedup drops repeated ids (a group may hold several batches of one sandbox).
+func dedup(ids []string) []string {
+	if len(ids) < 2 {
+		return ids
+	}
+	seen := make(map[string]struct{}, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// snapshotStore is the first byte of a snapshot that carries the state file:
+//
+//	snapshotStore, state (length-prefixed encoding, see state.encode),
+//	applied uvarint (the file's applied index), size uvarint, then the bbolt
+//	file (Tx.WriteTo, size bytes), then nothing
+//
+// Snapshots of earlier versions are a bare state encoding, version 1 or 2.
+const snapshotStore = 3
+
+// maxStateBytes bounds the encoded tables in a snapshot.
+const maxStateBytes = 256 << 20
+
+// Snapshot captures the current tables and opens a read transaction of the state
+// file; Persist streams both on raft's snapshot goroutine while Apply goes on.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	tx, release, err := f.db.begin()
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{s: f.cur.Load(), tx: tx, release: release}, nil
+}
+
+type snapshot struct {
+	s       *state
+	tx      *bolt.Tx
+	release func()
+}
+
+var _ raft.FSMSnapshot = (*snapshot)(nil)
+
+// Persist streams the snapshot: the file is copied page by page from the read
+// transaction, never held in memory.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	e := encoder{b: []byte{snapshotStore}}
+	e.bytes(s.s.encode())
+	e.uvarint(readApplied(s.tx))
+	e.uvarint(uint64(s.tx.Size()))
+	_, err := sink.Write(e.b)
+	if err == nil {
+		_, err = s.tx.WriteTo(sink)
+	}
+	if err != nil {
+		sink.Cancel()
+		return fmt.Errorf("failed to write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release ends the snapshot's read transaction.
+func (s *snapshot) Release() { s.release() }
+
+// Restore replaces the tables with a snapshot's, and the state file with its file
+// unless the local file already holds at least as much of the log: raft restores
+// the latest snapshot at every start, and the file kept across a restart (see the
+// package doc) is usually ahead of it. Both hold a prefix of the same committed log,
+// so the further one is right, and the entries after it replay idempotently.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	if err := f.restore(bufio.NewReaderSize(rc, 64<<10)); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: snapshot truncated (%v)", ErrCorrupt, err)
+		}
+		return fmt.Errorf("failed to restore snapshot: %w", err)
+	}
+	return nil
+}
+
+func (f *fsm) restore(r *bufio.Reader) error {
+	v, err := r.Peek(1)
+	if err != nil {
+		return err
+	}
+	if v[0] != snapshotStore { // an earlier version: tables only, no records yet
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		s, err := decodeState(b)
+		if err != nil {
+			return err
+		}
+		f.publish(s)
+		return nil
+	}
+	_, _ = r.ReadByte()
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if n > maxStateBytes {
+		return fmt.Errorf("%w: %d bytes of tables", ErrCorrupt, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	s, err := decodeState(b)
+	if err != nil {
+		return err
+	}
+	applied, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	size, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if local := f.db.applied.Load(); local == 0 || applied > local {
+		if err := f.db.replace(r, int64(size)); err != nil {
+			return err
+		}
+		f.ov.prune(f.db.applied.Load())
+	}
+	f.publish(s)
+	if f.onApply != nil {
+		f.onApply(nil)
+	}
+	return nil
+}

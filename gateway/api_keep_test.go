@@ -21,7 +21,7 @@ func startServerOn(t testing.TB, dataDir string) (ts *testServer, stop func()) {
 		t.Fatal(err)
 	}
 	srv, err := New(context.Background(), &Config{
-		Listen: ln.Addr().String(), DataDir: dataDir, NodeID: "n1",
+		Listen: ln.Addr().String(), DataDir: dataDir, NodeID: "n1", RaftMultiplier: 0.1,
 		Tokens: testTokens(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -35,6 +35,8 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks) (*cluster.
 		LeaseTTL:      c.LeaseTTL,
 		OnFence:       hooks.fence,
 		OnLease:       hooks.leased,
+		Busy:          hooks.busyPartition,
+		OnApply:       hooks.applied,
 		Logger:        c.Logger.With("component", "cluster"),
 		RaftLogOutput: raftOut,
 	})
@@ -82,6 +84,20 @@ type clusterHooks struct {
 	firstLease chan struct{} // closed on the first lease
 	gotLease   bool
 	onFence    atomic.Pointer[func()] // set once the server exists; nil before
+	// busy holds the partitions with busy sandboxes, written by the server every
+	// tick (watchCluster) and read by the leader's reconcile goroutine.
+	busy atomic.Pointer[map[int]bool]
+	// onChange receives the sandboxes other nodes wrote (nil: any may have changed);
+	// set once the actor node exists, which reads everything when it opens.
+	onChange atomic.Pointer[func([]string)]
+}
+
+// applied is cluster.Config.OnApply. It runs on the FSM goroutine, so the work is
+// handed on.
+func (h *clusterHooks) applied(ids []string) {
+	if f := h.onChange.Load(); f != nil {
+		(*f)(ids)
+	}
 }
 
 func newClusterHooks(log *slog.Logger, joining bool) *clusterHooks {

@@ -19,7 +19,10 @@ const (
 // and why: "" takes the namespace driver where a probe sandbox runs (see
 // runtime.ProbeNamespace) and the local one otherwise; "namespace" fails the start
 // when the probe does; "local" runs processes on the host without isolation.
-func chooseDriver(ctx context.Context, c *Config) (runtime.Driver, error) {
+//
+// The namespace driver's sandboxes hold lease, the node's cluster lease as the
+// server last renewed it: their inits freeze them when it runs out.
+func chooseDriver(ctx context.Context, c *Config, lease *runtime.Lease) (runtime.Driver, error) {
 	log := c.Logger
 	if c.Runtime == RuntimeLocal {
 		log.Warn("runtime: local driver: sandboxes run on the host as this server's user, without isolation (chosen by --runtime local)")
@@ -28,7 +31,7 @@ func chooseDriver(ctx context.Context, c *Config) (runtime.Driver, error) {
 	if c.Runtime != "" && c.Runtime != RuntimeNamespace {
 		return nil, fmt.Errorf("gateway: unknown runtime %q (namespace or local)", c.Runtime)
 	}
-	d, err := runtime.ProbeNamespace(ctx, filepath.Join(c.DataDir, "workspaces"), c.NodeID, runtime.NamespaceDriver{Rootfs: c.Rootfs})
+	d, err := runtime.ProbeNamespace(ctx, filepath.Join(c.DataDir, "workspaces"), c.NodeID, runtime.NamespaceDriver{Rootfs: c.Rootfs, Lease: lease})
 	if err != nil {
 		if c.Runtime == RuntimeNamespace {
 			return nil, fmt.Errorf("failed to start the namespace runtime: %w", err)

@@ -148,20 +148,23 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	node    *actor.Node
-	cluster *cluster.Node  // this node's member of the raft cluster
-	hooks   *clusterHooks  // its lease callbacks
-	driver  runtime.Driver // the sandboxes' runtime driver (chooseDriver)
-	tokens  *tokenTable
-	metrics *metrics
-	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
-	wsPumps atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
-	plugins *plugins.Host  // nil without a policy plugin
-	reloads chan uint64    // plugin generations put in service, for refreshBudgets
-	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
-	mux     *http.ServeMux
-	handler http.Handler // mux, behind the check for paths not in canonical form
-	routes  []route
-	started time.Time
+	cluster *cluster.Node // this node's member of the raft cluster
+	hooks   *clusterHooks // its lease callbacks
+	store   actor.Storage // the actors' storage: replicated records, local node records
+	// initLease is the lease the namespace driver's inits hold (watchCluster).
+	initLease *runtime.Lease
+	driver    runtime.Driver // the sandboxes' runtime driver (chooseDriver)
+	tokens    *tokenTable
+	metrics   *metrics
+	wsWatch   *writeWatch    // disconnects WebSocket clients that stopped reading
+	wsPumps   atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
+	plugins   *plugins.Host  // nil without a policy plugin
+	reloads   chan uint64    // plugin generations put in service, for refreshBudgets
+	bg        sync.WaitGroup // background goroutines, stopped by Shutdown
+	mux       *http.ServeMux
+	handler   http.Handler // mux, behind the check for paths not in canonical form
+	routes    []route
+	started   time.Time
 	// tempSweeps holds a *sync.Once per sandbox whose workspace had its stale
 	// temporary files removed (see openWorkspace).
 	tempSweeps sync.Map
@@ -199,7 +202,8 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	driver, err := chooseDriver(ctx, &c)
+	initLease := runtime.NewLease()
+	driver, err := chooseDriver(ctx, &c, initLease)
 	if err != nil {
 		if host != nil {
 			_ = host.Close()
@@ -221,7 +225,16 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, fmt.Errorf("failed to start the cluster node: %w", err)
 	}
+	store, err := openActorStorage(ctx, &c, cn)
+	if err != nil {
+		_ = cn.Close()
+		if host != nil {
+			_ = host.Close()
+		}
+		return nil, err
+	}
 	node, err := actor.Open(ctx, &actor.Config{
+		Storage:   store,
 		Admission: cn.Admit,
 		Epoch:     cn.Epoch,
 		Driver:    driver,
@@ -239,22 +252,25 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		if host != nil {
 			_ = host.Close()
 		}
+		_ = store.Close()
 		_ = cn.Close()
 		return nil, fmt.Errorf("failed to open actor node: %w", err)
 	}
 	s := &Server{
-		cluster: cn,
-		hooks:   hooks,
-		cfg:     c,
-		driver:  driver,
-		plugins: host,
-		reloads: reloads,
-		log:     c.Logger,
-		node:    node,
-		tokens:  newTokenTable(c.Tokens),
-		metrics: newMetrics(),
-		wsWatch: newWriteWatch(c.WSWriteTimeout),
-		started: time.Now(),
+		store:     store,
+		initLease: initLease,
+		cluster:   cn,
+		hooks:     hooks,
+		cfg:       c,
+		driver:    driver,
+		plugins:   host,
+		reloads:   reloads,
+		log:       c.Logger,
+		node:      node,
+		tokens:    newTokenTable(c.Tokens),
+		metrics:   newMetrics(),
+		wsWatch:   newWriteWatch(c.WSWriteTimeout),
+		started:   time.Now(),
 	}
 	collectors := nodeGauges(node.Stats)
 	if host != nil {
@@ -262,6 +278,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	if err := s.metrics.register(collectors...); err != nil {
 		_ = node.Close(ctx)
+		_ = store.Close()
 		_ = cn.Close()
 		if host != nil {
 			_ = host.Close()
@@ -270,7 +287,12 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
+	s.renewInitLease() // before the first request: a sandbox under an expired lease runs nothing
+	fence, changed := s.fence, s.sandboxesChanged
+	hooks.onFence.Store(&fence)
+	hooks.onChange.Store(&changed)
 	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
+	s.bg.Go(func() { s.watchCluster(s.streamCtx, leaseOrDefault(c.LeaseTTL)/6) })
 	if host != nil {
 		s.bg.Go(s.refreshBudgets)
 	}
@@ -442,6 +464,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
+	}
+	if err := s.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("failed to close storage: %w", err))
 	}
 	if err := s.cluster.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close cluster node: %w", err))

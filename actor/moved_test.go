@@ -131,7 +131,7 @@ func TestHammerMove(t *testing.T) {
 	t.Parallel()
 	st := openTestBolt(t)
 	var state atomic.Uint64 // epoch<<2 | owner: 0 a, 1 b, 2 nobody
-	state.Store(1 << 2) // epoch 1, owner a
+	state.Store(1 << 2)     // epoch 1, owner a
 	own := func(i uint64) func(c *Config) {
 		return func(c *Config) {
 			c.NodeID = fmt.Sprintf("hammer-move-%d", i)

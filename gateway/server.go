@@ -135,6 +135,10 @@ type Config struct {
 	// entries make up /; "" is a read-only view of the host's /usr, /etc, /opt and
 	// their links.
 	Rootfs string
+	// HoldTimeout is how long a request for a sandbox that has no live owner (its
+	// partition is moving after a node died, or its owner's lease lapsed) is held
+	// before it is answered 503 with Retry-After. Defaults to 5 s (DefaultHoldTimeout).
+	HoldTimeout time.Duration
 	// InputTimeout bounds how long input (POST .../input, WebSocket binary frames)
 	// waits for a process that does not read it: the POST is then answered 503
 	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
@@ -155,7 +159,9 @@ type Server struct {
 	metrics *metrics
 	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
 	wsPumps atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
-	plugins *plugins.Host  // nil without a policy plugin
+	fwd     *forwarder      // forwarding to other nodes (forward.go)
+	streams *streamRegistry // this node's streams by sandbox, ended when it moves
+	plugins *plugins.Host   // nil without a policy plugin
 	reloads chan uint64    // plugin generations put in service, for refreshBudgets
 	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
 	mux     *http.ServeMux
@@ -254,9 +260,11 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		tokens:  newTokenTable(c.Tokens),
 		metrics: newMetrics(),
 		wsWatch: newWriteWatch(c.WSWriteTimeout),
+		fwd:     newForwarder(c.Logger),
+		streams: newStreamRegistry(),
 		started: time.Now(),
 	}
-	collectors := nodeGauges(node.Stats)
+	collectors := append(nodeGauges(node.Stats), s.fwd.metrics.collectors()...)
 	if host != nil {
 		collectors = append(collectors, host)
 	}
@@ -271,6 +279,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
 	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
+	s.bg.Go(s.watchOwnership)
 	if host != nil {
 		s.bg.Go(s.refreshBudgets)
 	}
@@ -296,6 +305,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.WSWriteTimeout <= 0 {
 		c.WSWriteTimeout = defaultWSWriteTimeout
+	}
+	if c.HoldTimeout <= 0 {
+		c.HoldTimeout = DefaultHoldTimeout
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -440,6 +452,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-gctx.Done():
 		s.log.Warn("streams still running after the shutdown grace; ending their processes")
 	}
+	s.fwd.close()
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
 	}

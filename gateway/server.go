@@ -157,13 +157,13 @@ type Server struct {
 	driver  runtime.Driver // the sandboxes' runtime driver (chooseDriver)
 	tokens  *tokenTable
 	metrics *metrics
-	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
-	wsPumps atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
+	wsWatch *writeWatch     // disconnects WebSocket clients that stopped reading
+	wsPumps atomic.Int64    // WebSocket output goroutines running (see wsAttachment)
 	fwd     *forwarder      // forwarding to other nodes (forward.go)
 	streams *streamRegistry // this node's streams by sandbox, ended when it moves
 	plugins *plugins.Host   // nil without a policy plugin
-	reloads chan uint64    // plugin generations put in service, for refreshBudgets
-	bg      sync.WaitGroup // background goroutines, stopped by Shutdown
+	reloads chan uint64     // plugin generations put in service, for refreshBudgets
+	bg      sync.WaitGroup  // background goroutines, stopped by Shutdown
 	mux     *http.ServeMux
 	handler http.Handler // mux, behind the check for paths not in canonical form
 	routes  []route

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestForwardHoldThenServe: the owner of a sandbox cannot be reached (its address
+// refuses connections); a create for it through another node is held while nobody
+// can serve it; the owner then shuts down, and the node its partition moves to once
+// the dead node's lease has run out answers the held create.
+func TestForwardHoldThenServe(t *testing.T) {
+	ip := newInterposer(t)
+	tr := newTrio(t, func(i int, c *Config) {
+		if i == 0 {
+			c.Listen = ip.addr // a advertises the interposer
+		}
+		c.LeaseTTL = 300 * time.Millisecond
+		c.HoldTimeout = 60 * time.Second // liveness is asserted generously: a loaded machine
+	})
+	a, b := tr.node("a"), tr.node("b")
+	ip.to(a)
+	sb := tr.ownedBy("hold", "a")
+	_ = ip.srv.Close() // a's address refuses connections; a still holds its lease
+	began := time.Now()
+	done := make(chan response, 1)
+	go func() {
+		r, err := b.send(testToken, "POST", "/v1/sandboxes", map[string]any{"id": sb})
+		if err != nil {
+			r.body = []byte(err.Error())
+		}
+		done <- r
+	}()
+	eventually(t, 30*time.Second, "the create to be held", func() bool {
+		return testutil.ToFloat64(b.srv.fwd.metrics.heldNow) == 1
+	})
+	shutdown(t, a)
+	r := <-done
+	t.Logf("held for %v", time.Since(began))
+	if r.status != http.StatusCreated {
+		t.Fatalf("held create: %d %s", r.status, r.body)
+	}
+	var info sandboxJSON
+	r.json(t, &info)
+	if info.Node == "a" || info.Node == "" {
+		t.Fatalf("created on %q after a shut down", info.Node)
+	}
+	if n := testutil.ToFloat64(b.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
+		t.Fatalf("held %v requests, want 1", n)
+	}
+	if n := testutil.ToFloat64(b.srv.fwd.metrics.heldNow); n != 0 {
+		t.Fatalf("%v requests still counted as held", n)
+	}
+}
+
+// TestForwardHoldTimeout: with nobody to serve a sandbox for longer than the hold
+// timeout (its owner's address refuses connections, and the owner keeps its lease,
+// so its partitions stay), a request is held for the hold timeout, then answered 503
+// unavailable with Retry-After.
+func TestForwardHoldTimeout(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	ip := newInterposer(t)
+	tr := newTrio(t, func(i int, c *Config) {
+		if i == 0 {
+			c.Listen = ip.addr
+		}
+		c.HoldTimeout = hold
+	})
+	a, b := tr.node("a"), tr.node("b")
+	ip.to(a)
+	sb := tr.ownedBy("timeout", "a")
+	a.sandbox(sb)
+	_ = ip.srv.Close()
+	began := time.Now()
+	r := b.do("GET", "/v1/sandboxes/"+sb, nil)
+	if took := time.Since(began); took < hold {
+		t.Fatalf("answered after %v, before the hold timeout", took)
+	}
+	if r.status != http.StatusServiceUnavailable || r.errorCode(t) != codeUnavailable || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("after the hold: %d Retry-After %q: %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if n := testutil.ToFloat64(b.srv.fwd.metrics.forwards.WithLabelValues(forwardUnavailable)); n != 1 {
+		t.Fatalf("%v unavailable forwards, want 1", n)
+	}
+	if r := a.do("GET", "/v1/sandboxes/"+sb, nil); r.status != http.StatusOK {
+		t.Fatalf("the owner itself: %d", r.status)
+	}
+}
+
+// shutdown stops a node of a trio now (its cleanup's Shutdown is then a no-op).
+func shutdown(t *testing.T, ts *testServer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// interposer stands at a node's advertised HTTP address in front of its real
+// listener: it answers the next request 421 with a given table index when told to,
+// and passes everything else on.
+type interposer struct {
+	srv       *http.Server
+	addr      string
+	target    atomic.Pointer[httputil.ReverseProxy]
+	misdirect atomic.Uint64 // when not 0: answer the next request 421 with this index
+	refused   chan struct{} // a request was answered 421
+	passed    func()        // called for each request passed on
+}
+
+func newInterposer(t *testing.T) *interposer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := &interposer{addr: ln.Addr().String(), refused: make(chan struct{}, 1)}
+	ip.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if idx := ip.misdirect.Swap(0); idx != 0 {
+			w.Header().Set(indexHeader, strconv.FormatUint(idx, 10))
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			ip.refused <- struct{}{}
+			return
+		}
+		if ip.passed != nil {
+			ip.passed()
+		}
+		ip.target.Load().ServeHTTP(w, r)
+	})}
+	go func() { _ = ip.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = ip.srv.Close() })
+	return ip
+}
+
+// to passes what the interposer does not refuse on to ts.
+func (ip *interposer) to(ts *testServer) {
+	u, _ := url.Parse(ts.url)
+	ip.target.Store(httputil.NewSingleHostReverseProxy(u))
+}
+
+// TestForwardMisdirectedRetry: an owner that answers 421 with a table index this node
+// has not reached makes it wait until its table is there and send the request again,
+// once; the client sees only the answer to the retry.
+func TestForwardMisdirectedRetry(t *testing.T) {
+	ip := newInterposer(t)
+	tr := newTrio(t, func(i int, c *Config) {
+		if i == 1 {
+			c.Listen = ip.addr // b advertises the interposer
+		}
+	})
+	a, b := tr.node("a"), tr.node("b")
+	ip.to(b)
+	var seenIndex atomic.Uint64
+	ip.passed = func() { seenIndex.Store(a.srv.cluster.TableIndex()) }
+	sb := tr.ownedBy("mis", "b")
+	b.sandbox(sb)
+
+	want := a.srv.cluster.TableIndex() + 1 // an entry that does not exist yet
+	ip.misdirect.Store(want)
+	done := make(chan response, 1)
+	go func() {
+		r, err := a.send(testToken, "GET", "/v1/sandboxes/"+sb, nil)
+		if err != nil {
+			r.body = []byte(err.Error())
+		}
+		done <- r
+	}()
+	select {
+	case <-ip.refused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the forward never reached b's address")
+	}
+	tr.pin(tr.ownedBy("other", "c"), "c") // one more entry: a's table passes want
+	r := <-done
+	if r.status != http.StatusOK {
+		t.Fatalf("after a 421: %d %s", r.status, r.body)
+	}
+	if got := seenIndex.Load(); got < want {
+		t.Fatalf("retried with the table at %d, before it reached %d", got, want)
+	}
+	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)); n != 1 {
+		t.Fatalf("%v retries after 421, want 1", n)
+	}
+}

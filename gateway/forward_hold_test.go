@@ -114,7 +114,8 @@ type interposer struct {
 	addr      string
 	target    atomic.Pointer[httputil.ReverseProxy]
 	misdirect atomic.Uint64 // when not 0: answer the next request 421 with this index
-	refused   chan struct{} // a request was answered 421
+	fenced    atomic.Bool   // when set: answer the next request 503 as an owner without a lease
+	refused   chan struct{} // a request was answered 421 or 503
 	passed    func()        // called for each request passed on
 }
 
@@ -128,6 +129,12 @@ func newInterposer(t *testing.T) *interposer {
 		if idx := ip.misdirect.Swap(0); idx != 0 {
 			w.Header().Set(indexHeader, strconv.FormatUint(idx, 10))
 			w.WriteHeader(http.StatusMisdirectedRequest)
+			ip.refused <- struct{}{}
+			return
+		}
+		if ip.fenced.Swap(false) {
+			w.Header().Set(holdHeader, "lease")
+			w.WriteHeader(http.StatusServiceUnavailable)
 			ip.refused <- struct{}{}
 			return
 		}
@@ -189,5 +196,35 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)); n != 1 {
 		t.Fatalf("%v retries after 421, want 1", n)
+	}
+}
+
+// TestForwardHoldOnFencedOwner: an owner that answers 503 with the hold header (its
+// lease lapsed) makes the sender hold the request and send it again; the client sees
+// only the answer to the retry, and a POST body goes again whole.
+func TestForwardHoldOnFencedOwner(t *testing.T) {
+	ip := newInterposer(t)
+	tr := newTrio(t, func(i int, c *Config) {
+		if i == 1 {
+			c.Listen = ip.addr
+		}
+	})
+	a, b := tr.node("a"), tr.node("b")
+	ip.to(b)
+	sb := tr.ownedBy("fenced", "b")
+	b.sandbox(sb)
+	ip.fenced.Store(true)
+	var ex execJSON
+	a.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "echo again"}).json(t, &ex)
+	select {
+	case <-ip.refused:
+	default:
+		t.Fatal("the owner's 503 was never sent")
+	}
+	if ex.Stdout != "again\n" {
+		t.Fatalf("exec after a hold: %+v", ex)
+	}
+	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
+		t.Fatalf("held %v requests, want 1", n)
 	}
 }

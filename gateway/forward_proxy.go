@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log"
 	"log/slog"
@@ -106,8 +107,12 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 			"the owner of this sandbox changed while the request body was being sent; send it again").retry(holdRetryAfter)}
 	}
 	var a attempt
-	ctx, cancel := s.requestContext(r) // a shutdown ends a tunnelled stream too
-	defer cancel()
+	ctx := r.Context()
+	if rt.stream != "" { // a shutdown ends a proxied stream, as it ends a local one
+		var cancel context.CancelFunc
+		ctx, cancel = s.requestContext(r)
+		defer cancel()
+	}
 	out := r.WithContext(ctx)
 	body.attach(out)
 	if rt.stream != "" {
@@ -160,8 +165,10 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 				}
 			case dialFailed(err) && body.ready():
 				a.kind = attemptHold
-			case ctx.Err() != nil: // the client went away, or the server shuts down
-				a = attempt{kind: attemptFailed, err: ctx.Err()}
+			case r.Context().Err() != nil: // the client went away
+				a = attempt{kind: attemptFailed, err: r.Context().Err()}
+			case ctx.Err() != nil:
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
 			default:
 				s.log.Warn("forward failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
 				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -173,4 +174,45 @@ func hopRequest(t *testing.T, ts *testServer, sb, hops, epoch string) response {
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
 	return response{status: resp.StatusCode, header: resp.Header, body: buf.Bytes()}
+}
+
+// TestForwardWebSocketOrigin: the node that accepts a WebSocket checks its Origin: a
+// page of its own address attaches through it to a sandbox owned by another node
+// (whose own rule would refuse that page), and a page of another site is refused by
+// the accepting node, as on one node.
+func TestForwardWebSocketOrigin(t *testing.T) {
+	tr := newTrio(t, nil)
+	b := tr.node("b")
+	sb := tr.ownedBy("origin", "a")
+	b.sandbox(sb)
+	b.must(http.StatusCreated, "PUT", "/v1/sandboxes/"+sb+"/terminals/t1", map[string]any{})
+	tests := []struct {
+		name, origin string
+		ok           bool
+	}{
+		{"the accepting node's own page", b.url, true},
+		{"another site", "http://evil.example", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/v1/sandboxes/"+sb+"/terminals/t1/ws",
+				&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}, "Origin": {tt.origin}}})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				c.CloseNow()
+				return
+			}
+			if err == nil {
+				c.CloseNow()
+				t.Fatal("a page of another site attached")
+			}
+			if resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("refused with %v", resp)
+			}
+		})
+	}
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // trio is a cluster of three gateway nodes on loopback, "a", "b" and "c", each with
-// the label node=<its id>: real raft, real HTTP, real processes.
+// the label node=<its id>: real raft, real HTTP, real processes. Tests that start one
+// do not call t.Parallel: three raft nodes at 0.1× timeouts need the CPU to keep their
+// leases, and on two cores beside the parallel suite they would lapse now and then.
 type trio struct {
 	t     testing.TB
 	nodes []*testServer

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,5 +228,107 @@ func TestForwardHoldOnFencedOwner(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
 		t.Fatalf("held %v requests, want 1", n)
+	}
+}
+
+// TestForwardFailoverUnderLoad: clients create sandboxes through two nodes at a
+// steady pace while the third, the one that owns the most partitions (the
+// bootstrapping node: the others get theirs at the rebalance rate), shuts down.
+// Every request has exactly one outcome: 201, or 503 unavailable with Retry-After (an
+// owner's actor refuses a turn when its lease lapsed just after the forwarding check,
+// which an election under load can cause). Creates for the stopped node's ids are
+// held until its partitions move, then made on their new owner.
+func TestForwardFailoverUnderLoad(t *testing.T) {
+	tr := newTrio(t, func(_ int, c *Config) {
+		c.LeaseTTL = time.Second
+		c.HoldTimeout = 60 * time.Second
+	})
+	count := map[string]int{}
+	for _, p := range tr.nodes[0].srv.cluster.Table() {
+		count[string(p.Owner)]++
+	}
+	var a, b, c *testServer
+	for _, n := range tr.nodes {
+		if a == nil || count[string(n.srv.cluster.ID())] > count[string(a.srv.cluster.ID())] {
+			a = n
+		}
+	}
+	for _, n := range tr.nodes {
+		switch {
+		case n == a:
+		case b == nil:
+			b = n
+		default:
+			c = n
+		}
+	}
+	type outcome struct {
+		id     string
+		status int
+		header http.Header
+		err    error
+	}
+	stop := make(chan struct{})
+	results := make(chan outcome, 4096)
+	var wg sync.WaitGroup
+	for w, via := range []*testServer{b, c, b, c} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pace := time.NewTicker(10 * time.Millisecond) // a steady load, under the tenant's cap
+			defer pace.Stop()
+			for i := 0; i < 300; i++ {
+				select {
+				case <-stop:
+					return
+				case <-pace.C:
+				}
+				id := fmt.Sprintf("load-%d-%d", w, i)
+				r, err := via.send(testToken, "POST", "/v1/sandboxes", map[string]any{"id": id})
+				if err == nil && r.status != http.StatusCreated {
+					err = fmt.Errorf("%s", r.body)
+				}
+				results <- outcome{id, r.status, r.header, err}
+			}
+		}()
+	}
+	owned := func() int {
+		n := 0
+		for _, p := range b.srv.cluster.Table() {
+			if p.Owner == a.srv.cluster.ID() {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, 30*time.Second, "requests before the shutdown", func() bool { return len(results) >= 20 && owned() > 0 })
+	shutdown(t, a)
+	n := len(results)
+	eventually(t, 60*time.Second, "requests after the shutdown, and a's partitions moved", func() bool {
+		return len(results) >= min(n+40, 4*300) && owned() == 0
+	})
+	close(stop)
+	wg.Wait()
+	close(results)
+	total, refused := 0, 0
+	for o := range results {
+		total++
+		switch {
+		case o.status == http.StatusCreated:
+		case o.status == http.StatusServiceUnavailable && o.header.Get("Retry-After") != "":
+			refused++
+			t.Logf("create %s: 503 %v", o.id, o.err)
+		default:
+			t.Errorf("create %s: %d %v", o.id, o.status, o.err)
+		}
+	}
+	held := testutil.ToFloat64(b.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)) +
+		testutil.ToFloat64(c.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld))
+	t.Logf("%d creates, %d answered 503 with Retry-After, %v held at least once", total, refused, held)
+	if held == 0 {
+		t.Fatal("no create was held: the failover was not exercised")
+	}
+	if refused > total/10 {
+		t.Fatalf("%d of %d creates refused", refused, total)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"strconv"
 	"sync/atomic"
@@ -113,6 +114,13 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 		ctx, cancel = s.requestContext(r)
 		defer cancel()
 	}
+	// Whether the connection was a kept-alive one: one that breaks before any answer
+	// was most likely closed idle by its end (a node shutting down closes its idle
+	// connections), with the request unread, and the request is sent again.
+	var reused atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+	})
 	out := r.WithContext(ctx)
 	body.attach(out)
 	if rt.stream != "" {
@@ -163,12 +171,12 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 					a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
 						"the owner of this sandbox changed while the request body was being sent; send it again").retry(holdRetryAfter)}
 				}
-			case dialFailed(err) && body.ready():
-				a.kind = attemptHold
 			case r.Context().Err() != nil: // the client went away
 				a = attempt{kind: attemptFailed, err: r.Context().Err()}
 			case ctx.Err() != nil:
 				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
+			case (dialFailed(err) || reused.Load()) && body.ready():
+				a.kind = attemptHold
 			default:
 				s.log.Warn("forward failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
 				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,

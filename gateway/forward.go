@@ -109,7 +109,12 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 	defer func() { h.end() }()
 	retried, checked := false, false
 	for {
-		changed := s.cluster.TableChanged()
+		// The wake-up channel is taken before the table is read, but only once the
+		// request is held: TableChanged takes a lock, which the request path does not.
+		var changed <-chan struct{}
+		if h != nil {
+			changed = s.cluster.TableChanged()
+		}
 		owner, epoch, ok := s.cluster.Owner(sb)
 		switch {
 		case ok && owner == self:
@@ -158,6 +163,7 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 		}
 		if h == nil {
 			h = s.fwd.startHold(s.cfg.HoldTimeout)
+			continue // look again at once, now with the channel in hand
 		}
 		if !h.wait(ctx, s.streamCtx, changed) {
 			if err := ctx.Err(); err != nil {

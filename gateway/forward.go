@@ -149,7 +149,9 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 				s.fwd.metrics.forwards.WithLabelValues(forwardOK).Inc()
 				return nil, true, nil
 			case attemptFailed:
-				s.fwd.metrics.forwards.WithLabelValues(forwardUnavailable).Inc()
+				if ctx.Err() == nil { // not a client that went away
+					s.fwd.metrics.forwards.WithLabelValues(forwardUnavailable).Inc()
+				}
 				return nil, true, a.err
 			case attemptMisdirected:
 				if !retried {

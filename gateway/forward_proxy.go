@@ -136,6 +136,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 		}
 	}
 	reqID := w.Header().Get("X-Request-Id")
+	answered := false // the owner's answer is going to the client
 	rp := &httputil.ReverseProxy{
 		Transport:     s.fwd.transport,
 		FlushInterval: -1,
@@ -161,11 +162,15 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 				return errRetryable
 			}
 			resp.Header.Del("X-Request-Id") // this node's wrapper set the same one
-			a.kind = attemptProxied
+			a.kind, answered = attemptProxied, true
 			return nil
 		},
 		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
 			switch {
+			case answered: // an upgrade that failed after the owner's answer: never sent again
+				s.log.Warn("forwarded upgrade failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+					"the connection to the owner of this sandbox failed: %v", err).retry(holdRetryAfter)}
 			case errors.Is(err, errRetryable):
 				if !body.ready() { // the owner read part of a streamed body first
 					a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,

@@ -205,17 +205,20 @@ func (s *Server) catchUp(ctx context.Context, h *holding, index uint64) bool {
 	return s.cluster.WaitApplied(ctx, index) == nil
 }
 
-// revalidate is the owner's side of a forwarded request: nil when this node owns sb at
-// the sender's epoch or later and holds a lease. A sender whose table is newer than
-// this node's (its epoch is later than the one here) is waited for, once. Otherwise
-// it is 421 with this node's table index, or 503 with holdHeader without a lease.
+// revalidate is the owner's side of a forwarded request: nil when this node owns sb
+// and holds a lease, judged on a table at least as new as the sender's (the sandbox's
+// epoch here is the sender's or later, or this table is at that index or later:
+// epochs are raft indexes). A sender whose table is newer is waited for, once, up to
+// catchUpTimeout. Otherwise it is 421 with this node's table index, or 503 with
+// holdHeader without a lease.
 func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) error {
 	want, _ := strconv.ParseUint(r.Header.Get(epochHeader), 10, 64)
 	self := s.cluster.ID()
 	caughtUp := false
 	for range 3 { // a table that moves between Owner and Admit is read again
 		owner, epoch, ok := s.cluster.Owner(sb)
-		if ok && owner == self && epoch >= want {
+		current := epoch >= want || s.cluster.TableIndex() >= want
+		if ok && owner == self && current {
 			err := s.cluster.Admit(sb)
 			switch {
 			case err == nil:
@@ -228,7 +231,7 @@ func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) e
 			}
 			continue
 		}
-		if epoch < want && !caughtUp {
+		if !current && !caughtUp {
 			caughtUp = true
 			ctx, cancel := context.WithTimeout(r.Context(), catchUpTimeout)
 			err := s.cluster.WaitApplied(ctx, want)

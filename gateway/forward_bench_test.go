@@ -46,15 +46,8 @@ func BenchmarkForwardExec(b *testing.B) {
 // each, alternating. Target: forwarded ≥ 0.8× direct.
 func BenchmarkForwardPTYToWebSocket(b *testing.B) {
 	tr := newTrio(b, nil)
-	owner, _, _ := tr.nodes[0].srv.cluster.Owner("bench")
-	direct := tr.node(string(owner))
-	var other *testServer
-	for _, n := range tr.nodes {
-		if n != direct {
-			other = n
-			break
-		}
-	}
+	tr.pin("bench", "a") // wsPTYRead's sandbox; a pin stays where it is put
+	direct, other := tr.node("a"), tr.node("b")
 	direct.sandbox("bench")
 	const cmd = "head -c 67108864 /dev/zero"
 	var dN, fN int64

@@ -9,7 +9,7 @@ import (
 	"github.com/sandgate/sandgate/cluster"
 )
 
-// trio is a cluster of three gateway nodes on loopback, "a", "b" and "c", each with
+// trio is a cluster of three gateway nodes on loopback, "c", "b" and "a", each with
 // the label node=<its id>: real raft, real HTTP, real processes. Tests that start one
 // do not call t.Parallel: three raft nodes at 0.1× timeouts need the CPU to keep their
 // leases, and on two cores beside the parallel suite they would lapse now and then.
@@ -18,13 +18,17 @@ type trio struct {
 	nodes []*testServer
 }
 
-// newTrio starts node a (which bootstraps), then b and c joining it, adds them
-// through the leader and waits until every node holds a lease and every node's table
-// gives each node partitions. mod, when set, changes each node's config.
+// newTrio starts node c (i 0, which bootstraps), then b (i 1) and a (i 2) joining
+// it, adds them through the leader and waits until every node holds a lease and every
+// node's table gives each node partitions. mod, when set, changes each node's config.
+//
+// Tests use a, the last to join, as the owner of their sandboxes: the leader goes on
+// moving partitions to the newer members at its rebalance rate for a while, but only
+// away from the older ones, so what a owns stays with a while the members stay.
 func newTrio(t testing.TB, mod func(i int, c *Config)) *trio {
 	t.Helper()
 	tr := &trio{t: t}
-	for i, id := range []string{"a", "b", "c"} {
+	for i, id := range []string{"c", "b", "a"} {
 		opts := &serverOptions{config: func(c *Config) {
 			c.NodeID = id
 			c.Labels = map[string]string{"node": id}

@@ -23,8 +23,8 @@ import (
 func TestForwardHoldThenServe(t *testing.T) {
 	ip := newInterposer(t)
 	tr := newTrio(t, func(i int, c *Config) {
-		if i == 0 {
-			c.Listen = ip.addr // a advertises the interposer
+		if i == 2 {
+			c.Listen = ip.addr // node a advertises the interposer
 		}
 		c.LeaseTTL = 300 * time.Millisecond
 		c.HoldTimeout = 60 * time.Second // liveness is asserted generously: a loaded machine
@@ -72,8 +72,8 @@ func TestForwardHoldTimeout(t *testing.T) {
 	const hold = 300 * time.Millisecond
 	ip := newInterposer(t)
 	tr := newTrio(t, func(i int, c *Config) {
-		if i == 0 {
-			c.Listen = ip.addr
+		if i == 2 {
+			c.Listen = ip.addr // node a
 		}
 		c.HoldTimeout = hold
 	})
@@ -162,22 +162,22 @@ func (ip *interposer) to(ts *testServer) {
 func TestForwardMisdirectedRetry(t *testing.T) {
 	ip := newInterposer(t)
 	tr := newTrio(t, func(i int, c *Config) {
-		if i == 1 {
-			c.Listen = ip.addr // b advertises the interposer
+		if i == 2 { // node a, the last to join: its partitions stay
+			c.Listen = ip.addr 
 		}
 	})
-	a, b := tr.node("a"), tr.node("b")
-	ip.to(b)
+	via, owner := tr.node("b"), tr.node("a")
+	ip.to(owner)
 	var seenIndex atomic.Uint64
-	ip.passed = func() { seenIndex.Store(a.srv.cluster.TableIndex()) }
-	sb := tr.ownedBy("mis", "b")
-	b.sandbox(sb)
+	ip.passed = func() { seenIndex.Store(via.srv.cluster.TableIndex()) }
+	sb := tr.ownedBy("mis", "a")
+	owner.sandbox(sb)
 
-	want := a.srv.cluster.TableIndex() + 1 // an entry that does not exist yet
+	want := via.srv.cluster.TableIndex() + 1 // an entry that does not exist yet
 	ip.misdirect.Store(want)
 	done := make(chan response, 1)
 	go func() {
-		r, err := a.send(testToken, "GET", "/v1/sandboxes/"+sb, nil)
+		r, err := via.send(testToken, "GET", "/v1/sandboxes/"+sb, nil)
 		if err != nil {
 			r.body = []byte(err.Error())
 		}
@@ -186,9 +186,9 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 	select {
 	case <-ip.refused:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the forward never reached b's address")
+		t.Fatal("the forward never reached the owner's address")
 	}
-	tr.pin(tr.ownedBy("other", "c"), "c") // one more entry: a's table passes want
+	tr.pin(tr.ownedBy("other", "c"), "c") // one more entry: the sender's table passes want
 	r := <-done
 	if r.status != http.StatusOK {
 		t.Fatalf("after a 421: %d %s", r.status, r.body)
@@ -196,7 +196,7 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 	if got := seenIndex.Load(); got < want {
 		t.Fatalf("retried with the table at %d, before it reached %d", got, want)
 	}
-	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)); n != 1 {
+	if n := testutil.ToFloat64(via.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)); n != 1 {
 		t.Fatalf("%v retries after 421, want 1", n)
 	}
 }
@@ -207,17 +207,17 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 func TestForwardHoldOnFencedOwner(t *testing.T) {
 	ip := newInterposer(t)
 	tr := newTrio(t, func(i int, c *Config) {
-		if i == 1 {
+		if i == 2 { // node a, the last to join: its partitions stay
 			c.Listen = ip.addr
 		}
 	})
-	a, b := tr.node("a"), tr.node("b")
-	ip.to(b)
-	sb := tr.ownedBy("fenced", "b")
-	b.sandbox(sb)
+	via, owner := tr.node("b"), tr.node("a")
+	ip.to(owner)
+	sb := tr.ownedBy("fenced", "a")
+	owner.sandbox(sb)
 	ip.fenced.Store(true)
 	var ex execJSON
-	a.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "echo again"}).json(t, &ex)
+	via.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "echo again"}).json(t, &ex)
 	select {
 	case <-ip.refused:
 	default:
@@ -226,7 +226,7 @@ func TestForwardHoldOnFencedOwner(t *testing.T) {
 	if ex.Stdout != "again\n" {
 		t.Fatalf("exec after a hold: %+v", ex)
 	}
-	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
+	if n := testutil.ToFloat64(via.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
 		t.Fatalf("held %v requests, want 1", n)
 	}
 }

@@ -216,3 +216,49 @@ func TestForwardWebSocketOrigin(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardOwnerCatchesUp: a forwarded request stamped with an epoch this owner's
+// table has not reached waits (up to catchUpTimeout) for its replica to catch up: it
+// is served once the table gets there, and is 421 if it does not in time.
+func TestForwardOwnerCatchesUp(t *testing.T) {
+	tr := newTrio(t, nil)
+	a := tr.node("a")
+	sb := tr.ownedBy("catch", "a")
+	a.sandbox(sb)
+
+	began := time.Now()
+	r := hopRequest(t, a, sb, "1", strconv.FormatUint(a.srv.cluster.TableIndex()+1<<30, 10)) // never reached
+	if took := time.Since(began); r.status != http.StatusMisdirectedRequest || took < catchUpTimeout {
+		t.Fatalf("epoch ahead, table still: %d after %v: %s", r.status, took, r.body)
+	}
+
+	ahead := strconv.FormatUint(a.srv.cluster.TableIndex()+1, 10)
+	type result struct {
+		r    response
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", a.url+"/v1/sandboxes/"+sb, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set(hopsHeader, "1")
+		req.Header.Set(epochHeader, ahead)
+		began := time.Now()
+		resp, err := a.client.Do(req)
+		if err != nil {
+			done <- result{r: response{body: []byte(err.Error())}}
+			return
+		}
+		resp.Body.Close()
+		done <- result{r: response{status: resp.StatusCode}, took: time.Since(began)}
+	}()
+	tr.pin(tr.ownedBy("catch-other", "c"), "c") // one more entry (the rebalance may make one first)
+	res := <-done
+	switch {
+	case res.r.status == http.StatusOK:
+	case res.r.status == http.StatusMisdirectedRequest && res.took >= catchUpTimeout:
+		t.Logf("the pin took longer than the catch-up wait (%v): 421, as it should", res.took)
+	default:
+		t.Fatalf("epoch ahead, table caught up: %d after %v %s", res.r.status, res.took, res.r.body)
+	}
+}

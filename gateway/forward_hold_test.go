@@ -163,7 +163,7 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 	ip := newInterposer(t)
 	tr := newTrio(t, func(i int, c *Config) {
 		if i == 2 { // node a, the last to join: its partitions stay
-			c.Listen = ip.addr 
+			c.Listen = ip.addr
 		}
 	})
 	via, owner := tr.node("b"), tr.node("a")

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
@@ -228,6 +230,21 @@ func TestForwardHoldOnFencedOwner(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(via.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n != 1 {
 		t.Fatalf("held %v requests, want 1", n)
+	}
+
+	// A body over the buffering bound is streamed once: sent with Expect:
+	// 100-continue, so the owner's refusal comes before any of it, and it can still go.
+	data := make([]byte, 3<<20)
+	_, _ = rand.Read(data)
+	ip.fenced.Store(true)
+	via.must(http.StatusNoContent, "PUT", "/v1/sandboxes/"+sb+"/files?path=big", data)
+	select {
+	case <-ip.refused:
+	default:
+		t.Fatal("the owner's 503 was never sent")
+	}
+	if got := owner.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/files?path=big", nil).body; !bytes.Equal(got, data) {
+		t.Fatalf("the streamed upload sent again: %d bytes, not the same", len(got))
 	}
 }
 

@@ -87,6 +87,11 @@ func TestForwardThroughNonOwner(t *testing.T) {
 	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardOK)); n != 0 {
 		t.Fatalf("the owner forwarded %v requests, want none", n)
 	}
+	if m := string(b.must(http.StatusOK, "GET", "/metrics", nil).body); !strings.Contains(m, `sandgate_forward_requests_total{result="ok"}`) ||
+		!strings.Contains(m, "sandgate_forward_held_requests 0") || !strings.Contains(m, "sandgate_forward_streams 0") ||
+		!strings.Contains(m, "sandgate_forward_hold_duration_seconds_count") {
+		t.Fatalf("/metrics lacks the forwarding metrics")
+	}
 }
 
 // seqLines is what `seq from to` prints.

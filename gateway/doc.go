@@ -47,6 +47,17 @@
 // controls, so that wscat's text lines can be typed (ws_input.go); a control the
 // server cannot use is answered with an error message, never ignored.
 //
+// # Forwarding
+//
+// Any node answers any request (forward.go; docs/design.md, "Forwarding"). A request
+// that names a sandbox, and a create, is served by the sandbox's owner in the
+// cluster's table: here, or through httputil.ReverseProxy (HTTP, SSE and WebSocket)
+// after the token and path ids are checked; the owner checks the token, tenancy and
+// policy again. A stale table is a 421 with the owner's table index, waited for and
+// retried once; while a sandbox has no live owner the request is held up to
+// Config.HoldTimeout, then 503. When this node stops owning a sandbox its streams end,
+// WebSockets with 1012 (streams_registry.go), and clients resume by offset.
+//
 // # Metrics
 //
 // /metrics (metrics.go) needs a token on the API listener; [Server.ServeMetrics]

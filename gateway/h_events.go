@@ -76,7 +76,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer sub.Close()
-	ctx, cancel := s.requestContext(r)
+	ctx, cancel := s.streamContext(r, sb) // ends when the sandbox moves away
 	defer cancel()
 	defer s.metrics.sseStarted(r.Pattern)()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)

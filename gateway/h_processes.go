@@ -341,7 +341,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	ctx, cancel := s.requestContext(r)
+	ctx, cancel := s.streamContext(r, sb) // ends when the sandbox moves away
 	defer cancel()
 	sub := s.subscribeLive(p, startOffset(p, from, given))
 	defer sub.Close()

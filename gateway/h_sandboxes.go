@@ -44,7 +44,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, renderSandbox(info))
+	writeJSON(w, status, s.renderOwned(info))
 	return nil
 }
 
@@ -73,7 +73,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	out := make([]sandboxJSON, 0, len(list))
 	for _, i := range list {
 		if who.sees(i.Tenant) { // another tenant's sandboxes are not there for this token
-			out = append(out, renderSandbox(i))
+			out = append(out, s.renderOwned(i))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
@@ -85,8 +85,19 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderSandbox(info))
+	writeJSON(w, http.StatusOK, s.renderOwned(info))
 	return nil
+}
+
+// renderOwned renders a sandbox with, as its node, the member that owns it in the
+// cluster's table (where any node forwards its requests), or the node in its record
+// when the table gives it no owner right now.
+func (s *Server) renderOwned(i actor.SandboxInfo) sandboxJSON {
+	j := renderSandbox(i)
+	if owner, _, ok := s.cluster.Owner(i.ID); ok {
+		j.Node = string(owner)
+	}
+	return j
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {

@@ -181,6 +181,13 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name), v)
 		}
 	}
+	if !rt.public && forwardedRoute(rt.pattern) {
+		var served bool
+		var err error
+		if r, served, err = s.routeToOwner(w, r, rt); served || err != nil {
+			return err
+		}
+	}
 	if sb := r.PathValue("sb"); sb != "" && !rt.public {
 		if err := s.checkSandboxAccess(r, sb); err != nil {
 			return err

@@ -135,6 +135,10 @@ type Config struct {
 	// entries make up /; "" is a read-only view of the host's /usr, /etc, /opt and
 	// their links.
 	Rootfs string
+	// HoldTimeout is how long a request for a sandbox that has no live owner (its
+	// partition is moving after a node died, or its owner's lease lapsed) is held
+	// before it is answered 503 with Retry-After. Defaults to 5 s (DefaultHoldTimeout).
+	HoldTimeout time.Duration
 	// InputTimeout bounds how long input (POST .../input, WebSocket binary frames)
 	// waits for a process that does not read it: the POST is then answered 503
 	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
@@ -156,11 +160,13 @@ type Server struct {
 	driver    runtime.Driver // the sandboxes' runtime driver (chooseDriver)
 	tokens    *tokenTable
 	metrics   *metrics
-	wsWatch   *writeWatch    // disconnects WebSocket clients that stopped reading
-	wsPumps   atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
-	plugins   *plugins.Host  // nil without a policy plugin
-	reloads   chan uint64    // plugin generations put in service, for refreshBudgets
-	bg        sync.WaitGroup // background goroutines, stopped by Shutdown
+	wsWatch   *writeWatch     // disconnects WebSocket clients that stopped reading
+	wsPumps   atomic.Int64    // WebSocket output goroutines running (see wsAttachment)
+	fwd       *forwarder      // forwarding to other nodes (forward.go)
+	streams   *streamRegistry // this node's streams by sandbox, ended when it moves
+	plugins   *plugins.Host   // nil without a policy plugin
+	reloads   chan uint64     // plugin generations put in service, for refreshBudgets
+	bg        sync.WaitGroup  // background goroutines, stopped by Shutdown
 	mux       *http.ServeMux
 	handler   http.Handler // mux, behind the check for paths not in canonical form
 	routes    []route
@@ -270,9 +276,11 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		tokens:    newTokenTable(c.Tokens),
 		metrics:   newMetrics(),
 		wsWatch:   newWriteWatch(c.WSWriteTimeout),
+		fwd:       newForwarder(c.Logger),
+		streams:   newStreamRegistry(),
 		started:   time.Now(),
 	}
-	collectors := nodeGauges(node.Stats)
+	collectors := append(nodeGauges(node.Stats), s.fwd.metrics.collectors()...)
 	if host != nil {
 		collectors = append(collectors, host)
 	}
@@ -293,6 +301,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	hooks.onChange.Store(&changed)
 	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
 	s.bg.Go(func() { s.watchCluster(s.streamCtx, leaseOrDefault(c.LeaseTTL)/6) })
+	s.bg.Go(s.watchOwnership)
 	if host != nil {
 		s.bg.Go(s.refreshBudgets)
 	}
@@ -318,6 +327,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.WSWriteTimeout <= 0 {
 		c.WSWriteTimeout = defaultWSWriteTimeout
+	}
+	if c.HoldTimeout <= 0 {
+		c.HoldTimeout = DefaultHoldTimeout
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -462,6 +474,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-gctx.Done():
 		s.log.Warn("streams still running after the shutdown grace; ending their processes")
 	}
+	s.fwd.close()
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
 	}

@@ -131,6 +131,9 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub,
 		start: start, sandbox: sb, process: p.ID(), mode: mode}
 	a.idle.L = &a.mu
+	// The node that stops owning the sandbox closes with 1012: the client reconnects,
+	// through any node, and resumes by offset.
+	unwatch := s.watchStream(sb, func() { a.finish(websocket.StatusServiceRestart, "the sandbox moved to another node") })
 	// Ending ctx ends the reader, waiting for input (waitReadable) or reading a frame,
 	// through a read deadline; an idle client's connection stays open, so a
 	// shutting-down server can still say why it closes.
@@ -153,6 +156,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 			_ = cc.conn.SetReadDeadline(time.Time{}) // the close handshake reads the reply
 			conn.Close(code, reason)
 		}
+		unwatch()
 		s.wsWatch.remove(a.ww)
 		sub.Close()
 		conn.CloseNow()

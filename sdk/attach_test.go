@@ -21,7 +21,7 @@ type wsConnScript struct {
 	frames   int    // output frames to send; -1 sends all the rest
 	rewind   int64  // start this many bytes before the asked offset (a server replaying extra)
 	waitMsgs int    // client messages to receive before sending
-	end      string // "drop", "tryagain", "normal", "exit" or "stream" (until the client leaves)
+	end      string // "drop", "tryagain", "restart", "normal", "exit" or "stream" (until the client leaves)
 	shell    string // the terminal's process before this connection ("" : proc_1)
 }
 
@@ -108,6 +108,8 @@ func (p *wsPeer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // CloseNow: no close frame
 	case "tryagain":
 		conn.Close(websocket.StatusTryAgainLater, "slow client")
+	case "restart": // the sandbox moved to another node
+		conn.Close(websocket.StatusServiceRestart, "the sandbox moved to another node")
 	case "normal":
 		conn.Close(websocket.StatusNormalClosure, "")
 	case "exit":
@@ -170,6 +172,8 @@ func TestAttachReconnects(t *testing.T) {
 		{"server default offset", -1, []wsConnScript{{frames: -1, end: "exit"}}, 2, wsOut, "[]", io.EOF, true, 0},
 		{"drop resumes at offset", 3, []wsConnScript{{frames: 2, end: "drop"}, {frames: 1, end: "tryagain"}, {frames: -1, end: "exit"}},
 			2, wsOut[3:], "[3 13 18]", io.EOF, true, 0},
+		{"a sandbox move (1012) resumes at offset", 0, []wsConnScript{{frames: 2, end: "restart"}, {frames: 1, end: "restart"}, {frames: -1, end: "exit"}},
+			2, wsOut, "[0 10 15]", io.EOF, true, 0},
 		{"replayed bytes are trimmed", 0, []wsConnScript{{frames: 3, end: "drop"}, {frames: -1, rewind: 7, end: "exit"}},
 			2, wsOut, "[0 15]", io.EOF, true, 0},
 		{"normal close does not reconnect", 0, []wsConnScript{{frames: 2, end: "normal"}}, 2, wsOut[:10], "[0]", io.EOF, false, 0},

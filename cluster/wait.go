@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// Waiting for the table: a node that learns of a newer table than its own (a 421 from
+// an owner naming the owner's table index, or a forwarded request stamped with an
+// epoch this replica has not applied) waits for its replica to catch up instead of
+// polling. Epochs are raft indexes of the entries that made them, so "the table at
+// epoch e" and "the table at index e" are the same wait.
+
+// TableIndex returns the raft index of the entry that made this node's current table
+// (0 before the first): the index a node names when it tells another that its table
+// is behind. Entries that change nothing leave it alone, so every replica that has
+// applied the same log reports the same TableIndex. No lock, no allocation.
+func (n *Node) TableIndex() uint64 { return n.fsm.cur.Load().index }
+
+// TableChanged returns a channel that is closed when this node next publishes a new
+// table (members, partitions or pins changed). Take the channel before reading the
+// table, so that a change between the read and the wait is not missed. After Close
+// nothing is published: select on the caller's own lifetime as well.
+func (n *Node) TableChanged() <-chan struct{} {
+	f := n.fsm
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// WaitApplied waits until this node's table is at index or later (TableIndex >=
+// index): every ownership change up to that entry is then visible to Owner and
+// Admit. It returns nil then, ctx's error (wrapped) when ctx ends first, and
+// ErrClosed once the node is closed. Bound it with ctx: an index that this replica
+// never reaches (named by a buggy or hostile peer) waits for ctx.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := n.TableChanged()
+		if n.TableIndex() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-n.ctx.Done():
+			return ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("failed to wait for table index %d (at %d): %w", index, n.TableIndex(), ctx.Err())
+		}
+	}
+}

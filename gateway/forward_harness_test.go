@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// trio is a cluster of three gateway nodes on loopback, "c", "b" and "a", each with
+// the label node=<its id>: real raft, real HTTP, real processes. Tests that start one
+// do not call t.Parallel: three raft nodes at 0.1× timeouts need the CPU to keep their
+// leases, and on two cores beside the parallel suite they would lapse now and then.
+type trio struct {
+	t     testing.TB
+	nodes []*testServer
+}
+
+// newTrio starts node c (i 0, which bootstraps), then b (i 1) and a (i 2) joining
+// it, adds them through the leader and waits until every node holds a lease and every
+// node's table gives each node partitions. mod, when set, changes each node's config.
+//
+// Tests use a, the last to join, as the owner of their sandboxes: the leader goes on
+// moving partitions to the newer members at its rebalance rate for a while, but only
+// away from the older ones, so what a owns stays with a while the members stay.
+func newTrio(t testing.TB, mod func(i int, c *Config)) *trio {
+	t.Helper()
+	tr := &trio{t: t}
+	for i, id := range []string{"c", "b", "a"} {
+		opts := &serverOptions{config: func(c *Config) {
+			c.NodeID = id
+			c.Labels = map[string]string{"node": id}
+			if i > 0 {
+				c.Join = tr.nodes[0].url
+			}
+			if mod != nil {
+				mod(i, c)
+			}
+		}}
+		tr.nodes = append(tr.nodes, newTestServer(t, opts))
+	}
+	for _, n := range tr.nodes[1:] {
+		tr.onLeader(func(l *cluster.Node) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return l.Join(ctx, n.srv.cluster.Self())
+		})
+		select {
+		case <-n.srv.hooks.firstLease:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s got no lease", n.srv.cluster.ID())
+		}
+	}
+	eventually(t, 60*time.Second, "every node to own partitions in every table", func() bool {
+		idx := tr.nodes[0].srv.cluster.TableIndex()
+		for _, n := range tr.nodes {
+			if n.srv.cluster.TableIndex() != idx {
+				return false
+			}
+			owners := map[cluster.NodeID]bool{}
+			for _, a := range n.srv.cluster.Table() {
+				if a.State == cluster.PartitionActive {
+					owners[a.Owner] = true
+				}
+			}
+			if len(owners) != 3 || !owners["a"] || !owners["b"] || !owners["c"] {
+				return false
+			}
+		}
+		return true
+	})
+	return tr
+}
+
+// node returns the node with id.
+func (tr *trio) node(id string) *testServer {
+	for _, n := range tr.nodes {
+		if string(n.srv.cluster.ID()) == id {
+			return n
+		}
+	}
+	tr.t.Fatalf("no node %s", id)
+	return nil
+}
+
+// onLeader runs a leader-only call on whichever node leads, retrying while
+// leadership moves.
+func (tr *trio) onLeader(call func(l *cluster.Node) error) {
+	tr.t.Helper()
+	var err error
+	eventually(tr.t, 60*time.Second, "a leader-only call", func() bool {
+		for _, n := range tr.nodes {
+			if n.srv.closedForTest() || !n.srv.cluster.IsLeader() {
+				continue
+			}
+			if err = call(n.srv.cluster); err == nil {
+				return true
+			}
+			tr.t.Logf("leader call: %v (retrying)", err)
+		}
+		return false
+	})
+}
+
+// ownedBy returns a sandbox id with prefix that every live node's table gives to
+// node id.
+func (tr *trio) ownedBy(prefix, id string) string {
+	tr.t.Helper()
+	for i := 0; i < 10000; i++ {
+		sb := fmt.Sprintf("%s-%d", prefix, i)
+		if owner, _, ok := tr.nodes[0].srv.cluster.Owner(sb); ok && string(owner) == id {
+			return sb
+		}
+	}
+	tr.t.Fatalf("no id owned by %s", id)
+	return ""
+}
+
+// pin places sandbox sb on node id (by its label) and waits until every live node's
+// table says so.
+func (tr *trio) pin(sb, id string) {
+	tr.t.Helper()
+	tr.onLeader(func(l *cluster.Node) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := l.Pin(ctx, sb, map[string]string{"node": id})
+		return err
+	})
+	eventually(tr.t, 30*time.Second, sb+" to be placed on "+id, func() bool {
+		for _, n := range tr.nodes {
+			if n.srv.closedForTest() {
+				continue
+			}
+			if owner, _, ok := n.srv.cluster.Owner(sb); !ok || string(owner) != id {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// closedForTest reports whether Shutdown was called.
+func (s *Server) closedForTest() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// forwarder holds what forwarding shares across requests: one keep-alive transport to
+// the other nodes, the member addresses of the current table, and the metrics. It is
+// safe for concurrent use.
+type forwarder struct {
+	transport *http.Transport
+	members   atomic.Pointer[memberAddrs]
+	metrics   *forwardMetrics
+	errLog    *log.Logger
+}
+
+// memberAddrs are the HTTP addresses of the alive members in the table at index.
+type memberAddrs struct {
+	index uint64
+	addr  map[cluster.NodeID]string
+}
+
+// forwardDialTimeout bounds connecting to an owner: a node that does not answer within
+// it counts as unreachable and the request is held.
+const forwardDialTimeout = time.Second
+
+func newForwarder(log *slog.Logger) *forwarder {
+	return &forwarder{
+		// HTTP/1.1 only (no TLS, no h2): a WebSocket upgrade goes through as it came.
+		transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			DisableCompression:    true,
+		},
+		metrics: newForwardMetrics(),
+		errLog:  slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// close drops the idle connections to other nodes.
+func (f *forwarder) close() { f.transport.CloseIdleConnections() }
+
+// addrOf returns the HTTP address of member id if it is alive, else "". The addresses
+// are rebuilt only when the table's index moved: members change only with the table.
+func (f *forwarder) addrOf(n *cluster.Node, id cluster.NodeID) string {
+	idx := n.TableIndex()
+	m := f.members.Load()
+	if m == nil || m.index != idx {
+		m = &memberAddrs{index: idx, addr: map[cluster.NodeID]string{}}
+		for _, mb := range n.Members() {
+			if mb.Status == cluster.StatusAlive && mb.HTTPAddr != "" {
+				m.addr[mb.ID] = mb.HTTPAddr
+			}
+		}
+		f.members.Store(m)
+	}
+	return m.addr[id]
+}
+
+// attemptKind is how one forward ended.
+type attemptKind int
+
+const (
+	// attemptProxied: the owner's answer went to the client, whatever it was.
+	attemptProxied attemptKind = iota
+	// attemptMisdirected: the owner answered 421 with its table index.
+	attemptMisdirected
+	// attemptHold: the owner could not be reached, or answered 503 with holdHeader;
+	// nothing went to the client and the request can be sent again.
+	attemptHold
+	// attemptFailed: the forward failed where it cannot be sent again (a streamed
+	// body was partly sent, the owner broke off, the client went away); err says why.
+	attemptFailed
+)
+
+type attempt struct {
+	kind  attemptKind
+	index uint64 // attemptMisdirected: the owner's table index
+	err   error  // attemptFailed
+}
+
+// errRetryable ends a proxied exchange whose answer the client must not see (a 421, or
+// a 503 with holdHeader) so that the request can be sent again.
+var errRetryable = errors.New("gateway: owner asked for a retry")
+
+// proxyTo sends r to the owner at addr once, with httputil.ReverseProxy: the answer is
+// streamed to w as it comes (flushed at once, for SSE) and a WebSocket upgrade is
+// tunnelled. A 421 and a 503 with holdHeader are kept from the client and reported
+// instead, as is a connection that could not be made, when the body can be sent again.
+func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body *replayBody, addr string, epoch uint64) attempt {
+	if !body.ready() {
+		return attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+			"the owner of this sandbox changed while the request body was being sent; send it again").retry(holdRetryAfter)}
+	}
+	var a attempt
+	ctx := r.Context()
+	if rt.stream != "" { // a shutdown ends a proxied stream, as it ends a local one
+		var cancel context.CancelFunc
+		ctx, cancel = s.requestContext(r)
+		defer cancel()
+	}
+	// Whether the connection was a kept-alive one: one that breaks before any answer
+	// was most likely closed idle by its end (a node shutting down closes its idle
+	// connections), with the request unread, and the request is sent again.
+	var reused atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+	})
+	out := r.WithContext(ctx)
+	body.attach(out)
+	if rt.stream != "" {
+		if !s.trackStream() {
+			return attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
+		}
+		defer s.bg.Done()
+		s.fwd.metrics.streams.Inc()
+		defer s.fwd.metrics.streams.Dec()
+		if rec, ok := w.(*statusRecorder); ok && rt.stream == streamSSE {
+			// An SSE reader that takes nothing is dropped, as on the owner.
+			rec.writeTimeout = s.cfg.WSWriteTimeout
+		}
+	}
+	reqID := w.Header().Get("X-Request-Id")
+	answered := false // the owner's answer is going to the client
+	rp := &httputil.ReverseProxy{
+		Transport:     s.fwd.transport,
+		FlushInterval: -1,
+		ErrorLog:      s.fwd.errLog,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", addr, ""
+			h := pr.Out.Header
+			h.Set(hopsHeader, "1")
+			h.Set(epochHeader, strconv.FormatUint(epoch, 10))
+			h.Set("X-Request-Id", reqID)
+			if body.streamed() {
+				h.Set("Expect", "100-continue") // a 421 then costs no body bytes
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			switch {
+			case resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(indexHeader) != "":
+				a.kind = attemptMisdirected
+				a.index, _ = strconv.ParseUint(resp.Header.Get(indexHeader), 10, 64)
+				return errRetryable
+			case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(holdHeader) != "":
+				a.kind = attemptHold
+				return errRetryable
+			}
+			resp.Header.Del("X-Request-Id") // this node's wrapper set the same one
+			a.kind, answered = attemptProxied, true
+			return nil
+		},
+		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
+			switch {
+			case answered: // an upgrade that failed after the owner's answer: never sent again
+				s.log.Warn("forwarded upgrade failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+					"the connection to the owner of this sandbox failed: %v", err).retry(holdRetryAfter)}
+			case errors.Is(err, errRetryable):
+				if !body.ready() { // the owner read part of a streamed body first
+					a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+						"the owner of this sandbox changed while the request body was being sent; send it again").retry(holdRetryAfter)}
+				}
+			case r.Context().Err() != nil: // the client went away
+				a = attempt{kind: attemptFailed, err: r.Context().Err()}
+			case ctx.Err() != nil:
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
+			case (dialFailed(err) || reused.Load()) && body.ready():
+				a.kind = attemptHold
+			default:
+				s.log.Warn("forward failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+					"the owner of this sandbox did not answer: %v", err).retry(holdRetryAfter)}
+			}
+		},
+	}
+	rp.ServeHTTP(w, out)
+	return a
+}
+
+// trackStream counts a proxied stream among the goroutines Shutdown waits for, unless
+// the server is closing (false). The caller calls s.bg.Done when the stream ends.
+func (s *Server) trackStream() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.bg.Add(1)
+	return true
+}
+
+// dialFailed reports whether err is a failure to connect: nothing was sent.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

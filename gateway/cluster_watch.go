@@ -38,6 +38,13 @@ func (s *Server) watchCluster(ctx context.Context, every time.Duration) {
 	}
 }
 
+// initLeaseSlack is how long after the node's lease the inits' lease ends: half of
+// the margin δ (cluster.DefaultLeaseMargin) by which the leader waits past a silent
+// node's lease before it gives its sandboxes away, so the inits still stop before a
+// new owner can start, while a renewal that this server's ticker pushes a little
+// late does not freeze a healthy sandbox.
+const initLeaseSlack = cluster.DefaultLeaseMargin / 2
+
 // renewInitLease extends the inits' lease to the node's, or further while alone.
 func (s *Server) renewInitLease() {
 	if s.initLease == nil {
@@ -48,7 +55,7 @@ func (s *Server) renewInitLease() {
 		return
 	}
 	if valid, until := s.cluster.Lease(); valid {
-		s.initLease.Extend(until)
+		s.initLease.Extend(until.Add(initLeaseSlack))
 	}
 }
 

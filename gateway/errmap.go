@@ -32,7 +32,9 @@ var errorRules = []errorRule{
 	{[]error{actor.ErrBudgetExceeded, runtime.ErrTooManyProcesses}, http.StatusTooManyRequests, codeBudgetExceeded},
 	// A sandbox whose stored records cannot be read (actor.ErrCorrupt: a damaged
 	// actors.db) is unavailable; its message says so, and the other sandboxes serve.
-	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable, actor.ErrCorrupt}, http.StatusServiceUnavailable, codeUnavailable},
+	// A sandbox whose init holds an expired node lease (runtime.ErrLeaseExpired) runs
+	// nothing until the server renews it: unavailable for now, like a fenced node.
+	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable, actor.ErrCorrupt, runtime.ErrLeaseExpired}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,8 +14,9 @@ import (
 
 // TestForwardStreamsEndWhenSandboxMoves: a WebSocket and an SSE stream of a sandbox
 // owned by a, attached through c, end when the sandbox is moved to b (the WebSocket
-// with 1012); once it is back on a, the client resumes through b from the offset it
-// reached, and the output is whole: nothing lost, nothing repeated.
+// with 1012), and the move ends a's process; a client whose connection through c
+// drops resumes through b from the offset it reached, with the output whole:
+// nothing lost, nothing repeated.
 func TestForwardStreamsEndWhenSandboxMoves(t *testing.T) {
 	tr := newTrio(t, nil)
 	a, b, c := tr.node("a"), tr.node("b"), tr.node("c")
@@ -53,16 +55,32 @@ func TestForwardStreamsEndWhenSandboxMoves(t *testing.T) {
 		t.Fatalf("before the move: %d bytes, want %d", len(got), len(first))
 	}
 
+	// A move ends the old activation: processes are node-local, so the one started
+	// on a is gone when the sandbox comes back, recorded as exited.
 	tr.pin(sb, "a")
-	b.must(http.StatusNoContent, "POST", "/v1/sandboxes/"+sb+"/processes/"+p.ID+"/input", map[string]any{"text": "go\n"})
-	again := b.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws?offset=" + strconv.Itoa(ws.output.Len()))
+	eventually(t, 30*time.Second, "the moved process recorded as exited", func() bool {
+		r := b.do("GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil)
+		var got processJSON
+		return r.status == http.StatusOK && json.Unmarshal(r.body, &got) == nil && got.Status == "exited"
+	})
+
+	// A client whose connection through one node drops resumes through another from
+	// the offset it reached, with nothing lost or repeated.
+	var q processJSON
+	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
+		map[string]any{"command": "seq 1 1000; read x; seq 1001 2000"}).json(t, &q)
+	drop := c.dialWS("/v1/sandboxes/" + sb + "/processes/" + q.ID + "/ws")
+	drop.readUntil(t, 30*time.Second, func(w *wsClient) bool { return w.output.Len() >= len(first) })
+	drop.conn.CloseNow()
+	b.must(http.StatusNoContent, "POST", "/v1/sandboxes/"+sb+"/processes/"+q.ID+"/input", map[string]any{"text": "go\n"})
+	again := b.dialWS("/v1/sandboxes/" + sb + "/processes/" + q.ID + "/ws?offset=" + strconv.Itoa(drop.output.Len()))
 	if st := again.readUntil(t, 30*time.Second, func(*wsClient) bool { return false }); st != websocket.StatusNormalClosure {
 		t.Fatalf("resumed websocket closed with %v", st)
 	}
-	if got, want := ws.output.String()+again.output.String(), seqLines(1, 2000); got != want {
-		t.Fatalf("output across the move: %d bytes, want %d", len(got), len(want))
+	if got, want := drop.output.String()+again.output.String(), seqLines(1, 2000); got != want {
+		t.Fatalf("output across the reconnect: %d bytes, want %d", len(got), len(want))
 	}
-	if r, ok := again.control("ready")["offset"].(float64); !ok || int(r) != len(first) {
-		t.Fatalf("resumed at %v, want %d", again.control("ready"), len(first))
+	if r, ok := again.control("ready")["offset"].(float64); !ok || int(r) != drop.output.Len() {
+		t.Fatalf("resumed at %v, want %d", again.control("ready"), drop.output.Len())
 	}
 }

@@ -34,6 +34,9 @@ var (
 	// table but holds no valid lease: it may have been cut off and its partitions
 	// given to others, so it must not run anything (503 and Retry-After).
 	ErrLeaseExpired = errors.New("cluster: node lease expired")
+	// ErrLastVoter is returned by Remove for the only voter of the cluster: removing
+	// it would leave no quorum.
+	ErrLastVoter = errors.New("cluster: cannot remove the last voter")
 )
 
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It

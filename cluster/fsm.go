@@ -27,6 +27,9 @@ type fsm struct {
 	// observe, when set (tests), is called on raft's FSM goroutine with each state
 	// just after it is published.
 	observe func(*state)
+	// onValues, when set (Config.OnValues), is called on raft's FSM goroutine after
+	// the key/value table may have changed: a set-values command or a restore.
+	onValues func()
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -102,6 +105,11 @@ func (f *fsm) apply(index uint64, data []byte) error {
 		if err = d.done(); err == nil {
 			next, err = old.unpin(sb, expect)
 		}
+	case cmdSetValues:
+		kv := decodeValues(&d)
+		if err = d.done(); err == nil {
+			next, err = old.setValues(kv)
+		}
 	default:
 		if t&cmdIgnorable != 0 {
 			f.log.Debug("cluster: skipped ignorable command", "type", int(t), "index", index)
@@ -118,6 +126,9 @@ func (f *fsm) apply(index uint64, data []byte) error {
 	if next != old {
 		next.index = index // next is a fresh copy, not yet published
 		f.publish(next)
+		if t == cmdSetValues && f.onValues != nil {
+			f.onValues()
+		}
 	}
 	return nil
 }
@@ -179,6 +190,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("failed to decode snapshot: %w", err)
 	}
 	f.publish(s)
+	if f.onValues != nil {
+		f.onValues()
+	}
 	return nil
 }
 

@@ -81,6 +81,13 @@ func (n *Node) remove(ctx context.Context, id NodeID) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
+	voters, err := n.Voters()
+	if err != nil {
+		return err
+	}
+	if voters[id] && len(voters) == 1 {
+		return ErrLastVoter
+	}
 	_, known := n.fsm.cur.Load().members[id]
 	if known {
 		if err := n.apply(ctx, encodeSetStatus(id, StatusLeft)); err != nil {

@@ -105,7 +105,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, err := listen(cfg.RaftListen, cfg.netUp)
+	stream, err := listen(cfg.RaftListen, cfg.netUp, newAuthenticator(cfg.Secret, cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +137,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	f := newFSM(cfg.Logger)
 	f.observe = cfg.observe
+	f.onValues = cfg.OnValues
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
 	if err != nil {
 		return nil, err

@@ -151,7 +151,9 @@ type Server struct {
 	cluster *cluster.Node  // this node's member of the raft cluster
 	hooks   *clusterHooks  // its lease callbacks
 	driver  runtime.Driver // the sandboxes' runtime driver (chooseDriver)
-	tokens  *tokenTable
+	tokens  *tokenTable    // this node's and the cluster's API tokens
+	secret  []byte         // the cluster secret, for joining nodes
+	peers   *http.Client   // membership requests forwarded to the leader
 	metrics *metrics
 	wsWatch *writeWatch    // disconnects WebSocket clients that stopped reading
 	wsPumps atomic.Int64   // WebSocket output goroutines running (see wsAttachment)
@@ -206,20 +208,20 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	hooks := newClusterHooks(c.Logger, c.Join != "")
-	cn, err := openCluster(ctx, &c, hooks)
+	tokens := newTokenTable(c.Tokens)
+	hooks := newClusterHooks(c.Logger, tokens)
+	cn, secret, err := startCluster(ctx, &c, hooks)
+	if err == nil {
+		err = publishTokens(ctx, &c, cn, tokens)
+		if err != nil {
+			_ = cn.Close()
+		}
+	}
 	if err != nil {
 		if host != nil {
 			_ = host.Close()
 		}
 		return nil, err
-	}
-	if err := waitClusterReady(ctx, cn, hooks); err != nil {
-		_ = cn.Close()
-		if host != nil {
-			_ = host.Close()
-		}
-		return nil, fmt.Errorf("failed to start the cluster node: %w", err)
 	}
 	node, err := actor.Open(ctx, &actor.Config{
 		Admission: cn.Admit,
@@ -251,12 +253,14 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		reloads: reloads,
 		log:     c.Logger,
 		node:    node,
-		tokens:  newTokenTable(c.Tokens),
+		tokens:  tokens,
+		secret:  secret,
+		peers:   &http.Client{Transport: &http.Transport{}, Timeout: peerTimeout},
 		metrics: newMetrics(),
 		wsWatch: newWriteWatch(c.WSWriteTimeout),
 		started: time.Now(),
 	}
-	collectors := nodeGauges(node.Stats)
+	collectors := append(nodeGauges(node.Stats), clusterGauges(cn)...)
 	if host != nil {
 		collectors = append(collectors, host)
 	}
@@ -443,6 +447,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))
 	}
+	s.peers.CloseIdleConnections()
 	if err := s.cluster.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close cluster node: %w", err))
 	}

@@ -71,12 +71,12 @@ func (a *authenticator) mac(label string, c, s []byte) []byte {
 	return h.Sum(nil)
 }
 
-// dial runs the dialer's side on a fresh outbound connection, within timeout.
-func (a *authenticator) dial(conn net.Conn, timeout time.Duration) error {
-	if timeout <= 0 || timeout > handshakeTimeout {
-		timeout = handshakeTimeout
-	}
-	_ = conn.SetDeadline(time.Now().Add(timeout))
+// dial runs the dialer's side on a fresh outbound connection, within
+// handshakeTimeout whatever the dial's own timeout: unlike a TCP connect, the
+// handshake waits for the peer's goroutines, and a heartbeat's L/6 dial timeout would
+// fail it on a loaded host and cost the node its lease.
+func (a *authenticator) dial(conn net.Conn) error {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
 	hello := make([]byte, len(authMagic)+nonceLen)
 	copy(hello, authMagic[:])

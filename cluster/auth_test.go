@@ -35,7 +35,7 @@ func TestRawConnectionsRefused(t *testing.T) {
 			return err
 		}},
 		{"handshake with a wrong secret", func(c net.Conn) error {
-			if err := wrong.dial(c, 5*time.Second); !errors.Is(err, errHandshake) {
+			if err := wrong.dial(c); !errors.Is(err, errHandshake) {
 				t.Errorf("dial with a wrong secret: %v, want errHandshake", err)
 			}
 			return nil

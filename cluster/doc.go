@@ -39,7 +39,7 @@
 //     key/value table for what every node must agree on besides membership and
 //     placement (the gateway keeps its API token hashes there); Config.OnValues
 //     tells a node its table changed.
-//   - Members, Table, Partition, Leader, AppliedIndex, Voters, RejectedConns and Err
+//   - Members, Table, Partition, Leader, AppliedIndex, RaftServers, RejectedConns and Err
 //     are getters; HasState tells whether a data directory would resume a cluster.
 //
 // # Lifecycle

@@ -81,11 +81,17 @@ func (n *Node) remove(ctx context.Context, id NodeID) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
-	voters, err := n.Voters()
+	servers, err := n.RaftServers()
 	if err != nil {
 		return err
 	}
-	if voters[id] && len(voters) == 1 {
+	voters := 0
+	for _, v := range servers {
+		if v {
+			voters++
+		}
+	}
+	if servers[id] && voters == 1 {
 		return ErrLastVoter
 	}
 	_, known := n.fsm.cur.Load().members[id]

@@ -12,19 +12,18 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Voters returns the ids of the voters in the raft configuration this node knows,
-// the latest one even if not yet committed. Members outside it are non-voters (or no
-// longer in raft at all).
-func (n *Node) Voters() (map[NodeID]bool, error) {
+// RaftServers returns the raft configuration this node knows, the latest one even if
+// not yet committed: every server's id, true for voters and false for non-voters. It
+// comes from the log, so a new leader knows it before its member table has caught
+// up.
+func (n *Node) RaftServers() (map[NodeID]bool, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("failed to read the raft configuration: %w", err)
 	}
 	out := map[NodeID]bool{}
 	for _, s := range f.Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			out[NodeID(s.ID)] = true
-		}
+		out[NodeID(s.ID)] = s.Suffrage == raft.Voter
 	}
 	return out, nil
 }

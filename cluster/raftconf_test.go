@@ -7,7 +7,7 @@ import (
 )
 
 // TestLastVoterStays: the only voter cannot be removed, and stays an alive member;
-// Voters and HasState report what the node has.
+// RaftServers and HasState report what the node has.
 func TestLastVoterStays(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -24,9 +24,9 @@ func TestLastVoterStays(t *testing.T) {
 	if ms := n.Members(); len(ms) != 1 || ms[0].Status != StatusAlive {
 		t.Fatalf("members after the refused removal: %+v", ms)
 	}
-	v, err := n.Voters()
+	v, err := n.RaftServers()
 	if err != nil || len(v) != 1 || !v["solo"] {
-		t.Fatalf("Voters = %v, %v", v, err)
+		t.Fatalf("RaftServers = %v, %v", v, err)
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)

@@ -156,7 +156,7 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if err != nil {
 		return nil, err
 	}
-	if err := s.auth.dial(tc, timeout); err != nil {
+	if err := s.auth.dial(tc); err != nil {
 		tc.Close()
 		return nil, fmt.Errorf("failed to authenticate to %s: %w", addr, err)
 	}

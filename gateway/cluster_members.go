@@ -69,11 +69,7 @@ func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := cluster.NodeID(r.PathValue("id"))
 	done, err := s.onLeader(w, r, nil, func(ctx context.Context) error {
-		known := false
-		for _, m := range s.cluster.Members() {
-			known = known || (m.ID == id && m.Status != cluster.StatusLeft)
-		}
-		if !known && s.cluster.IsLeader() {
+		if s.cluster.IsLeader() && !s.isMember(id) {
 			return notFound("no member %s in the cluster", id)
 		}
 		return s.cluster.Remove(ctx, id)
@@ -83,6 +79,23 @@ func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// isMember reports whether id is a member that has not left, or a raft server. The
+// raft configuration comes from the log, so a leader elected a moment ago knows a
+// member its table has not applied yet.
+func (s *Server) isMember(id cluster.NodeID) bool {
+	for _, m := range s.cluster.Members() {
+		if m.ID == id && m.Status != cluster.StatusLeft {
+			return true
+		}
+	}
+	servers, err := s.cluster.RaftServers()
+	if err != nil {
+		return true // let Remove decide
+	}
+	_, ok := servers[id]
+	return ok
 }
 
 // clusterSecret hands the cluster secret to a joining node (admin tokens only): an

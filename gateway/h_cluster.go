@@ -19,12 +19,12 @@ type memberJSON struct {
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
 	leader, _ := s.cluster.Leader()
 	ms := s.cluster.Members()
-	voters, _ := s.cluster.Voters() // nil (all false) if raft is shutting down
+	servers, _ := s.cluster.RaftServers() // nil (no voters) if raft is shutting down
 	members := make([]memberJSON, 0, len(ms))
 	for _, m := range ms {
 		members = append(members, memberJSON{
 			ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,
-			Labels: nonNilMap(m.Labels), Status: m.Status.String(), Voter: voters[m.ID],
+			Labels: nonNilMap(m.Labels), Status: m.Status.String(), Voter: servers[m.ID],
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

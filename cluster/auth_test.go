@@ -124,3 +124,43 @@ func TestWrongSecretCannotJoin(t *testing.T) {
 		t.Fatalf("bad applied index %d", bad.AppliedIndex())
 	}
 }
+
+// BenchmarkHandshake measures one node handshake over loopback TCP, both sides.
+func BenchmarkHandshake(b *testing.B) {
+	a := newAuthenticator(testSecret, discard)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	errs := make(chan error, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(errs)
+				return
+			}
+			if err := a.accept(c); err != nil {
+				errs <- err
+			}
+			c.Close()
+		}
+	}()
+	b.ResetTimer()
+	for range b.N {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.dial(c); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+	b.StopTimer()
+	ln.Close()
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,5 +103,20 @@ func TestClusterTokensRoute(t *testing.T) {
 	r.json(t, &sec)
 	if b, err := decodeSecret(sec.Secret); err != nil || len(b) < 32 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("secret %q: %v, Cache-Control %q", sec.Secret, err, r.header.Get("Cache-Control"))
+	}
+}
+
+// BenchmarkTokenLookup is the request path's token check with 1000 tokens.
+func BenchmarkTokenLookup(b *testing.B) {
+	tokens := map[string]Principal{}
+	for i := range 1000 {
+		tokens[fmt.Sprintf("token-%04d", i)] = Principal{Tenant: "t"}
+	}
+	table := newTokenTable(tokens)
+	b.ReportAllocs()
+	for range b.N {
+		if _, ok := table.principal("token-0500"); !ok {
+			b.Fatal("not found")
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,5 +165,26 @@ func BenchmarkHandshake(b *testing.B) {
 	ln.Close()
 	if err := <-errs; err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestRejectLogsOncePerSource: rejections are all counted, but logged once a minute
+// per source host whatever its port.
+func TestRejectLogsOncePerSource(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	a := newAuthenticator(testSecret, slog.New(slog.NewTextHandler(&buf, nil)))
+	for _, src := range []string{"10.0.0.1:1000", "10.0.0.1:1001", "10.0.0.2:1000", "10.0.0.1:1002"} {
+		addr, err := net.ResolveTCPAddr("tcp", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.reject(addr, errHandshake)
+	}
+	if got := a.rejected.Load(); got != 4 {
+		t.Errorf("counted %d rejections, want 4", got)
+	}
+	if lines := strings.Count(buf.String(), "\n"); lines != 2 {
+		t.Errorf("logged %d lines, want 2 (one per source host):\n%s", lines, buf.String())
 	}
 }

@@ -41,7 +41,9 @@ func newTestClusterWith(t testing.TB, n int, mod func(i int, c *Config)) *testCl
 		if i > 1 {
 			join = tc.nodes[i-2].addr()
 		}
+		began := time.Now()
 		tc.nodes = append(tc.nodes, tc.start(i, join, "", ""))
+		t.Logf("n%d started (joining through %q) in %v", i, join, time.Since(began))
 	}
 	tc.waitFormed(n)
 	return tc

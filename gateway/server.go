@@ -42,8 +42,11 @@ type Config struct {
 	// must reach; port 0 picks a free one. Defaults to 127.0.0.1:0 (serve's flag defaults
 	// to 127.0.0.1:7071).
 	RaftListen string
-	// Join is the HTTP address of any member of the cluster this node joins; empty
-	// bootstraps a single-node cluster, or resumes the one in DataDir.
+	// Join is the HTTP address (host:port or http://host:port) of any member of the
+	// cluster this node joins; empty bootstraps a single-node cluster. New calls that
+	// member with an admin token of Tokens, which the cluster must already accept, to
+	// fetch the cluster secret and be added, then waits for its first lease. A DataDir
+	// with raft state resumes its cluster whatever Join says, calling nobody.
 	Join string
 	// RaftMultiplier scales the raft timeouts (heartbeat and election 500 ms): above
 	// 1 for slow or noisy hosts, below for tests. Zero means 1.

@@ -14,9 +14,16 @@ import (
 func TestServeJoinThree(t *testing.T) {
 	t.Parallel()
 	const tok = "e2e-cluster-token"
+	began := time.Now()
 	n1 := startNode(t, tok, "--node-id", "c1")
+	t.Logf("c1 bootstrapped in %v", time.Since(began))
+	began = time.Now()
 	n2 := startNode(t, tok, "--node-id", "c2", "--join", n1.addr)
+	t.Logf("c2 joined through c1 in %v", time.Since(began))
+	began = time.Now()
 	n3 := startNode(t, tok, "--node-id", "c3", "--join", "http://"+n2.addr)
+	t.Logf("c3 joined through c2 in %v", time.Since(began))
+	began = time.Now()
 	nodes := []*node{n1, n2, n3}
 
 	type member struct {
@@ -50,6 +57,7 @@ func TestServeJoinThree(t *testing.T) {
 			leader = v.Leader
 		}
 		if ok {
+			t.Logf("three voters seen by every node %v after c3 started", time.Since(began))
 			break
 		}
 		if time.Now().After(deadline) {

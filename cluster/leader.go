@@ -13,7 +13,7 @@ const reconcileTick = 250 * time.Millisecond
 // watchLeadership drains raft's leadership notifications on one goroutine and runs the
 // reconcile loop exactly while this node leads.
 func (n *Node) watchLeadership(notify <-chan bool) {
-	defer n.wg.Done()
+	defer n.leading.Done()
 	type run struct {
 		cancel context.CancelFunc
 		done   chan struct{}

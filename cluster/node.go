@@ -38,7 +38,13 @@ type Node struct {
 	// verifying tracks the verification loop and its VerifyLeader calls, which Close
 	// waits for before it shuts raft down (see verifyRound).
 	verifying sync.WaitGroup
-	kick      chan struct{} // wakes the leader's reconcile loop
+	// leading tracks watchLeadership and the leader's loop under it, which Close also
+	// waits for before it shuts raft down: raft never answers an Apply or Barrier
+	// future whose committed entry is still queued for the FSM when it shuts down
+	// (its FSM goroutine exits without draining the queue, and those futures do not
+	// watch shutdown), so a lead loop waiting on one would block Close forever.
+	leading sync.WaitGroup
+	kick    chan struct{} // wakes the leader's reconcile loop
 
 	now      func() time.Duration // the monotonic clock (mono)
 	lease    lease
@@ -159,8 +165,9 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	stream.serve(n.serveHeartbeats)
-	n.wg.Add(3)
+	n.wg.Add(2)
 	n.verifying.Add(1)
+	n.leading.Add(1)
 	go n.watchLeadership(notify)
 	go n.verifyLoop()
 	go n.heartbeat()
@@ -179,6 +186,7 @@ func (n *Node) Close() error {
 		n.closed.Store(true)
 		n.cancel()
 		n.verifying.Wait() // raft answers verifications only while it runs
+		n.leading.Wait()   // and applies and barriers (see Node.leading)
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
 		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close())

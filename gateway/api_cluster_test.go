@@ -118,7 +118,7 @@ func TestClusterThreeNodes(t *testing.T) {
 	})
 
 	t.Run("restart resumes without join", func(t *testing.T) {
-		ts := tc.restart(3)
+		ts := tc.restart(t, 3)
 		if ts.srv.cfg.Join != "" {
 			t.Fatal("restarted with Join")
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -66,16 +67,20 @@ func (tc *testCluster) start(i int, join, dataDir, listen string) *testServer {
 }
 
 // restart shuts node i down and starts it again on its data directory, HTTP and
-// raft addresses, without Join: it must resume its membership by itself.
-func (tc *testCluster) restart(i int) *testServer {
-	tc.t.Helper()
+// raft addresses, without Join: it must resume its membership by itself. t is the
+// calling (sub)test; the new server is tc.t's, so it outlives a subtest.
+func (tc *testCluster) restart(t testing.TB, i int) *testServer {
+	t.Helper()
 	old := tc.nodes[i-1]
 	dir, listen, raftAddr := old.srv.cfg.DataDir, old.addr(), old.srv.cluster.RaftAddr()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := old.srv.Shutdown(ctx); err != nil {
-		tc.t.Fatalf("shutdown n%d: %v", i, err)
+		t.Fatalf("shutdown n%d: %v", i, err)
 	}
+	// The freed ports may be taken for a moment as the local port of some outgoing
+	// connection (other tests run in parallel): wait until both can be bound.
+	waitBindable(t, listen, raftAddr)
 	mod := tc.mod
 	tc.mod = func(j int, c *Config) {
 		c.RaftListen = raftAddr
@@ -84,9 +89,24 @@ func (tc *testCluster) restart(i int) *testServer {
 		}
 	}
 	defer func() { tc.mod = mod }()
-	ts := tc.start(i, "", dir, listen)
+	ts := tc.start(i, "", dir, listen) // on tc.t: the node lives as long as the cluster
 	tc.nodes[i-1] = ts
 	return ts
+}
+
+// waitBindable waits until every addr can be listened on.
+func waitBindable(t testing.TB, addrs ...string) {
+	t.Helper()
+	eventually(t, clusterPatience, fmt.Sprintf("%v to be free", addrs), func() bool {
+		for _, a := range addrs {
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				return false
+			}
+			ln.Close()
+		}
+		return true
+	})
 }
 
 // addr is the server's host:port.

@@ -62,7 +62,8 @@ func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
 	return s.clusterInfo(w, r)
 }
 
-// clusterRemove removes a member; admin tokens only, checked first.
+// clusterRemove removes a member; admin tokens only, checked first. Removing a
+// member that has left already is 204 again; an id that never was one is 404.
 func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "change cluster membership"); err != nil {
 		return err
@@ -81,12 +82,13 @@ func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// isMember reports whether id is a member that has not left, or a raft server. The
-// raft configuration comes from the log, so a leader elected a moment ago knows a
-// member its table has not applied yet.
+// isMember reports whether id is or was a member (one that has left included, so
+// that a removal retried after a leader change is 204 again, not 404), or is a raft
+// server: the raft configuration comes from the log, so a leader elected a moment
+// ago knows a member its table has not applied yet.
 func (s *Server) isMember(id cluster.NodeID) bool {
 	for _, m := range s.cluster.Members() {
-		if m.ID == id && m.Status != cluster.StatusLeft {
+		if m.ID == id {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ const (
 	cmdPin       cmdType = 4 // sandbox, selector, owner, expected epoch
 	cmdUnpin     cmdType = 5 // sandbox, expected epoch
 	cmdFail      cmdType = 6 // id, moves: mark the member down and move its partitions
+	cmdSetValues cmdType = 7 // key/value pairs; an empty value deletes its key (value.go)
 
 	cmdIgnorable cmdType = 0x80
 )

@@ -27,6 +27,12 @@ type Config struct {
 	HTTPAddr string
 	// Labels are this node's labels, matched by pin selectors.
 	Labels map[string]string
+	// Secret is the cluster secret, at least MinSecretLen bytes, the same on every
+	// node: every connection on the raft listener, raft and heartbeats alike, must
+	// prove it knows it (an HMAC-SHA256 challenge-response in both directions) before
+	// anything reads it. Required. The gateway makes one at bootstrap, keeps it in
+	// its data directory and hands it to joining nodes.
+	Secret []byte
 	// Join is true when a member will add this node through Node.Join (the gateway's
 	// --join). A node with Join set and no raft state waits to be added instead of
 	// bootstrapping a cluster of its own. A node with raft state resumes it either way.
@@ -69,6 +75,12 @@ type Config struct {
 	// restores its latest snapshot). It runs synchronously on raft's FSM goroutine
 	// and must not block, nor call the Node's Write or Read.
 	OnApply func(sandboxes []string)
+	// OnValues is called after the replicated key/value table (Node.SetValues) may
+	// have changed on this replica: a committed SetValues that changed something, or
+	// a snapshot restored. It runs on raft's apply goroutine, so it must be fast and
+	// must not call into raft; read the table with Node.Values. It may run during
+	// Open, before Open returns. Nil: nothing is called.
+	OnValues func()
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.
@@ -106,7 +118,8 @@ const (
 	baseCommit      = 50 * time.Millisecond
 )
 
-// DefaultConfig returns a Config with every default filled except NodeID and DataDir.
+// DefaultConfig returns a Config with every default filled except NodeID, DataDir and
+// Secret.
 func DefaultConfig() *Config {
 	return &Config{
 		RaftListen:    DefaultRaftListen,
@@ -129,6 +142,10 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.DataDir == "" {
 		return cfg, fmt.Errorf("%w: Config.DataDir is required", ErrInvalid)
 	}
+	if len(cfg.Secret) < MinSecretLen {
+		return cfg, fmt.Errorf("%w: Config.Secret has %d bytes, needs at least %d", ErrInvalid, len(cfg.Secret), MinSecretLen)
+	}
+	cfg.Secret = append([]byte(nil), cfg.Secret...)
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return cfg, fmt.Errorf("%w: Config.DataDir: %v", ErrInvalid, err)

@@ -43,8 +43,13 @@
 //     all. Config.OnApply tells the gateway which sandboxes each entry changed.
 //   - Join, Remove, Pin and Unpin run on the leader only; elsewhere they return a
 //     *NotLeaderError naming the leader's id and addresses so the gateway can forward.
-//   - Members, Table, Partition, Leader, AppliedIndex and Err are getters; Voters
-//     (raft suffrage) and Spread (partitions per owner) are the operator's view.
+//   - SetValues (leader only, like Join) and Value/Values are a small replicated
+//     key/value table for what every node must agree on besides membership and
+//     placement (the gateway keeps its API token hashes there); Config.OnValues
+//     tells a node its table changed.
+//   - Members, Table, Partition, Leader, AppliedIndex, RejectedConns and Err are
+//     getters; Voters (raft suffrage) and Spread (partitions per owner) are the
+//     operator's view; HasState tells whether a data directory would resume a cluster.
 //
 // # Lifecycle
 //
@@ -54,8 +59,10 @@
 //     serves `make run` (one node) and every node of N.
 //  3. A node with Join set and no state waits; the gateway asks any member to Join
 //     it, which forwards to the leader. The leader adds it as a non-voter, registers
-//     it alive, and its reconcile loop promotes non-voters to voters while there are
-//     fewer than 3 (5 past ten members).
+//     it alive, and its reconcile loop promotes non-voters that have heartbeated to
+//     it to voters while there are fewer than 3 (5 past ten members). A non-voter
+//     raft cannot reach (a wrong secret, a bad address) is never promoted: as a voter
+//     it would count towards the quorum and could stop a small cluster.
 //  4. On every leadership gain the new leader issues a Barrier, registers itself,
 //     then reconciles every 250 ms, when kicked, or when a member's L + δ runs out:
 //     members silent for L + δ are failed; unassigned partitions (a fresh cluster)
@@ -245,10 +252,30 @@
 //     the path past it.
 //   - Raft and raft-autopilot: promotion is done by the reconcile loop (no autopilot,
 //     no 10 s stability wait) and dead raft servers are pruned only by Remove.
-//   - Node-to-node traffic, raft, heartbeats and batch RPCs, is not authenticated
-//     yet (no cluster secret).
-//   - Still to build: planned handoff, forwarding between nodes, the init-held lease
+//   - Still to build: streaming a workspace to the new owner on a planned move, and
+//     raft-autopilot's dead-server cleanup.
 //     deadline for paused servers, and raft-autopilot's dead-server cleanup.
+//
+// # Node authentication and its threat model
+//
+// Every connection on the raft listener, raft and heartbeats alike (and any stream
+// routed by first byte later), starts with a challenge-response on Config.Secret
+// (auth.go): each side sends a fresh 32-byte nonce and proves the secret with an
+// HMAC-SHA256 over both nonces and its role, compared in constant time, within 5 s.
+// Only then is the first byte read and the connection routed. A connection that
+// fails is closed, counted (RejectedConns) and logged at most once a minute per
+// source. Dialers check the acceptor too, so raft never talks to an impostor.
+//
+// What it stops: anyone who can reach the raft port but does not hold the secret
+// can neither read the cluster's state, nor append, vote, heartbeat or take a
+// lease. What it does not: the traffic after the handshake is neither encrypted nor
+// integrity-protected, so an attacker on the path between two nodes can read it or
+// hijack an authenticated TCP connection. Run the raft port on a private network
+// (or a VPN such as WireGuard) where that matters; TLS on this listener is the next
+// step. The secret is made by the gateway at bootstrap, kept in its data directory
+// (0600) and handed to a joining node over its admin-authenticated HTTP API, so
+// holding an admin API token is as good as holding the secret (an admin may add
+// nodes anyway).
 //
 // # Deviations from the design notes, with reasons
 //

@@ -45,6 +45,9 @@ var (
 	// it may or may not be applied. A caller may retry only a write that is safe to
 	// apply twice; the actor does not retry (see the package doc, "Writes").
 	ErrIndeterminate = errors.New("cluster: write outcome unknown")
+	// ErrLastVoter is returned by Remove for the only voter of the cluster: removing
+	// it would leave no quorum.
+	ErrLastVoter = errors.New("cluster: cannot remove the last voter")
 )
 
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It

@@ -25,6 +25,7 @@ func ExampleOpen() {
 	cfg.NodeID = "node-a"
 	cfg.DataDir = dir
 	cfg.HTTPAddr = "127.0.0.1:8080"
+	cfg.Secret = []byte("the same 32+ byte secret on every node") // the gateway makes one
 	cfg.Multiplier = 0.1
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.RaftLogOutput = io.Discard

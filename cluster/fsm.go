@@ -32,6 +32,9 @@ type fsm struct {
 	// just after it is published; beforeBatches before each cmdBatches entry.
 	observe       func(*state)
 	beforeBatches func(index uint64)
+	// onValues, when set (Config.OnValues), is called on raft's FSM goroutine after
+	// the key/value table may have changed: a set-values command or a restore.
+	onValues func()
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -110,6 +113,11 @@ func (f *fsm) apply(index uint64, data []byte) error {
 		if err = d.done(); err == nil {
 			next, err = old.unpin(sb, expect)
 		}
+	case cmdSetValues:
+		kv := decodeValues(&d)
+		if err = d.done(); err == nil {
+			next, err = old.setValues(kv)
+		}
 	default:
 		if t&cmdIgnorable != 0 {
 			f.log.Debug("cluster: skipped ignorable command", "type", int(t), "index", index)
@@ -126,6 +134,9 @@ func (f *fsm) apply(index uint64, data []byte) error {
 	if next != old {
 		next.index = index // next is a fresh copy, not yet published
 		f.publish(next)
+		if t == cmdSetValues && f.onValues != nil {
+			f.onValues()
+		}
 	}
 	return nil
 }

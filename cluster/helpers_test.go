@@ -28,6 +28,9 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
+// testSecret is the cluster secret of test nodes.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
 // The test lease profile: L and δ scaled down with the raft timeouts.
 const (
 	testL      = 300 * time.Millisecond
@@ -41,6 +44,7 @@ func testConfig(id NodeID, dir, listen string, join bool) *Config {
 	cfg.RaftListen = listen
 	cfg.HTTPAddr = "http-" + string(id)
 	cfg.Join = join
+	cfg.Secret = testSecret
 	cfg.Multiplier = 0.1        // 50 ms heartbeat and election
 	cfg.RebalanceRate = 1 << 20 // tests of the rate use plan directly
 	cfg.LeaseTTL = testL

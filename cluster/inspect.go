@@ -1,7 +1,5 @@
 package cluster
 
-import "github.com/hashicorp/raft"
-
 // The getters an operator's view of the cluster needs beyond the member table:
 // who votes in raft, and how the partitions are spread over the members.
 
@@ -12,16 +10,11 @@ import "github.com/hashicorp/raft"
 // counts once appended, before it commits). It does not block: raft keeps the latest
 // configuration for readers.
 func (n *Node) Voters() map[NodeID]bool {
-	cfg := n.raft.GetConfiguration()
-	if cfg.Error() != nil {
+	servers, err := n.RaftServers()
+	if err != nil {
 		return map[NodeID]bool{}
 	}
-	servers := cfg.Configuration().Servers
-	out := make(map[NodeID]bool, len(servers))
-	for _, s := range servers {
-		out[NodeID(s.ID)] = s.Suffrage == raft.Voter
-	}
-	return out
+	return servers
 }
 
 // Spread returns how many of the Partitions partitions each member owns in this

@@ -13,7 +13,7 @@ const reconcileTick = 250 * time.Millisecond
 // watchLeadership drains raft's leadership notifications on one goroutine and runs the
 // reconcile loop exactly while this node leads.
 func (n *Node) watchLeadership(notify <-chan bool) {
-	defer n.wg.Done()
+	defer n.leading.Done()
 	type run struct {
 		cancel context.CancelFunc
 		done   chan struct{}
@@ -135,6 +135,9 @@ func voterTarget(members int) int {
 }
 
 // promote turns alive non-voters into voters while there are fewer than the target.
+// Only non-voters that have heartbeated to this leader are promoted: one that raft
+// cannot reach (a wrong cluster secret, a bad address) would otherwise count towards
+// the quorum and could stop a small cluster from committing anything.
 func (n *Node) promote(ctx context.Context) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -152,7 +155,7 @@ func (n *Node) promote(ctx context.Context) {
 		if voters >= target {
 			return
 		}
-		if srv.Suffrage != raft.Nonvoter || !s.alive(NodeID(srv.ID)) {
+		if srv.Suffrage != raft.Nonvoter || !s.alive(NodeID(srv.ID)) || !n.live.hasBeat(NodeID(srv.ID)) {
 			continue
 		}
 		if err := n.wait(ctx, n.raft.AddVoter(srv.ID, srv.Address, f.Index(), enqueueTimeout(ctx))); err != nil {

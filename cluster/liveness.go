@@ -28,6 +28,10 @@ type liveness struct {
 	since   time.Duration            // when this node became leader (mono)
 	heard   map[NodeID]time.Duration // arrival of each member's last granted heartbeat
 	failing map[NodeID]bool          // members whose fail entry is being committed
+	// beat holds the members that had a heartbeat granted in this leadership: raft
+	// reached them (they know the leader) and they passed the node handshake both
+	// ways. Only they are promoted to voter.
+	beat map[NodeID]bool
 }
 
 // start resets the record for a new leadership that began at now.
@@ -37,6 +41,14 @@ func (l *liveness) start(now time.Duration) {
 	l.ready, l.term, l.since = false, 0, now
 	l.heard = map[NodeID]time.Duration{}
 	l.failing = map[NodeID]bool{}
+	l.beat = map[NodeID]bool{}
+}
+
+// hasBeat reports whether id had a heartbeat granted in this leadership.
+func (l *liveness) hasBeat(id NodeID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.beat[id]
 }
 
 // setReady marks the leadership of term current: its barrier has applied every
@@ -164,6 +176,7 @@ func (n *Node) grant(id NodeID, arrival time.Duration) (verdict, uint64) {
 	if arrival > l.heard[id] {
 		l.heard[id] = arrival
 	}
+	l.beat[id] = true
 	return verdictGranted, s.index
 }
 

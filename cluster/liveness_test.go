@@ -82,6 +82,7 @@ func TestSnapshotV1(t *testing.T) {
 	f := placedFSM(t, 3)
 	s := f.cur.Load()
 	v2 := s.encode()
+	v2 = v2[:len(v2)-1] // without version 3's key/value table (empty: one zero byte)
 	e := encoder{}
 	e.uvarint(s.index)
 	v1 := append([]byte{1}, v2[1+len(e.b):]...)

@@ -81,6 +81,19 @@ func (n *Node) remove(ctx context.Context, id NodeID) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
+	servers, err := n.RaftServers()
+	if err != nil {
+		return err
+	}
+	voters := 0
+	for _, v := range servers {
+		if v {
+			voters++
+		}
+	}
+	if servers[id] && voters == 1 {
+		return ErrLastVoter
+	}
 	_, known := n.fsm.cur.Load().members[id]
 	if known {
 		if err := n.apply(ctx, encodeSetStatus(id, StatusLeft)); err != nil {

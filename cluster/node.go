@@ -43,7 +43,13 @@ type Node struct {
 	// verifying tracks the verification loop and its VerifyLeader calls, which Close
 	// waits for before it shuts raft down (see verifyRound).
 	verifying sync.WaitGroup
-	kick      chan struct{} // wakes the leader's reconcile loop
+	// leading tracks watchLeadership and the leader's loop under it, which Close also
+	// waits for before it shuts raft down: raft never answers an Apply or Barrier
+	// future whose committed entry is still queued for the FSM when it shuts down
+	// (its FSM goroutine exits without draining the queue, and those futures do not
+	// watch shutdown), so a lead loop waiting on one would block Close forever.
+	leading sync.WaitGroup
+	kick    chan struct{} // wakes the leader's reconcile loop
 
 	now      func() time.Duration // the monotonic clock (mono)
 	lease    lease
@@ -111,7 +117,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, err := listen(cfg.RaftListen, cfg.netUp)
+	stream, err := listen(cfg.RaftListen, cfg.netUp, newAuthenticator(cfg.Secret, cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +156,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	f.observe = cfg.observe
 	f.onApply = cfg.OnApply
 	f.beforeBatches = cfg.beforeBatches
+	f.onValues = cfg.OnValues
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
 	if err != nil {
 		return nil, err
@@ -171,8 +178,9 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	stream.serve(map[byte]func(net.Conn){streamHeartbeat: n.serveHeartbeats, streamBatch: n.serveBatches})
-	n.wg.Add(4)
+	n.wg.Add(3)
 	n.verifying.Add(1)
+	n.leading.Add(1)
 	go n.watchLeadership(notify)
 	go n.verifyLoop()
 	go n.heartbeat()
@@ -192,6 +200,7 @@ func (n *Node) Close() error {
 		n.closed.Store(true)
 		n.cancel()
 		n.verifying.Wait() // raft answers verifications only while it runs
+		n.leading.Wait()   // and applies and barriers (see Node.leading)
 		err := n.raft.Shutdown().Error()
 		n.wg.Wait()
 		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close(), n.fsm.db.close())

@@ -14,12 +14,14 @@ func TestOpenConfig(t *testing.T) {
 		cfg  *Config
 	}{
 		{"nil", nil},
-		{"no node id", &Config{DataDir: t.TempDir()}},
-		{"no data dir", &Config{NodeID: "a"}},
-		{"negative multiplier", &Config{NodeID: "a", DataDir: t.TempDir(), Multiplier: -1}},
-		{"negative lease", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseTTL: -time.Second}},
-		{"negative margin", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseMargin: -time.Second}},
-		{"lease too short", &Config{NodeID: "a", DataDir: t.TempDir(), LeaseTTL: time.Millisecond}},
+		{"no node id", &Config{DataDir: t.TempDir(), Secret: testSecret}},
+		{"no data dir", &Config{NodeID: "a", Secret: testSecret}},
+		{"no secret", &Config{NodeID: "a", DataDir: t.TempDir()}},
+		{"short secret", &Config{NodeID: "a", DataDir: t.TempDir(), Secret: testSecret[:MinSecretLen-1]}},
+		{"negative multiplier", &Config{NodeID: "a", DataDir: t.TempDir(), Secret: testSecret, Multiplier: -1}},
+		{"negative lease", &Config{NodeID: "a", DataDir: t.TempDir(), Secret: testSecret, LeaseTTL: -time.Second}},
+		{"negative margin", &Config{NodeID: "a", DataDir: t.TempDir(), Secret: testSecret, LeaseMargin: -time.Second}},
+		{"lease too short", &Config{NodeID: "a", DataDir: t.TempDir(), Secret: testSecret, LeaseTTL: time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

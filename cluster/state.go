@@ -13,6 +13,7 @@ type state struct {
 	members map[NodeID]Member
 	parts   []Assignment // len Partitions
 	pins    map[string]pin
+	values  map[string][]byte // the replicated key/value table (value.go)
 	// index is the raft index of the command that made this version (0 for the
 	// empty state). A node granted a lease at index i serves only once its own
 	// replica has reached i (see lease.go).
@@ -27,7 +28,7 @@ type pin struct {
 }
 
 func emptyState() *state {
-	return &state{members: map[NodeID]Member{}, parts: make([]Assignment, Partitions), pins: map[string]pin{}}
+	return &state{members: map[NodeID]Member{}, parts: make([]Assignment, Partitions), pins: map[string]pin{}, values: map[string][]byte{}}
 }
 
 func (s *state) owner(sandboxID string) (NodeID, uint64, bool) {
@@ -175,8 +176,9 @@ func (s *state) unpin(sandbox string, expect uint64) (*state, error) {
 }
 
 // snapshotVersion is the first byte of an encoded state. Version 2 adds the index
-// after it; version 1 (no index) still decodes, with index 0.
-const snapshotVersion = 2
+// after it; version 1 (no index) still decodes, with index 0. Version 3 appends the
+// key/value table; earlier versions decode with an empty one.
+const snapshotVersion = 3
 
 // encode writes the state deterministically: members and pins in key order.
 func (s *state) encode() []byte {
@@ -207,13 +209,14 @@ func (s *state) encode() []byte {
 		e.labels(p.Selector)
 		e.assignment(p.Assignment)
 	}
+	encodeValues(&e, s.values)
 	return e.b
 }
 
 func decodeState(b []byte) (*state, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if d.err == nil && v != 1 && v != snapshotVersion {
+	if d.err == nil && (v < 1 || v > snapshotVersion) {
 		return nil, fmt.Errorf("%w: snapshot version %d", ErrCorrupt, v)
 	}
 	s := emptyState()
@@ -231,6 +234,9 @@ func decodeState(b []byte) (*state, error) {
 		k := d.string()
 		sel := d.labels()
 		s.pins[k] = pin{Selector: sel, Assignment: d.assignment()}
+	}
+	if v >= 3 {
+		s.values = decodeValues(&d)
 	}
 	if err := d.done(); err != nil {
 		return nil, err

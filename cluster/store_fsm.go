@@ -156,6 +156,7 @@ func (f *fsm) restore(r *bufio.Reader) error {
 			return err
 		}
 		f.publish(s)
+		f.valuesRestored()
 		return nil
 	}
 	_, _ = r.ReadByte()
@@ -189,8 +190,17 @@ func (f *fsm) restore(r *bufio.Reader) error {
 		f.ov.prune(f.db.applied.Load())
 	}
 	f.publish(s)
+	f.valuesRestored()
 	if f.onApply != nil {
 		f.onApply(nil)
 	}
 	return nil
+}
+
+// valuesRestored tells Config.OnValues that a restore may have changed the
+// key/value table.
+func (f *fsm) valuesRestored() {
+	if f.onValues != nil {
+		f.onValues()
+	}
 }

@@ -14,7 +14,10 @@ import (
 // streamLayer is the node's one TCP listener, shared by raft and by the lease
 // heartbeats, plus ownership of every connection it made or accepted.
 //
-// Multiplexing: the first byte of every inbound connection says what it carries.
+// Authentication: every connection, inbound or outbound, first runs the node
+// handshake (auth.go), before anything routes or reads it; one that fails is closed.
+//
+// Multiplexing: after the handshake, the first byte of every inbound connection says what it carries.
 // raft's network transport opens each connection with an RPC type byte (0 to 4);
 // heartbeat connections open with streamHeartbeat and batch RPCs (store_rpc.go) with
 // streamBatch, which raft never sends. An accept loop reads that byte on a goroutine
@@ -31,6 +34,7 @@ type streamLayer struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 	up    func() bool // nil: always up (tests cut the network with it)
+	auth  *authenticator
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
@@ -50,7 +54,7 @@ const sniffTimeout = 10 * time.Second
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func listen(addr string, up func() bool) (*streamLayer, error) {
+func listen(addr string, up func() bool, auth *authenticator) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -61,7 +65,7 @@ func listen(addr string, up func() bool) (*streamLayer, error) {
 		return nil, fmt.Errorf("%w: raft address %s is not one peers can reach; listen on a specific host", ErrInvalid, ln.Addr())
 	}
 	return &streamLayer{
-		ln: ln, raftC: make(chan net.Conn), done: make(chan struct{}), up: up,
+		ln: ln, raftC: make(chan net.Conn), done: make(chan struct{}), up: up, auth: auth,
 		conns: map[*trackedConn]struct{}{},
 	}, nil
 }
@@ -99,8 +103,13 @@ func (s *streamLayer) serve(routes map[byte]func(net.Conn)) {
 	}()
 }
 
-// route reads the first byte of an inbound connection and hands it on.
+// route authenticates an inbound connection, reads its first byte and hands it on.
 func (s *streamLayer) route(c net.Conn, routes map[byte]func(net.Conn)) {
+	if err := s.auth.accept(c); err != nil {
+		s.auth.reject(c.RemoteAddr(), err)
+		c.Close()
+		return
+	}
 	var b [1]byte
 	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	if _, err := io.ReadFull(c, b[:]); err != nil {
@@ -141,13 +150,21 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 	}
 }
 
-// Dial connects to a peer's raft.
+// Dial connects to a peer's raft listener and runs the node handshake.
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
 		return nil, err
 	}
-	return s.track(c)
+	tc, err := s.track(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.dial(tc); err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("failed to authenticate to %s: %w", addr, err)
+	}
+	return tc, nil
 }
 
 // dialHeartbeat connects to a peer's heartbeat server.

@@ -10,9 +10,9 @@ import (
 	"github.com/sandgate/sandgate/cluster"
 )
 
-// clusterView is GET /v1/cluster as a client decodes it: pointers where the test
+// clusterInfoView is GET /v1/cluster as a client decodes it: pointers where the test
 // must tell a missing field from a zero one.
-type clusterView struct {
+type clusterInfoView struct {
 	Node    string  `json:"node"`
 	Leader  *string `json:"leader"`
 	Members []struct {
@@ -34,9 +34,9 @@ type clusterView struct {
 	} `json:"lease"`
 }
 
-func (ts *testServer) clusterView(t testing.TB) clusterView {
+func (ts *testServer) clusterInfoView(t testing.TB) clusterInfoView {
 	t.Helper()
-	var v clusterView
+	var v clusterInfoView
 	ts.must(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &v)
 	if v.Partitions == nil || v.Unassigned == nil || v.AppliedIndex == nil || v.Lease == nil {
 		t.Fatalf("GET /v1/cluster lacks partitions, unassigned, applied_index or lease: %+v", v)
@@ -51,7 +51,7 @@ func (ts *testServer) clusterView(t testing.TB) clusterView {
 
 // check reports what is wrong with v as a settled view of a cluster of want, all
 // alive voters, answered by node, with every partition owned; "" if nothing.
-func (v clusterView) check(node string, want ...string) string {
+func (v clusterInfoView) check(node string, want ...string) string {
 	switch {
 	case v.Node != node:
 		return fmt.Sprintf("node %q, want %q", v.Node, node)
@@ -82,7 +82,7 @@ func (v clusterView) check(node string, want ...string) string {
 func TestClusterInfo(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
-	v := ts.clusterView(t)
+	v := ts.clusterInfoView(t)
 	if msg := v.check("n1", "n1"); msg != "" {
 		t.Fatal(msg)
 	}
@@ -113,7 +113,7 @@ func TestClusterInfoTwoNodes(t *testing.T) {
 		c.NodeID = "n2"
 		c.Join = ts1.url
 	}})
-	if v := ts2.clusterView(t); len(v.Members) != 0 || v.Lease.Valid || v.Lease.Until != nil || *v.Unassigned != cluster.Partitions {
+	if v := ts2.clusterInfoView(t); len(v.Members) != 0 || v.Lease.Valid || v.Lease.Until != nil || *v.Unassigned != cluster.Partitions {
 		t.Fatalf("a node waiting to be added: %+v", v)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -125,9 +125,9 @@ func TestClusterInfoTwoNodes(t *testing.T) {
 	// must be settled and agree on who is in.
 	var msg string
 	eventually(t, time.Minute, "both nodes to show two alive voters sharing the partitions", func() bool {
-		msg = ts1.clusterView(t).check("n1", "n1", "n2")
+		msg = ts1.clusterInfoView(t).check("n1", "n1", "n2")
 		if msg == "" {
-			msg = ts2.clusterView(t).check("n2", "n1", "n2")
+			msg = ts2.clusterInfoView(t).check("n2", "n1", "n2")
 		}
 		return msg == ""
 	})

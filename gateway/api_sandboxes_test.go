@@ -145,14 +145,18 @@ func TestClusterSingleNode(t *testing.T) {
 	ts := newTestServer(t, nil)
 	var info struct {
 		Node, Leader string
-		Members      []memberJSON
+		Members      []clusterMemberJSON
 	}
 	ts.must(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &info)
 	if info.Node != "n1" || info.Leader != "n1" || len(info.Members) != 1 || info.Members[0].Status != "alive" {
 		t.Fatalf("cluster: %+v", info)
 	}
-	r := ts.doToken(testAdminToken, "POST", "/v1/cluster/join", map[string]any{"id": "n2", "raft_addr": "127.0.0.1:1", "http_addr": "127.0.0.1:2"})
-	if r.status != http.StatusServiceUnavailable || r.errorCode(t) != codeUnavailable || r.header.Get("Retry-After") == "" {
-		t.Fatalf("join: %d %s", r.status, r.body)
+	if !info.Members[0].Voter {
+		t.Fatalf("the only member is not a voter: %+v", info)
+	}
+	// The last voter cannot leave: no quorum would be left.
+	r := ts.doToken(testAdminToken, "DELETE", "/v1/cluster/members/n1", nil)
+	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict {
+		t.Fatalf("removing the last voter: %d %s", r.status, r.body)
 	}
 }

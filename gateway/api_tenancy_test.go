@@ -30,6 +30,8 @@ var nonSandboxRoutes = map[string]string{
 	"GET /v1/cluster":                 "any token: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/join":           "admin only: TestTenantAdminOnlyRoutes",
 	"DELETE /v1/cluster/members/{id}": "admin only: TestTenantAdminOnlyRoutes",
+	"GET /v1/cluster/secret":          "admin only: TestTenantAdminOnlyRoutes",
+	"POST /v1/cluster/tokens":         "admin only: TestTenantAdminOnlyRoutes",
 }
 
 var wsUpgrade = map[string]string{
@@ -292,6 +294,8 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 		{"join", "POST", "/v1/cluster/join", join},
 		{"join with a bad body", "POST", "/v1/cluster/join", map[string]any{"nope": 1}},
 		{"remove", "DELETE", "/v1/cluster/members/n2", nil},
+		{"secret", "GET", "/v1/cluster/secret", nil},
+		{"tokens", "POST", "/v1/cluster/tokens", map[string]any{"tokens": []any{map[string]any{"sha256": strings.Repeat("ab", 32), "tenant": "evil", "admin": true}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,9 +307,9 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 			}
 		})
 	}
-	// The admin passes the check: a node without clustering then says so.
-	ts.raw(testAdminToken, "POST", "/v1/cluster/join", join, nil, false).want(t, http.StatusServiceUnavailable)
-	ts.raw(testAdminToken, "DELETE", "/v1/cluster/members/n2", nil, nil, false).want(t, http.StatusServiceUnavailable)
+	// The admin passes the check.
+	ts.raw(testAdminToken, "DELETE", "/v1/cluster/members/n2", nil, nil, false).want(t, http.StatusNotFound)
+	ts.raw(testAdminToken, "GET", "/v1/cluster/secret", nil, nil, false).want(t, http.StatusOK)
 	ts.raw(testAdminToken, "GET", "/metrics", nil, nil, false).want(t, http.StatusOK)
 	ts.raw(tokAcme, "GET", "/v1/cluster", nil, nil, false).want(t, http.StatusOK)
 	ts.raw(tokAcme, "GET", "/metrics", nil, nil, false).want(t, http.StatusOK)

@@ -2,44 +2,43 @@ package gateway
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
-// tokenTable maps API tokens to who they speak for. Tokens are compared by their SHA-256 in
-// constant time, so neither a token's length nor its prefix leaks through timing.
+// tokenTable maps API tokens to who they speak for: the tokens configured on this node
+// and those the cluster replicates (cluster_tokens.go), which every node accepts.
+// Tokens are looked up by their SHA-256, never by their text, so neither a token's
+// length nor its prefix leaks through timing, and the table holds no token in
+// clear. The lookup takes no lock: the merged table is an immutable map behind an
+// atomic pointer, replaced whole when the replicated table changes.
 type tokenTable struct {
-	entries []tokenEntry
-}
-
-type tokenEntry struct {
-	sum [32]byte
-	who Principal
+	local map[[32]byte]Principal // configured on this node; never modified
+	cur   atomic.Pointer[map[[32]byte]Principal]
+	mu    sync.Mutex // serialises refresh
 }
 
 func newTokenTable(tokens map[string]Principal) *tokenTable {
-	t := &tokenTable{}
+	t := &tokenTable{local: map[[32]byte]Principal{}}
 	for tok, who := range tokens {
 		if tok == "" {
 			continue
 		}
-		t.entries = append(t.entries, tokenEntry{sha256.Sum256([]byte(tok)), who})
+		t.local[sha256.Sum256([]byte(tok))] = who
 	}
+	t.cur.Store(&t.local)
 	return t
 }
 
-// principal returns who tok speaks for, checking every entry so the time taken does
-// not depend on which one matches.
+// principal returns who tok speaks for.
 func (t *tokenTable) principal(tok string) (Principal, bool) {
-	sum := sha256.Sum256([]byte(tok))
-	found, who := 0, Principal{}
-	for _, e := range t.entries {
-		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
-			found, who = 1, e.who
-		}
+	if tok == "" {
+		return Principal{}, false
 	}
-	return who, found == 1
+	who, ok := (*t.cur.Load())[sha256.Sum256([]byte(tok))]
+	return who, ok
 }
 
 // requestToken extracts the caller's token: the Authorization bearer header, or the

@@ -15,11 +15,12 @@ import (
 // to elect itself, place the partitions and hold its first lease.
 const clusterReadyTimeout = 60 * time.Second
 
-// openCluster starts this node's member of the raft cluster. A node without
-// Config.Join bootstraps a single-node cluster (or resumes the one in its data
-// directory): `make run` and every node of N run the same code. The node's lease
-// hooks are wired to the server through hooks, set once the server exists.
-func openCluster(ctx context.Context, c *Config, hooks *clusterHooks) (*cluster.Node, error) {
+// openCluster starts this node's member of the raft cluster with the cluster secret.
+// A node without Config.Join bootstraps a single-node cluster (or resumes the one in
+// its data directory): `make run` and every node of N run the same code. The node's
+// lease and value hooks are wired to the server through hooks, set once the server
+// exists.
+func openCluster(ctx context.Context, c *Config, hooks *clusterHooks, secret []byte) (*cluster.Node, error) {
 	raftOut := io.Discard
 	if c.RaftLog != nil {
 		raftOut = c.RaftLog
@@ -30,35 +31,40 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks) (*cluster.
 		RaftListen:    c.RaftListen,
 		HTTPAddr:      c.Listen,
 		Labels:        c.Labels,
-		Join:          c.Join != "",
+		Secret:        secret,
+		Join:          hooks.joining,
 		Multiplier:    c.RaftMultiplier,
 		LeaseTTL:      c.LeaseTTL,
 		OnFence:       hooks.fence,
 		OnLease:       hooks.leased,
 		Busy:          hooks.busyPartition,
 		OnApply:       hooks.applied,
+		OnValues:      hooks.values,
 		Logger:        c.Logger.With("component", "cluster"),
 		RaftLogOutput: raftOut,
 	})
 	if err != nil {
 		return nil, err
 	}
+	hooks.node.Store(n)
+	hooks.values() // what was restored before the pointer was set
 	return n, nil
 }
 
-// waitClusterReady waits until a node that is not joining holds a lease and every
-// partition has an owner, so the first request of a fresh `make run` is served
-// rather than held. A joining node is not waited for: a member must add it first.
+// waitClusterReady waits until the node holds a lease and, unless it is joining,
+// every partition has an owner, so the first request of a fresh `make run` is served
+// rather than held. A joining node gets partitions by the rate-limited rebalance, so
+// its lease is enough.
 func waitClusterReady(ctx context.Context, n *cluster.Node, hooks *clusterHooks) error {
-	if hooks.joining {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, clusterReadyTimeout)
 	defer cancel()
 	select {
 	case <-hooks.firstLease:
 	case <-ctx.Done():
 		return fmt.Errorf("no cluster lease within %v: %w", clusterReadyTimeout, ctx.Err())
+	}
+	if hooks.joining {
+		return nil
 	}
 	// Placement follows the lease by a commit or two; it has no event of its own.
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -80,10 +86,12 @@ func waitClusterReady(ctx context.Context, n *cluster.Node, hooks *clusterHooks)
 // node, alternately.
 type clusterHooks struct {
 	log        *slog.Logger
-	joining    bool          // the node waits for a member to add it
+	joining    bool          // the node asks a member to add it (Config.Join, no raft state)
 	firstLease chan struct{} // closed on the first lease
 	gotLease   bool
-	onFence    atomic.Pointer[func()] // set once the server exists; nil before
+	onFence    atomic.Pointer[func()]       // set once the server exists; nil before
+	tokens     *tokenTable                  // refreshed when the replicated values change
+	node       atomic.Pointer[cluster.Node] // set once Open returns; nil before
 	// busy holds the partitions with busy sandboxes, written by the server every
 	// tick (watchCluster) and read by the leader's reconcile goroutine.
 	busy atomic.Pointer[map[int]bool]
@@ -100,8 +108,15 @@ func (h *clusterHooks) applied(ids []string) {
 	}
 }
 
-func newClusterHooks(log *slog.Logger, joining bool) *clusterHooks {
-	return &clusterHooks{log: log, joining: joining, firstLease: make(chan struct{})}
+func newClusterHooks(log *slog.Logger, tokens *tokenTable) *clusterHooks {
+	return &clusterHooks{log: log, tokens: tokens, firstLease: make(chan struct{})}
+}
+
+// values rebuilds the token table from the cluster's replicated one (OnValues).
+func (h *clusterHooks) values() {
+	if n := h.node.Load(); n != nil {
+		h.tokens.refresh(n.Values(tokenKeyPrefix))
+	}
 }
 
 func (h *clusterHooks) leased() {

@@ -65,9 +65,19 @@
 // request/response routes only: streams are recorded, by lifetime, in histograms of
 // their own when they end.
 //
+// # Cluster membership
+//
+// Every node is a member of a raft cluster (a one-node cluster without Config.Join).
+// With Config.Join and no raft state, New fetches the cluster secret from the seed
+// with the node's admin token, opens its raft port with it, asks the seed to add it
+// (forwarded to the leader) and waits for its first lease (cluster_join.go).
+// Membership changes run on the leader; other nodes forward them there over HTTP with
+// the caller's token (cluster_members.go). API tokens are the cluster's: hashes in the
+// replicated key/value table, merged with the node's own into a map swapped whole
+// (cluster_tokens.go, auth.go).
+//
 // # Caveats
 //
-//   - A node runs alone: cluster membership routes answer 503 until clustering exists.
 //   - The WebSocket Origin check trusts the listen address and Config.AllowedOrigins,
 //     never the request's Host header; a server on all interfaces accepts browser pages
 //     only from Config.AllowedOrigins.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/cluster"
 	"github.com/sandgate/sandgate/runtime"
 )
 
@@ -35,6 +36,11 @@ var errorRules = []errorRule{
 	// A sandbox whose init holds an expired node lease (runtime.ErrLeaseExpired) runs
 	// nothing until the server renews it: unavailable for now, like a fenced node.
 	{[]error{actor.ErrMailboxFull, actor.ErrUnavailable, actor.ErrCorrupt, runtime.ErrLeaseExpired}, http.StatusServiceUnavailable, codeUnavailable},
+	// Membership changes (join, remove, the token table) on the leader.
+	{[]error{cluster.ErrInvalid}, http.StatusBadRequest, codeInvalidArgument},
+	{[]error{cluster.ErrUnknownMember}, http.StatusNotFound, codeNotFound},
+	{[]error{cluster.ErrLastVoter}, http.StatusConflict, codeConflict},
+	{[]error{cluster.ErrClosed, cluster.ErrNotLeader}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is
@@ -87,11 +93,11 @@ func toAPIError(err error) *apiError {
 	return errorf(http.StatusInternalServerError, codeInternal, "internal error")
 }
 
-// humanMessage strips our packages' "actor: " and "runtime: " prefixes, which help in
+// humanMessage strips our packages' "actor: ", "runtime: " and "cluster: " prefixes, which help in
 // logs but read oddly in an API message.
 func humanMessage(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"actor: ", "runtime: "} {
+	for _, p := range []string{"actor: ", "runtime: ", "cluster: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg

@@ -86,41 +86,6 @@ func (s *Server) clusterState() clusterJSON {
 	return out
 }
 
-var errNoCluster = &apiError{
-	Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-	Message:    "this node runs without clustering: membership cannot change",
-	RetryAfter: time.Minute,
-}
-
-// clusterJoin adds a member. Only an admin token may change membership: that is
-// checked before anything else.
-func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
-	if err := requireAdmin(r, "change cluster membership"); err != nil {
-		return err
-	}
-	var req struct {
-		ID       string            `json:"id"`
-		RaftAddr string            `json:"raft_addr"`
-		HTTPAddr string            `json:"http_addr"`
-		Labels   map[string]string `json:"labels"`
-	}
-	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
-		return err
-	}
-	if req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "" {
-		return badRequest("id, raft_addr and http_addr are required")
-	}
-	return errNoCluster
-}
-
-// clusterRemove removes a member; admin tokens only, checked first.
-func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
-	if err := requireAdmin(r, "change cluster membership"); err != nil {
-		return err
-	}
-	return errNoCluster
-}
-
 //go:embed openapi.json
 var openAPIDoc []byte
 

@@ -64,6 +64,9 @@ type serverOptions struct {
 	inputTimeout time.Duration
 	// shutdownGrace, when set, replaces the 10 s shutdown grace.
 	shutdownGrace time.Duration
+	// listen, when set, is the HTTP address instead of a free loopback port (a node
+	// restarted on its old address).
+	listen string
 }
 
 func newTestServer(t testing.TB, opts *serverOptions) *testServer {
@@ -71,7 +74,11 @@ func newTestServer(t testing.TB, opts *serverOptions) *testServer {
 	if opts == nil {
 		opts = &serverOptions{}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if opts.listen != "" {
+		addr = opts.listen
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/cluster"
 )
 
 // metrics holds the gateway's Prometheus collectors, on a registry of its own so that
@@ -148,6 +149,57 @@ func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
 		gauge("sandgate_storage_unreadable_sandboxes", "Sandboxes whose stored records could not be read (damaged actors.db); they answer 503 until it is repaired and the node restarted.",
 			func(s actor.Stats) int64 { return int64(s.UnreadableSandboxes) }),
 	}
+}
+
+// clusterGauges reports this node's view of the raft cluster, read at scrape time:
+// raft term, last applied index, whether it leads, its lease, the members by status
+// and the connections its raft port refused for failing the node handshake.
+func clusterGauges(n *cluster.Node) []prometheus.Collector {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	cs := []prometheus.Collector{
+		gauge("sandgate_raft_term", "Raft term this node is in.", func() float64 { return float64(n.Term()) }),
+		gauge("sandgate_raft_applied_index", "Index of the last raft log entry applied to this node's replica.",
+			func() float64 { return float64(n.AppliedIndex()) }),
+		gauge("sandgate_raft_leader", "1 while this node is the raft leader, else 0.", func() float64 { return b(n.IsLeader()) }),
+		gauge("sandgate_cluster_lease_valid", "1 while this node holds a valid node lease (it may serve its sandboxes), else 0.",
+			func() float64 { ok, _ := n.Lease(); return b(ok) }),
+		gauge("sandgate_cluster_lease_remaining_seconds", "Seconds until this node's lease runs out unless renewed; 0 without one.",
+			func() float64 {
+				ok, until := n.Lease()
+				if !ok {
+					return 0
+				}
+				return max(time.Until(until).Seconds(), 0)
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sandgate_cluster_rejected_node_connections_total",
+			Help: "Connections to this node's raft port closed because they failed the node handshake (no or a wrong cluster secret).",
+		}, func() float64 { return float64(n.RejectedConns()) }),
+	}
+	for _, st := range []cluster.Status{cluster.StatusAlive, cluster.StatusDown, cluster.StatusLeft} {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "sandgate_cluster_members",
+			Help:        "Members of the cluster in this node's replica of the member table, by status.",
+			ConstLabels: prometheus.Labels{"status": st.String()},
+		}, func() float64 {
+			c := 0
+			for _, m := range n.Members() {
+				if m.Status == st {
+					c++
+				}
+			}
+			return float64(c)
+		}))
+	}
+	return cs
 }
 
 // register adds more collectors (the actor node's gauges, the policy host's counters).

@@ -42,8 +42,11 @@ type Config struct {
 	// must reach; port 0 picks a free one. Defaults to 127.0.0.1:0 (serve's flag defaults
 	// to 127.0.0.1:7071).
 	RaftListen string
-	// Join is the HTTP address of any member of the cluster this node joins; empty
-	// bootstraps a single-node cluster, or resumes the one in DataDir.
+	// Join is the HTTP address (host:port or http://host:port) of any member of the
+	// cluster this node joins; empty bootstraps a single-node cluster. New calls that
+	// member with an admin token of Tokens, which the cluster must already accept, to
+	// fetch the cluster secret and be added, then waits for its first lease. A DataDir
+	// with raft state resumes its cluster whatever Join says, calling nobody.
 	Join string
 	// RaftMultiplier scales the raft timeouts (heartbeat and election 500 ms): above
 	// 1 for slow or noisy hosts, below for tests. Zero means 1.
@@ -158,7 +161,9 @@ type Server struct {
 	// initLease is the lease the namespace driver's inits hold (watchCluster).
 	initLease *runtime.Lease
 	driver    runtime.Driver // the sandboxes' runtime driver (chooseDriver)
-	tokens    *tokenTable
+	tokens    *tokenTable    // this node's and the cluster's API tokens
+	secret    []byte         // the cluster secret, for joining nodes
+	peers     *http.Client   // membership requests forwarded to the leader
 	metrics   *metrics
 	wsWatch   *writeWatch     // disconnects WebSocket clients that stopped reading
 	wsPumps   atomic.Int64    // WebSocket output goroutines running (see wsAttachment)
@@ -216,20 +221,20 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	hooks := newClusterHooks(c.Logger, c.Join != "")
-	cn, err := openCluster(ctx, &c, hooks)
+	tokens := newTokenTable(c.Tokens)
+	hooks := newClusterHooks(c.Logger, tokens)
+	cn, secret, err := startCluster(ctx, &c, hooks)
+	if err == nil {
+		err = publishTokens(ctx, &c, cn, tokens)
+		if err != nil {
+			_ = cn.Close()
+		}
+	}
 	if err != nil {
 		if host != nil {
 			_ = host.Close()
 		}
 		return nil, err
-	}
-	if err := waitClusterReady(ctx, cn, hooks); err != nil {
-		_ = cn.Close()
-		if host != nil {
-			_ = host.Close()
-		}
-		return nil, fmt.Errorf("failed to start the cluster node: %w", err)
 	}
 	store, err := openActorStorage(ctx, &c, cn)
 	if err != nil {
@@ -273,7 +278,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		reloads:   reloads,
 		log:       c.Logger,
 		node:      node,
-		tokens:    newTokenTable(c.Tokens),
+		tokens:    tokens,
+		secret:    secret,
+		peers:     &http.Client{Transport: &http.Transport{}, Timeout: peerTimeout},
 		metrics:   newMetrics(),
 		wsWatch:   newWriteWatch(c.WSWriteTimeout),
 		fwd:       newForwarder(c.Logger),
@@ -281,6 +288,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		started:   time.Now(),
 	}
 	collectors := append(nodeGauges(node.Stats), s.fwd.metrics.collectors()...)
+	collectors = append(collectors, clusterGauges(cn)...)
 	if host != nil {
 		collectors = append(collectors, host)
 	}
@@ -481,6 +489,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close storage: %w", err))
 	}
+	s.peers.CloseIdleConnections()
 	if err := s.cluster.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close cluster node: %w", err))
 	}

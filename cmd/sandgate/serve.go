@@ -52,7 +52,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
 	nodeID := fs.String("node-id", "", "node `id` (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
-	join := fs.String("join", "", "HTTP `address` of a cluster member to join")
+	join := fs.String("join", "", "HTTP `address` (host:port or http://host:port) of any cluster member to join, with an admin --token the cluster accepts; a node that has joined once resumes from --data without it")
 	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
@@ -78,10 +78,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 
-	if *join != "" {
-		fmt.Fprintln(stderr, "serve: --join: clustering is not available in this build yet; run without --join")
-		return 2
-	}
 	nodeLabels, err := parseLabels(*labels)
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
@@ -89,7 +85,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
-		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen,
+		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen, Join: *join,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
 		SandboxNetwork: *network, DiskImages: *diskImages,
 	}

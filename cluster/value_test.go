@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestValuesReplicate sets, changes and deletes keys on the leader and reads them
+// on every replica, with the change hook called; a follower refuses with the leader's
+// name and bad keys are refused.
+func TestValuesReplicate(t *testing.T) {
+	t.Parallel()
+	var hooks [2]atomic.Int64
+	nodes := clusterWith(t, 2, func(i int, cfg *Config) { cfg.OnValues = func() { hooks[i].Add(1) } })
+	l := leader(t, nodes...)
+	var f *Node
+	for _, n := range nodes {
+		if n != l {
+			f = n
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := l.SetValues(ctx, map[string][]byte{"tok/a": []byte("1"), "tok/b": []byte("2"), "other": []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetValues(ctx, map[string][]byte{"tok/a": nil, "tok/b": []byte("3")}); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		waitFor(t, "the values on "+string(n.ID()), func() bool {
+			v, ok := n.Value("tok/b")
+			return ok && string(v) == "3"
+		})
+		got := n.Values("tok/")
+		if len(got) != 1 || string(got["tok/b"]) != "3" {
+			t.Errorf("%s: Values(tok/) = %q", n.ID(), got)
+		}
+		if _, ok := n.Value("tok/a"); ok {
+			t.Errorf("%s: deleted key tok/a still there", n.ID())
+		}
+		if hooks[i].Load() < 2 {
+			t.Errorf("%s: OnValues called %d times, want at least 2", n.ID(), hooks[i].Load())
+		}
+	}
+	if err := f.SetValue(ctx, "k", []byte("v")); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("SetValue on a follower: %v, want ErrNotLeader", err)
+	}
+	for _, bad := range []string{"", strings.Repeat("k", MaxKeyLen+1)} {
+		if err := l.SetValue(ctx, bad, []byte("v")); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetValue(%.10q): %v, want ErrInvalid", bad, err)
+		}
+	}
+	if err := l.SetValue(ctx, "big", make([]byte, MaxValueLen+1)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetValue of a big value: %v, want ErrInvalid", err)
+	}
+}
+
+// TestValuesSnapshot round-trips the key/value table through a snapshot, and
+// decodes a version 2 snapshot (before the table) with an empty one.
+func TestValuesSnapshot(t *testing.T) {
+	t.Parallel()
+	s, err := emptyState().setValues(map[string][]byte{"a": []byte("1"), "b": []byte("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeState(s.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.values) != 2 || string(got.values["a"]) != "1" || string(got.values["b"]) != "2" {
+		t.Fatalf("values after a round trip: %q", got.values)
+	}
+	old := emptyState().encode()
+	old[0] = 2
+	old = old[:len(old)-1] // version 2 had no table (an empty one is one zero byte)
+	got, err = decodeState(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.values) != 0 {
+		t.Fatalf("version 2 snapshot decoded with values %q", got.values)
+	}
+}

@@ -13,7 +13,11 @@ const (
 	cmdPin       cmdType = 4 // sandbox, selector, owner, expected epoch
 	cmdUnpin     cmdType = 5 // sandbox, expected epoch
 	cmdFail      cmdType = 6 // id, moves: mark the member down and move its partitions
-	cmdSetValues cmdType = 7 // key/value pairs; an empty value deletes its key (value.go)
+	// cmdBatches carries a group of sandbox batches: every Write that queued on one
+	// node while its previous group committed (group commit, see store_commit.go). It
+	// is not ignorable: a replica that skipped it would silently lose sandbox records.
+	cmdBatches   cmdType = 7
+	cmdSetValues cmdType = 8 // key/value pairs; an empty value deletes its key (value.go)
 
 	cmdIgnorable cmdType = 0x80
 )

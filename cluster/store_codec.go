@@ -5,11 +5,6 @@ import (
 	"fmt"
 )
 
-// cmdBatches carries a group of sandbox batches: every Write that queued on one node
-// while its previous group committed (group commit, see store_commit.go). It is not
-// ignorable: a replica that skipped it would silently lose sandbox records.
-const cmdBatches cmdType = 7
-
 // The body of cmdBatches:
 //
 //	count uvarint, then per batch:

@@ -26,6 +26,7 @@ func openClusterStore(t *testing.T) (*cluster.Node, actor.Storage, actor.Storage
 	cfg.Multiplier = 0.1
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.RaftLogOutput = io.Discard
+	cfg.Secret = []byte("a test secret of at least thirty-two bytes")
 	n, err := cluster.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

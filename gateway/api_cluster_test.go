@@ -93,8 +93,8 @@ func TestClusterInfo(t *testing.T) {
 	}
 }
 
-// TestClusterInfoTwoNodes: a second real server joins the first (through the cluster
-// node, until the join route does it); both answer GET /v1/cluster with both members
+// TestClusterInfoTwoNodes: a second real server joins the first (Config.Join, the
+// join route); both answer GET /v1/cluster with both members
 // as voters sharing every partition, and a sandbox created on each shows its owner
 // as its node.
 func TestClusterInfoTwoNodes(t *testing.T) {

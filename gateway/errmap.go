@@ -40,7 +40,10 @@ var errorRules = []errorRule{
 	{[]error{cluster.ErrInvalid}, http.StatusBadRequest, codeInvalidArgument},
 	{[]error{cluster.ErrUnknownMember}, http.StatusNotFound, codeNotFound},
 	{[]error{cluster.ErrLastVoter}, http.StatusConflict, codeConflict},
-	{[]error{cluster.ErrClosed, cluster.ErrNotLeader}, http.StatusServiceUnavailable, codeUnavailable},
+	// A write the cluster refused because the sandbox moved meanwhile (fenced), or
+	// whose outcome is unknown (its leader changed): the client may retry, and the
+	// retry goes to the owner of the moment.
+	{[]error{cluster.ErrClosed, cluster.ErrNotLeader, cluster.ErrIndeterminate, actor.ErrFenced}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is

@@ -99,6 +99,9 @@ func startNodeAt(tb testing.TB, addr, data, token string, extra ...string) *node
 	}
 	n := &node{cmd: cmd, addr: addr, log: logs}
 	tb.Cleanup(func() {
+		if tb.Failed() { // the server's side of what went wrong (internal errors are logged there)
+			tb.Logf("serve's log:\n%s", logs.String())
+		}
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan struct{})

@@ -100,10 +100,6 @@ check_running() {
 		local id=n$((i + 1))
 		printf '\ncluster: node %s exited (code %d) before the cluster formed. The end of %s:\n' "$id" "$code" "$DATA/$id.log" >&2
 		tail -n 8 "$DATA/$id.log" | sed 's/^/    /' >&2
-		if grep -q -- '--join' "$DATA/$id.log"; then
-			printf '\ncluster: this sandgate build refuses `serve --join`, so it cannot form a\n' >&2
-			printf 'cluster: multi-node cluster yet. `make run` starts a single node.\n' >&2
-		fi
 		return 1
 	done
 }

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -44,14 +43,11 @@ type Cluster struct {
 
 // Start starts a cluster for tb and registers its end with tb.Cleanup: every node
 // and everything it started is killed and reaped, and when tb has failed the end of
-// each node's log is printed. A node that cannot start fails tb; a serve that refuses
-// --join skips tb with its refusal message. cfg nil means the defaults.
+// each node's log is printed. A node that cannot start fails tb. cfg nil means the
+// defaults.
 func Start(tb testing.TB, cfg *Config) *Cluster {
 	tb.Helper()
 	c, err := start(tb, cfg)
-	if errors.Is(err, ErrJoinRefused) {
-		tb.Skipf("%v: this test runs once serve accepts --join", err)
-	}
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -103,9 +99,6 @@ func start(tb testing.TB, cfg *Config) (*Cluster, error) {
 	}
 	for _, n := range c.Nodes {
 		if err := n.start(); err != nil {
-			if errors.Is(err, ErrJoinRefused) {
-				return nil, err
-			}
 			return nil, fmt.Errorf("%w\n%s", err, tail(n.Log(), tailLines))
 		}
 	}

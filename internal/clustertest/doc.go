@@ -29,13 +29,6 @@
 //  3. A node's stdout and stderr go to a log file; when the test has failed, the
 //     cleanup prints the end of every node's log.
 //
-// # While clustering is not built
-//
-// A build of serve that refuses --join exits with a message saying clustering is not
-// available. Start recognises that message (and only it) when a joining node exits
-// before it listens, and skips the test with that message: the multi-node tests run
-// by themselves once serve accepts --join.
-//
 // # Caveats
 //
 // Nodes run without disk images (--disk-images=false) unless Config.Args says

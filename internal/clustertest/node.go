@@ -13,10 +13,6 @@ import (
 	"time"
 )
 
-// refusal is what a serve that cannot cluster says about --join, and what Start
-// recognises; nothing else counts as a refusal.
-const refusal = "--join: clustering is not available"
-
 // listening starts the line serve logs once it answers requests.
 const listening = "listening on http://"
 
@@ -86,7 +82,7 @@ func (n *Node) Log() string {
 }
 
 // start starts the node's process and waits until it listens, up to the cluster's
-// StartTimeout. An error wraps ErrJoinRefused or ErrExited, or says it timed out.
+// StartTimeout. An error wraps ErrExited, or says it timed out.
 func (n *Node) start() (err error) {
 	defer func() {
 		if err != nil {
@@ -131,9 +127,6 @@ func (n *Node) start() (err error) {
 		return nil
 	case <-p.exited:
 		<-p.drained // the log is complete
-		if line := refusalLine(n.Log()); line != "" {
-			return fmt.Errorf("%w: %q", ErrJoinRefused, line)
-		}
 		return fmt.Errorf("%w (%v)", ErrExited, cmd.ProcessState)
 	case <-timer.C:
 		return fmt.Errorf("serve did not log %q within %v", listening, n.c.cfg.StartTimeout)
@@ -155,16 +148,6 @@ func (p *proc) readStdout(pr *os.File) {
 			}
 		}
 	}
-}
-
-// refusalLine returns the line of log that refuses --join, or "".
-func refusalLine(log string) string {
-	for line := range strings.Lines(log) {
-		if strings.Contains(line, refusal) {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
 }
 
 // Kill kills the node with SIGKILL, as kill -9 would, and every process it started,

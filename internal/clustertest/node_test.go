@@ -79,36 +79,15 @@ func TestSingleNode(t *testing.T) {
 	}
 }
 
-// Only serve's refusal of --join counts as one: any other early exit is an error.
+// A node that exits before it listens is an error that says so.
 func TestStartFails(t *testing.T) {
 	_, err := start(t, &Config{Nodes: 1, Args: []string{"--no-such-flag"}})
-	if !errors.Is(err, ErrExited) || errors.Is(err, ErrJoinRefused) {
+	if !errors.Is(err, ErrExited) {
 		t.Fatalf("start = %v, want ErrExited", err)
 	}
 }
 
-func TestRefusalLine(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, log, want string
-	}{
-		{"refused", "x\nserve: --join: clustering is not available in this build yet; run without --join\n",
-			"serve: --join: clustering is not available in this build yet; run without --join"},
-		{"another error", "serve: failed to listen: address in use\n", ""},
-		{"a join that failed otherwise", "serve: --join: failed to reach 127.0.0.1:1\n", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := refusalLine(tc.log); got != tc.want {
-				t.Fatalf("refusalLine = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// Three nodes join the first and agree on the members and the leader. While serve
-// refuses --join, Start skips this test with serve's message.
+// Three nodes join the first and agree on the members and the leader.
 func TestThreeNodes(t *testing.T) {
 	c := Start(t, &Config{Nodes: 3})
 	leader := ""

@@ -2,6 +2,8 @@ package clustertest_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -178,9 +180,13 @@ func waitControlWrite(t *testing.T, cl *client, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		resp, err := cl.node().Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": cl.token("ctl")})
+		// A control-plane write that needs the leader and no sandbox's owner: one
+		// more token hash in the cluster's replicated token table.
+		sum := sha256.Sum256([]byte(cl.token("ctl")))
+		body := map[string]any{"tokens": []map[string]any{{"sha256": hex.EncodeToString(sum[:]), "tenant": "ctl"}}}
+		resp, err := cl.node().Do(ctx, "POST", "/v1/cluster/tokens", body)
 		cancel()
-		if err == nil && resp.Status == http.StatusCreated {
+		if err == nil && resp.Status < 300 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

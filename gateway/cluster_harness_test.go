@@ -26,14 +26,9 @@ type testCluster struct {
 	mod   func(i int, c *Config)
 }
 
-// newTestCluster starts an n-node cluster and waits until every node sees all n
+// newTestClusterWith starts an n-node cluster, each node's configuration passed
+// through mod (when not nil; i counts from 1), and waits until every node sees all n
 // members alive, the same leader, and min(n, 3) voters.
-func newTestCluster(t testing.TB, n int) *testCluster {
-	return newTestClusterWith(t, n, nil)
-}
-
-// newTestClusterWith is newTestCluster with each node's configuration passed through
-// mod (when not nil), i counting from 1.
 func newTestClusterWith(t testing.TB, n int, mod func(i int, c *Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, mod: mod}

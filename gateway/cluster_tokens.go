@@ -57,7 +57,7 @@ func (t *tokenTable) refresh(replicated map[string][]byte) {
 		if err != nil || len(sum) != sha256.Size || json.Unmarshal(v, &tv) != nil || tv.Tenant == "" {
 			continue // written by no version of this gateway; ignore rather than fail
 		}
-		m[[32]byte(sum)] = Principal{Tenant: tv.Tenant, Admin: tv.Admin}
+		m[[32]byte(sum)] = Principal(tv)
 	}
 	t.cur.Store(&m)
 }
@@ -67,7 +67,7 @@ func (t *tokenTable) refresh(replicated map[string][]byte) {
 func (t *tokenTable) missing(replicated func(key string) ([]byte, bool)) []tokenEntryJSON {
 	var out []tokenEntryJSON
 	for sum, who := range t.local {
-		want, _ := json.Marshal(tokenValue{Tenant: who.Tenant, Admin: who.Admin})
+		want, _ := json.Marshal(tokenValue(who))
 		if have, ok := replicated(tokenKey(sum)); ok && string(have) == string(want) {
 			continue
 		}

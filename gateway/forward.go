@@ -32,11 +32,6 @@ const (
 	// now (its lease lapsed): the sender holds the request, as for an unreachable owner.
 	holdHeader = "X-Sandgate-Hold"
 
-	// maxHops bounds the forwards of one request: a request that arrives with it or
-	// more is never forwarded again (today a node that receives a forwarded request
-	// never forwards it anyway, so a request makes one hop; the bound guards against
-	// loops through misconfigured addresses or proxies in between).
-	maxHops = 2
 	// DefaultHoldTimeout is Config.HoldTimeout's default.
 	DefaultHoldTimeout = 5 * time.Second
 	// holdMin and holdSpread make the jittered re-check of a held request: every

@@ -294,3 +294,39 @@ func TestCommitHalted(t *testing.T) {
 		t.Fatalf("events %v: a halted activation committed", got)
 	}
 }
+
+// TestReleaseDuringSessionExec: a session command running when its activation ends
+// (here a release, as when the sandbox moves) answers unavailable, not "session
+// dead": the session is not dead, and a retry meets it again with its cwd.
+func TestReleaseDuringSessionExec(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-session" })
+	ctx := tctx(t)
+	mustCreate(t, n, "rs")
+	_, _, err := n.CreateSession(ctx, "rs", SessionSpec{ID: "s"})
+	must(t, err)
+	_, err = n.SessionExec(ctx, "rs", "s", runtime.SessionCommand{Command: "mkdir -p d && cd d"})
+	must(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.SessionExec(ctx, "rs", "s", runtime.SessionCommand{Command: "echo started > ../started; sleep 300"})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(n.workspaceDir("rs"), "started"))
+		return err == nil
+	})
+	n.Release([]string{"rs"})
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConflict) {
+			t.Fatalf("exec under a released activation: %v; want ErrUnavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end with its activation")
+	}
+	res, err := n.SessionExec(ctx, "rs", "s", runtime.SessionCommand{Command: "basename $PWD"})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "d" {
+		t.Fatalf("after the release: %q, %v; want the session back in d", res.Stdout, err)
+	}
+}

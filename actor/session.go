@@ -291,6 +291,14 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		return struct{}{}, nil
 	})
 	if execErr != nil {
+		select {
+		case <-w.a.stopped:
+			// The activation ended under the command (a fence, a move, a failed
+			// commit), which closed the shell: the session itself is not dead, and
+			// a retry meets it again with its saved cwd and env.
+			return res, fmt.Errorf("%w: sandbox %q: its activation ended while the command ran; the command's outcome is unknown: %w", ErrUnavailable, sb, execErr)
+		default:
+		}
 		if errors.Is(execErr, runtime.ErrSessionDead) {
 			return res, fmt.Errorf("%w: session %q: %w", ErrConflict, id, execErr)
 		}

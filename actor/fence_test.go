@@ -330,3 +330,30 @@ func TestReleaseDuringSessionExec(t *testing.T) {
 		t.Fatalf("after the release: %q, %v; want the session back in d", res.Stdout, err)
 	}
 }
+
+// TestReleaseDuringExec: a one-shot exec killed because its activation ended
+// answers unavailable, not the exit status of the kill.
+func TestReleaseDuringExec(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-exec" })
+	ctx := tctx(t)
+	mustCreate(t, n, "rx")
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Exec(ctx, "rx", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(n.workspaceDir("rx"), "started"))
+		return err == nil
+	})
+	n.Release([]string{"rx"})
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("exec under a released activation: %v; want ErrUnavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end with its activation")
+	}
+}

@@ -14,6 +14,10 @@ const (
 	cmdUnpin     cmdType = 5 // sandbox, expected epoch
 	cmdFail      cmdType = 6 // id, moves: mark the member down and move its partitions
 
+	cmdBeginHandoff    cmdType = 7 // handoffs: CAS each active partition, state → handoff to Next
+	cmdCompleteHandoff cmdType = 8 // moves: CAS each partition in handoff, owner → the move's
+	cmdAbortHandoff    cmdType = 9 // partitions, epochs: CAS each partition in handoff, back to active
+
 	cmdIgnorable cmdType = 0x80
 )
 

@@ -62,6 +62,15 @@ type Config struct {
 	// OnLease is called each time the node obtains a lease after having none,
 	// including the first time; see OnFence.
 	OnLease func()
+	// OnHandoff is called when the leader begins handing partitions of this node to
+	// another member (a drain or a rebalance): Admit already refuses their
+	// sandboxes, so the gateway holds new requests for them; it must stop their
+	// actors (closing WebSockets with 1012), may send their workspaces to h.To, and
+	// then reports with Node.CompleteHandoff on the leader. It is called once per
+	// handoff, again after a restart while the handoff lasts, on one goroutine of the
+	// node, one call at a time; a slow call delays only later ones. Nil: nobody
+	// reports, and the leader completes each handoff L + δ after it began.
+	OnHandoff func(h Handoff)
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.
@@ -77,6 +86,9 @@ type Config struct {
 	netUp   func() bool
 	observe func(*state)
 	onLead  func(since time.Duration)
+	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
+	// block, for asymmetric partitions (see streamLayer.Dial).
+	netTo func(addr string) bool
 }
 
 // Defaults for Config fields.

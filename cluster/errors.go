@@ -34,6 +34,11 @@ var (
 	// table but holds no valid lease: it may have been cut off and its partitions
 	// given to others, so it must not run anything (503 and Retry-After).
 	ErrLeaseExpired = errors.New("cluster: node lease expired")
+	// ErrHandoff is returned by Admit for a sandbox whose partition is being handed
+	// from one member to another: nobody may run it until the handoff completes, a
+	// matter of a passivation and two commits, so the gateway holds the request and
+	// checks again.
+	ErrHandoff = errors.New("cluster: partition in handoff")
 )
 
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It

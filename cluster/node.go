@@ -109,6 +109,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	stream.to = cfg.netTo
 	closers = append(closers, stream.Close)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
@@ -164,6 +165,10 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	go n.verifyLoop()
 	go n.heartbeat()
 	go n.fence()
+	if cfg.OnHandoff != nil {
+		n.wg.Add(1)
+		go n.notifyHandoffs()
+	}
 	return n, nil
 }
 

@@ -71,7 +71,7 @@ func (s *state) setStatus(id NodeID, st Status) (*state, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownMember, id)
 	}
-	if st < StatusAlive || st > StatusLeft {
+	if st < StatusAlive || st > StatusDraining {
 		return nil, fmt.Errorf("%w: status %d", ErrInvalid, st)
 	}
 	if m.Status == st {
@@ -126,6 +126,10 @@ func (s *state) assign(index uint64, moves []move) (*state, error) {
 		if cur := s.parts[m.P].Epoch; cur != m.Expect {
 			return nil, fmt.Errorf("%w: partition %d is at epoch %d, not %d", ErrStaleEpoch, m.P, cur, m.Expect)
 		}
+		if s.parts[m.P].State == PartitionHandoff {
+			// Only CompleteHandoff or AbortHandoff ends a handoff (handoff.go).
+			return nil, fmt.Errorf("%w: partition %d", ErrHandoff, m.P)
+		}
 	}
 	n := *s
 	n.parts = make([]Assignment, Partitions)
@@ -175,8 +179,9 @@ func (s *state) unpin(sandbox string, expect uint64) (*state, error) {
 }
 
 // snapshotVersion is the first byte of an encoded state. Version 2 adds the index
-// after it; version 1 (no index) still decodes, with index 0.
-const snapshotVersion = 2
+// after it; version 1 (no index) still decodes, with index 0. Version 3 appends
+// the targets of partitions in handoff (handoff.go); older versions have none.
+const snapshotVersion = 3
 
 // encode writes the state deterministically: members and pins in key order.
 func (s *state) encode() []byte {
@@ -207,13 +212,14 @@ func (s *state) encode() []byte {
 		e.labels(p.Selector)
 		e.assignment(p.Assignment)
 	}
+	s.encodeHandoffs(&e)
 	return e.b
 }
 
 func decodeState(b []byte) (*state, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if d.err == nil && v != 1 && v != snapshotVersion {
+	if d.err == nil && (v < 1 || v > snapshotVersion) {
 		return nil, fmt.Errorf("%w: snapshot version %d", ErrCorrupt, v)
 	}
 	s := emptyState()
@@ -231,6 +237,9 @@ func decodeState(b []byte) (*state, error) {
 		k := d.string()
 		sel := d.labels()
 		s.pins[k] = pin{Selector: sel, Assignment: d.assignment()}
+	}
+	if v >= 3 {
+		s.decodeHandoffs(&d)
 	}
 	if err := d.done(); err != nil {
 		return nil, err

@@ -29,7 +29,8 @@ type streamLayer struct {
 	raftC chan net.Conn
 	done  chan struct{}
 	wg    sync.WaitGroup
-	up    func() bool // nil: always up (tests cut the network with it)
+	up    func() bool            // nil: always up (tests cut the network with it)
+	to    func(addr string) bool // nil: every peer; tests block one direction with it
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
@@ -139,6 +140,9 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 
 // Dial connects to a peer's raft.
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if s.to != nil && !s.to(string(addr)) {
+		return nil, fmt.Errorf("%w: dial to %s blocked", net.ErrClosed, addr)
+	}
 	c, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
 		return nil, err

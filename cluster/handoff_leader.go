@@ -114,15 +114,16 @@ func (n *Node) tendHandoffs(ctx context.Context, c *handoffClock) {
 // harmless. Without a report the leader completes the handoff once the old
 // owner's lease from before it has surely run out, L + δ after it began.
 func (n *Node) CompleteHandoff(ctx context.Context, h Handoff) error {
-	if err := n.completeHandoff(ctx, h); err != nil {
+	if _, err := n.completeHandoff(ctx, h); err != nil {
 		return fmt.Errorf("failed to complete handoff at epoch %d: %w", h.Epoch, err)
 	}
 	return nil
 }
 
-func (n *Node) completeHandoff(ctx context.Context, h Handoff) error {
+// completeHandoff also returns how many partitions it moved.
+func (n *Node) completeHandoff(ctx context.Context, h Handoff) (int, error) {
 	if !n.IsLeader() {
-		return n.notLeader()
+		return 0, n.notLeader()
 	}
 	// A leader that has just taken over may not have applied the BeginHandoff yet.
 	n.fsm.waitIndex(ctx, h.Epoch, n.cfg.LeaseTTL)
@@ -130,7 +131,7 @@ func (n *Node) completeHandoff(ctx context.Context, h Handoff) error {
 	var moves []move
 	for _, p := range h.Partitions {
 		if p < 0 || p >= Partitions {
-			return fmt.Errorf("%w: partition %d", ErrInvalid, p)
+			return 0, fmt.Errorf("%w: partition %d", ErrInvalid, p)
 		}
 		a := s.parts[p]
 		if a.State != PartitionHandoff || a.Epoch != h.Epoch || a.Owner != h.From || !s.alive(a.Next) {
@@ -139,7 +140,10 @@ func (n *Node) completeHandoff(ctx context.Context, h Handoff) error {
 		moves = append(moves, move{P: p, Owner: a.Next, Expect: a.Epoch})
 	}
 	if len(moves) == 0 {
-		return nil
+		return 0, nil
 	}
-	return n.apply(ctx, encodeCompleteHandoff(moves))
+	if err := n.apply(ctx, encodeCompleteHandoff(moves)); err != nil {
+		return 0, err
+	}
+	return len(moves), nil
 }

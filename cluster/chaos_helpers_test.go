@@ -1,0 +1,275 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Helpers of the handoff, drain and chaos tests: an old owner that reports its
+// handoffs done, one-sided link blocking, restarting a node in place, and the
+// replicated-table checks (epochs only grow, replicas agree index by index).
+
+// reporter plays the gateway's part in a handoff: told of one (Config.OnHandoff), it
+// reports it done at once to whichever node of its cluster leads, unless silent. It
+// finds that node through the member table its own replica last published and the
+// registry of open nodes.
+type reporter struct {
+	silent atomic.Bool
+	stop   chan struct{}
+
+	mu   sync.Mutex
+	last map[NodeID]*state // per node, the state it last published
+	told []reported
+	done []reported
+}
+
+type reported struct {
+	h     Handoff
+	at    time.Duration
+	moved int // partitions the report completed (the rest were done already)
+	// failed counts the attempts that failed first; one that failed indeterminately
+	// may have completed the handoff, and then the one that succeeded moved nothing.
+	failed int
+}
+
+// newReporter returns a reporter. A report in flight stops when its node closes (its
+// Close waits for the hook) or at tb's cleanup.
+func newReporter(tb testing.TB) *reporter {
+	r := &reporter{stop: make(chan struct{}), last: map[NodeID]*state{}}
+	tb.Cleanup(func() { close(r.stop) })
+	return r
+}
+
+// use makes the reporter the OnHandoff of cfg (the node cfg.NodeID); call it last
+// in a harness's mod, after the harness's own observe.
+func (r *reporter) use(cfg *Config) {
+	id, observe := cfg.NodeID, cfg.observe
+	cfg.observe = func(s *state) {
+		if observe != nil {
+			observe(s)
+		}
+		r.mu.Lock()
+		r.last[id] = s
+		r.mu.Unlock()
+	}
+	cfg.OnHandoff = func(h Handoff) { r.hook(id, h) }
+}
+
+// leader returns the open node of self's cluster that leads, if any, and whether
+// self is closed.
+func (r *reporter) leader(self NodeID) (l *Node, closed bool) {
+	r.mu.Lock()
+	s := r.last[self]
+	r.mu.Unlock()
+	if s == nil {
+		return nil, false
+	}
+	for id, m := range s.members {
+		v, ok := opened.Load(m.RaftAddr)
+		if !ok {
+			continue
+		}
+		nd := v.(*Node)
+		if id == self && nd.closed.Load() {
+			return nil, true
+		}
+		if nd.ID() == id && nd.IsLeader() {
+			l = nd
+		}
+	}
+	return l, false
+}
+
+func (r *reporter) hook(self NodeID, h Handoff) {
+	r.mu.Lock()
+	r.told = append(r.told, reported{h: h, at: mono()})
+	r.mu.Unlock()
+	deadline := time.Now().Add(patience / 3)
+	failed := 0
+	for time.Now().Before(deadline) && !r.silent.Load() {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		l, closed := r.leader(self)
+		if closed {
+			return // this node is closing, and its Close waits for the hook
+		}
+		if l != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			moved, err := l.completeHandoff(ctx, h)
+			cancel()
+			if err == nil {
+				r.mu.Lock()
+				r.done = append(r.done, reported{h: h, at: mono(), moved: moved, failed: failed})
+				r.mu.Unlock()
+				return
+			}
+			failed++
+		}
+		time.Sleep(5 * time.Millisecond) // waiting for a leader: polling, bounded above
+	}
+}
+
+// get returns the handoffs the reporter was told of, and those it reported.
+func (r *reporter) get() (told, done []reported) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reported(nil), r.told...), append([]reported(nil), r.done...)
+}
+
+// links blocks connections one way: while from→to is blocked, node from cannot dial
+// node to (raft RPCs and heartbeats from it fail), while to may still dial from and
+// be answered on that connection.
+type links struct {
+	mu      sync.Mutex
+	addr    map[string]NodeID
+	blocked map[[2]NodeID]bool
+}
+
+func newLinks() *links {
+	return &links{addr: map[string]NodeID{}, blocked: map[[2]NodeID]bool{}}
+}
+
+// use installs the dial hook on cfg.
+func (l *links) use(cfg *Config) {
+	from := cfg.NodeID
+	cfg.netTo = func(addr string) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		to, ok := l.addr[addr]
+		return !ok || !l.blocked[[2]NodeID{from, to}]
+	}
+}
+
+// learn records the nodes' raft addresses (known once they listen).
+func (l *links) learn(nodes ...*Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, nd := range nodes {
+		l.addr[nd.RaftAddr()] = nd.ID()
+	}
+}
+
+// set blocks (or opens) from→to; blocking closes the connections from made to to.
+func (l *links) set(from, to *Node, block bool) {
+	l.mu.Lock()
+	l.blocked[[2]NodeID{from.ID(), to.ID()}] = block
+	l.mu.Unlock()
+	if block {
+		from.stream.cutTo(to.RaftAddr())
+	}
+}
+
+// split blocks every link between the two groups, both ways.
+func (l *links) split(a, b []*Node) {
+	for _, x := range a {
+		for _, y := range b {
+			l.set(x, y, true)
+			l.set(y, x, true)
+		}
+	}
+}
+
+// healAll opens every link.
+func (l *links) healAll() {
+	l.mu.Lock()
+	l.blocked = map[[2]NodeID]bool{}
+	l.mu.Unlock()
+}
+
+// cutTo closes the connections this node dialled to addr.
+func (s *streamLayer) cutTo(addr string) {
+	s.mu.Lock()
+	var out []*trackedConn
+	for c := range s.conns {
+		if ra, ok := c.RemoteAddr().(*net.TCPAddr); ok && ra.String() == addr {
+			out = append(out, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range out {
+		c.Close()
+	}
+}
+
+// reopen closes nd if it is not closed and opens it again with the same id, data
+// directory, address and hooks, as a restarted process would.
+func reopen(tb testing.TB, nd *Node) *Node {
+	tb.Helper()
+	if err := nd.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := nd.cfg
+	cfg.RaftListen = nd.RaftAddr()
+	return openNode(tb, &cfg)
+}
+
+// add starts a sampler for nd (a node reopened under an id the recorder knows).
+func (r *recorder) add(nd *Node, sandboxes []string) {
+	r.mu.Lock()
+	if r.seen[nd.ID()] == nil {
+		r.seen[nd.ID()] = map[string]bool{}
+	}
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go r.sample(nd, sandboxes)
+}
+
+// checkTables fails tb unless, on every replica, no partition's epoch ever went
+// down from one published state to the next (a replay after a restart starts
+// over), and every replica published the same table at every index it reached: a
+// command refused on one replica (a stale epoch) was refused on all.
+func (h *harness) checkTables(tb testing.TB) {
+	tb.Helper()
+	h.histMu.Lock()
+	defer h.histMu.Unlock()
+	at := map[uint64]*state{}
+	for id, hist := range h.hist {
+		var prev *state
+		for _, e := range hist {
+			s := e.s
+			if prev != nil && s.index > prev.index {
+				for p := range s.parts {
+					if s.parts[p].Epoch < prev.parts[p].Epoch {
+						tb.Errorf("%s: partition %d went from epoch %d to %d at index %d", id, p, prev.parts[p].Epoch, s.parts[p].Epoch, s.index)
+						return
+					}
+				}
+			}
+			prev = s
+			if first, ok := at[s.index]; !ok {
+				at[s.index] = s
+			} else if first != s && !sameParts(first, s) {
+				tb.Errorf("%s: a different table at index %d than another replica", id, s.index)
+				return
+			}
+		}
+	}
+}
+
+func sameParts(a, b *state) bool {
+	if &a.parts[0] == &b.parts[0] {
+		return true
+	}
+	for p := range a.parts {
+		if a.parts[p] != b.parts[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// sandboxesOf returns up to k sandboxes owned by each of nodes.
+func sandboxesOf(nodes []*Node, k int) []string {
+	var out []string
+	for _, nd := range nodes {
+		out = append(out, ownedUpTo(nd, k)...)
+	}
+	return out
+}

@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+)
+
+// beginHandoffs begins, on whichever node leads, the handoff of partitions ps from
+// one member to another, and returns its epoch. A retry after an indeterminate
+// failure finds the handoff begun and takes it.
+func beginHandoffs(tb testing.TB, nodes []*Node, from, to NodeID, ps []int) (epoch uint64) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := onLeader(tb, nodes, func(l *Node) error {
+		s := l.fsm.cur.Load()
+		var hs []handoff
+		for _, p := range ps {
+			if a := s.parts[p]; a.State == PartitionHandoff && a.Owner == from && a.Next == to {
+				epoch = a.Epoch
+			} else {
+				hs = append(hs, handoff{P: p, From: from, To: to, Expect: a.Epoch})
+			}
+		}
+		if len(hs) == 0 {
+			return nil
+		}
+		if err := l.apply(ctx, encodeBeginHandoff(hs)); err != nil {
+			return err
+		}
+		epoch = l.fsm.cur.Load().parts[ps[0]].Epoch
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return epoch
+}
+
+// partitionsOf returns the distinct partitions of sandboxes.
+func partitionsOf(sandboxes []string) []int {
+	var ps []int
+	for _, sb := range sandboxes {
+		if p := PartitionOf(sb); !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	sort.Ints(ps)
+	return ps
+}
+
+// ownedAt reports whether every node's table has each of ps active on owner.
+func ownedAt(nodes []*Node, owner NodeID, ps []int) bool {
+	for _, nd := range nodes {
+		for _, p := range ps {
+			if a := nd.Partition(p); a.State != PartitionActive || a.Owner != owner {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// firstSeen returns when replica id first published a state satisfying cond, and
+// that state.
+func (h *harness) firstSeen(id NodeID, cond func(*state) bool) (time.Duration, *state, bool) {
+	h.histMu.Lock()
+	defer h.histMu.Unlock()
+	for _, e := range h.hist[id] {
+		if cond(e.s) {
+			return e.at, e.s, true
+		}
+	}
+	return 0, nil, false
+}
+
+// TestHandoffReported: the old owner is told of a handoff (OnHandoff) and reports it
+// done at once (CompleteHandoff on the leader), which completes it. While it is in
+// handoff no node admits its sandboxes (ErrHandoff) and Owner reports none; after it,
+// the target admits them at a higher epoch. L + δ is 2.3 s here, so only the report
+// can complete a handoff within the test. No sandbox is admitted by two nodes at
+// once. It reports BeginHandoff → CompleteHandoff per partition.
+func TestHandoffReported(t *testing.T) {
+	t.Parallel()
+	r := newReporter(t)
+	h := newHarness(t, 3, func(cfg *Config) {
+		cfg.LeaseTTL, cfg.LeaseMargin = 2*time.Second, 300*time.Millisecond
+		r.use(cfg)
+	})
+	h.frozen.Store(true)
+	from := h.follower(9)
+	to := h.others(from)[0]
+	if to.IsLeader() {
+		to = h.others(from)[1]
+	}
+	sandboxes := owned(t, from, 9)
+	rec := record(h.nodes, sandboxes)
+	waitFor(t, "the owner to admit its sandboxes", func() bool { return rec.admitted(sandboxes, from) })
+
+	// Silent first: the handoff holds until the old owner reports.
+	r.silent.Store(true)
+	first := []int{PartitionOf(sandboxes[0])}
+	epoch := beginHandoffs(t, h.nodes, from.ID(), to.ID(), first)
+	waitFor(t, "every node to see the handoff", func() bool {
+		for _, nd := range h.nodes {
+			if nd.Partition(first[0]).Epoch < epoch {
+				return false
+			}
+		}
+		return true
+	})
+	for _, nd := range h.nodes {
+		if err := nd.Admit(sandboxes[0]); !errors.Is(err, ErrHandoff) {
+			t.Fatalf("%s: Admit during the handoff = %v", nd.ID(), err)
+		}
+		if o, e, ok := nd.Owner(sandboxes[0]); ok || o != from.ID() || e != epoch {
+			t.Fatalf("%s: Owner during the handoff = %s@%d %v", nd.ID(), o, e, ok)
+		}
+	}
+	waitFor(t, "the old owner to be told", func() bool {
+		told, _ := r.get()
+		return len(told) > 0 && told[len(told)-1].h.Epoch == epoch
+	})
+	told, _ := r.get()
+	h0 := told[len(told)-1].h
+	if h0.From != from.ID() || h0.To != to.ID() || !slices.Equal(h0.Partitions, first) {
+		t.Fatalf("told %+v", h0)
+	}
+	// A report may fail indeterminately (leadership lost while committing) and
+	// have committed: its retry then finds the handoff over and moves nothing.
+	moved, failed := 0, 0
+	err := onLeader(t, h.nodes, func(l *Node) error {
+		var err error
+		moved, err = l.completeHandoff(context.Background(), h0)
+		if err != nil {
+			failed++
+			t.Logf("complete on %s: %v (retrying)", l.ID(), err)
+		}
+		return err
+	})
+	if err != nil || (moved != 1 && failed == 0) {
+		t.Fatalf("CompleteHandoff moved %d: %v", moved, err)
+	}
+	waitFor(t, "the target to own the partition everywhere", func() bool { return ownedAt(h.nodes, to.ID(), first) })
+	if a := to.Partition(first[0]); a.Epoch <= epoch {
+		t.Fatalf("completed at epoch %d, begun at %d", a.Epoch, epoch)
+	}
+
+	// Then reporting at once, one partition at a time.
+	r.silent.Store(false)
+	var took []time.Duration
+	for _, p := range partitionsOf(sandboxes[1:]) {
+		if p == first[0] {
+			continue
+		}
+		e := beginHandoffs(t, h.nodes, from.ID(), to.ID(), []int{p})
+		waitFor(t, "the target to own the partition everywhere", func() bool { return ownedAt(h.nodes, to.ID(), []int{p}) })
+		began, _, ok1 := h.firstSeen(from.ID(), func(s *state) bool { return s.parts[p].Epoch >= e })
+		done, s, ok2 := h.firstSeen(to.ID(), func(s *state) bool { return s.parts[p].Epoch > e })
+		if !ok1 || !ok2 || s.parts[p].Owner != to.ID() {
+			t.Fatalf("partition %d: no history of the handoff", p)
+		}
+		took = append(took, done-began)
+	}
+	waitFor(t, "the target to admit every sandbox", func() bool { return rec.admitted(sandboxes, to) })
+	rec.finish(t, h)
+	h.checkTables(t)
+	_, done := r.get()
+	reports := 0
+	for _, d := range done {
+		if d.h.From == from.ID() && d.h.Epoch > epoch && (d.moved == 1 || d.failed > 0) {
+			reports++
+		}
+	}
+	if reports != len(took) {
+		t.Fatalf("the reports completed %d of %d handoffs", reports, len(took))
+	}
+	slices.Sort(took)
+	t.Logf("BeginHandoff applied on the old owner → CompleteHandoff applied on the target, one partition with an immediate report: median %v, range %v-%v over %d", took[len(took)/2], took[0], took[len(took)-1], len(took))
+}
+
+// TestHandoffUnreported: an old owner that never reports keeps its handoff until
+// the leader completes it, no earlier than L + δ after the leader applied the
+// BeginHandoff, with no overlapping admissions.
+func TestHandoffUnreported(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 3, nil) // no OnHandoff: nobody reports
+	h.frozen.Store(true)
+	from := h.follower(8)
+	to := h.others(from)[0]
+	sandboxes := owned(t, from, 8)
+	ps := partitionsOf(sandboxes)
+	rec := record(h.nodes, sandboxes)
+	waitFor(t, "the owner to admit its sandboxes", func() bool { return rec.admitted(sandboxes, from) })
+	epoch := beginHandoffs(t, h.nodes, from.ID(), to.ID(), ps)
+	waitFor(t, "the target to own the partitions everywhere", func() bool { return ownedAt(h.nodes, to.ID(), ps) })
+	waitFor(t, "the target to admit every sandbox", func() bool { return rec.admitted(sandboxes, to) })
+	rec.finish(t, h)
+	h.checkTables(t)
+	var began time.Duration
+	for _, nd := range h.nodes {
+		at, _, ok := h.firstSeen(nd.ID(), func(s *state) bool { return s.parts[ps[0]].Epoch >= epoch })
+		if ok && (began == 0 || at < began) {
+			began = at
+		}
+	}
+	for _, nd := range h.nodes {
+		done, _, _ := h.firstSeen(nd.ID(), func(s *state) bool { return s.parts[ps[0]].Epoch > epoch })
+		if done-began < testL+testMargin {
+			t.Fatalf("%s applied the completion %v after the first replica applied the begin, before L + δ", nd.ID(), done-began)
+		}
+	}
+}
+
+// TestLeaderKilledDuringHandoff closes the leader between BeginHandoff and
+// CompleteHandoff (the old owner does not report), handing off a follower's
+// partitions or the leader's own. The new leader completes the handoff no earlier
+// than L + δ after its leadership began; at the end exactly one node owns each
+// partition on every survivor, the epochs grew, and no sandbox was admitted twice.
+func TestLeaderKilledDuringHandoff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		fromLeader bool
+	}{
+		{name: "from a follower"},
+		{name: "from the leader", fromLeader: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, 3, nil)
+			h.frozen.Store(true)
+			l := leader(t, h.nodes...)
+			from := l
+			if !tt.fromLeader {
+				from = h.follower(8)
+				l = leader(t, h.nodes...)
+			}
+			var to *Node
+			for _, nd := range h.nodes {
+				if nd != from && nd != l {
+					to = nd
+				}
+			}
+			if to == nil {
+				to = h.others(from)[0]
+			}
+			sandboxes := owned(t, from, 8)
+			ps := partitionsOf(sandboxes)
+			rec := record(h.nodes, sandboxes)
+			waitFor(t, "the owner to admit its sandboxes", func() bool { return rec.admitted(sandboxes, from) })
+			before := from.Partition(ps[0]).Epoch
+			epoch := beginHandoffs(t, h.nodes, from.ID(), to.ID(), ps)
+			victim := leader(t, h.nodes...)
+			kill := mono()
+			if err := victim.Close(); err != nil {
+				t.Fatal(err)
+			}
+			survivors := h.others(victim)
+			waitFor(t, "the partitions to be active somewhere on every survivor", func() bool {
+				for _, nd := range survivors {
+					for _, p := range ps {
+						if a := nd.Partition(p); a.State != PartitionActive || a.Epoch <= epoch {
+							return false
+						}
+					}
+				}
+				return sameTable(survivors...)
+			})
+			for _, p := range ps {
+				a := survivors[0].Partition(p)
+				if a.Owner == victim.ID() || a.Owner == "" {
+					t.Fatalf("partition %d ends on %q", p, a.Owner)
+				}
+				if !(before < epoch && epoch < a.Epoch) {
+					t.Fatalf("partition %d epochs %d → %d → %d", p, before, epoch, a.Epoch)
+				}
+			}
+			next, ok := h.leads.firstAfter(kill)
+			if !ok {
+				t.Fatal("no leadership after the kill")
+			}
+			for _, nd := range survivors {
+				done, _, _ := h.firstSeen(nd.ID(), func(s *state) bool { return s.parts[ps[0]].Epoch > epoch })
+				if done < next.since+testL+testMargin {
+					t.Fatalf("%s applied the completion %v after the new leadership began, before L + δ", nd.ID(), done-next.since)
+				}
+			}
+			waitFor(t, "each sandbox's new owner to admit it", func() bool {
+				for _, sb := range sandboxes {
+					o, _, _ := survivors[0].Owner(sb)
+					if h.nodes[h.index(byID(survivors, o))].Admit(sb) != nil {
+						return false
+					}
+				}
+				return true
+			})
+			rec.finish(t, h)
+			h.checkTables(t)
+		})
+	}
+}
+
+// byID returns the node of nodes with id (nil if none).
+func byID(nodes []*Node, id NodeID) *Node {
+	for _, nd := range nodes {
+		if nd.ID() == id {
+			return nd
+		}
+	}
+	return nil
+}

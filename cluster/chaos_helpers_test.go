@@ -13,114 +13,53 @@ import (
 // handoffs done, one-sided link blocking, restarting a node in place, and the
 // replicated-table checks (epochs only grow, replicas agree index by index).
 
-// reporter plays the gateway's part in a handoff: told of one (Config.OnHandoff), it
-// reports it done at once to whichever node of its cluster leads, unless silent. It
-// finds that node through the member table its own replica last published and the
-// registry of open nodes.
+// reporter plays the gateway's part in a handoff (Config.OnHandoff): it records
+// each handoff it is told of and returns at once, so the node reports it done, or
+// while held, not before the hold is released or the node closes.
 type reporter struct {
-	silent atomic.Bool
-	stop   chan struct{}
+	hold atomic.Bool
 
 	mu   sync.Mutex
-	last map[NodeID]*state // per node, the state it last published
 	told []reported
-	done []reported
 }
 
 type reported struct {
-	h     Handoff
-	at    time.Duration
-	moved int // partitions the report completed (the rest were done already)
-	// failed counts the attempts that failed first; one that failed indeterminately
-	// may have completed the handoff, and then the one that succeeded moved nothing.
-	failed int
+	h        Handoff
+	at       time.Duration // when the node called the hook
+	returned time.Duration // when the hook returned (0 if it never did)
 }
 
-// newReporter returns a reporter. A report in flight stops when its node closes (its
-// Close waits for the hook) or at tb's cleanup.
-func newReporter(tb testing.TB) *reporter {
-	r := &reporter{stop: make(chan struct{}), last: map[NodeID]*state{}}
-	tb.Cleanup(func() { close(r.stop) })
-	return r
-}
+func newReporter() *reporter { return &reporter{} }
 
-// use makes the reporter the OnHandoff of cfg (the node cfg.NodeID); call it last
-// in a harness's mod, after the harness's own observe.
+// use makes the reporter the OnHandoff of cfg.
 func (r *reporter) use(cfg *Config) {
-	id, observe := cfg.NodeID, cfg.observe
-	cfg.observe = func(s *state) {
-		if observe != nil {
-			observe(s)
-		}
-		r.mu.Lock()
-		r.last[id] = s
-		r.mu.Unlock()
-	}
-	cfg.OnHandoff = func(h Handoff) { r.hook(id, h) }
+	cfg.OnHandoff = r.hook
 }
 
-// leader returns the open node of self's cluster that leads, if any, and whether
-// self is closed.
-func (r *reporter) leader(self NodeID) (l *Node, closed bool) {
+func (r *reporter) hook(ctx context.Context, h Handoff) {
 	r.mu.Lock()
-	s := r.last[self]
-	r.mu.Unlock()
-	if s == nil {
-		return nil, false
-	}
-	for id, m := range s.members {
-		v, ok := opened.Load(m.RaftAddr)
-		if !ok {
-			continue
-		}
-		nd := v.(*Node)
-		if id == self && nd.closed.Load() {
-			return nil, true
-		}
-		if nd.ID() == id && nd.IsLeader() {
-			l = nd
-		}
-	}
-	return l, false
-}
-
-func (r *reporter) hook(self NodeID, h Handoff) {
-	r.mu.Lock()
+	i := len(r.told)
 	r.told = append(r.told, reported{h: h, at: mono()})
 	r.mu.Unlock()
-	deadline := time.Now().Add(patience / 3)
-	failed := 0
-	for time.Now().Before(deadline) && !r.silent.Load() {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for r.hold.Load() { // polling a test switch, bounded by the node's life
 		select {
-		case <-r.stop:
+		case <-ctx.Done():
 			return
-		default:
+		case <-t.C:
 		}
-		l, closed := r.leader(self)
-		if closed {
-			return // this node is closing, and its Close waits for the hook
-		}
-		if l != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			moved, err := l.completeHandoff(ctx, h)
-			cancel()
-			if err == nil {
-				r.mu.Lock()
-				r.done = append(r.done, reported{h: h, at: mono(), moved: moved, failed: failed})
-				r.mu.Unlock()
-				return
-			}
-			failed++
-		}
-		time.Sleep(5 * time.Millisecond) // waiting for a leader: polling, bounded above
 	}
+	r.mu.Lock()
+	r.told[i].returned = mono()
+	r.mu.Unlock()
 }
 
-// get returns the handoffs the reporter was told of, and those it reported.
-func (r *reporter) get() (told, done []reported) {
+// get returns the handoffs the reporter was told of.
+func (r *reporter) get() []reported {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]reported(nil), r.told...), append([]reported(nil), r.done...)
+	return append([]reported(nil), r.told...)
 }
 
 // links blocks connections one way: while from→to is blocked, node from cannot dial

@@ -36,7 +36,7 @@ func converged(tb testing.TB, nodes []*Node) bool {
 func TestMinorityLeaderAndOwner(t *testing.T) {
 	t.Parallel()
 	ln := newLinks()
-	r := newReporter(t)
+	r := newReporter()
 	h := newHarness(t, 5, func(cfg *Config) { ln.use(cfg); r.use(cfg) })
 	ln.learn(h.nodes...)
 	// Five members have three voters: the owner cut off with the leader is a
@@ -127,7 +127,7 @@ func TestMinorityLeaderAndOwner(t *testing.T) {
 func TestAsymmetricAndFlappingLinks(t *testing.T) {
 	t.Parallel()
 	ln := newLinks()
-	r := newReporter(t)
+	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { ln.use(cfg); r.use(cfg) })
 	ln.learn(h.nodes...)
 	rec := record(h.nodes, sandboxesOf(h.nodes, 6))
@@ -171,7 +171,7 @@ func TestAsymmetricAndFlappingLinks(t *testing.T) {
 // once, and the cluster converges once the disks are fast again.
 func TestSlowDisk(t *testing.T) {
 	t.Parallel()
-	r := newReporter(t)
+	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 	rec := record(h.nodes, sandboxesOf(h.nodes, 6))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*patience)

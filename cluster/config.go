@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,14 +64,16 @@ type Config struct {
 	// including the first time; see OnFence.
 	OnLease func()
 	// OnHandoff is called when the leader begins handing partitions of this node to
-	// another member (a drain or a rebalance): Admit already refuses their
-	// sandboxes, so the gateway holds new requests for them; it must stop their
-	// actors (closing WebSockets with 1012), may send their workspaces to h.To, and
-	// then reports with Node.CompleteHandoff on the leader. It is called once per
-	// handoff, again after a restart while the handoff lasts, on one goroutine of the
-	// node, one call at a time; a slow call delays only later ones. Nil: nobody
-	// reports, and the leader completes each handoff L + δ after it began.
-	OnHandoff func(h Handoff)
+	// another member (a drain or a rebalance). Admit already refuses their
+	// sandboxes, so the gateway holds new requests for them; OnHandoff must stop
+	// their actors (closing WebSockets with 1012) and may send their workspaces to
+	// h.To, and returns when that is done: the node then reports to the leader, which
+	// gives the partitions to h.To at once. Without a report (OnHandoff still
+	// running, or the node dead) the leader completes the handoff L + δ after it
+	// began. It is called once per handoff, again after a restart while the handoff
+	// lasts, on one goroutine of the node, one call at a time; ctx is cancelled by
+	// Close. Nil: the node runs nothing it must stop and reports at once.
+	OnHandoff func(ctx context.Context, h Handoff)
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.

@@ -11,7 +11,7 @@ import (
 // TestDrainUnderLoad drains a follower of a 3-node cluster while samplers admit
 // sandboxes of every node, with a quarter of the partitions busy. Its heartbeats are
 // still granted while it drains; every one of its partitions, busy ones included,
-// moves by a handoff it is told of and reports; it ends owning nothing, still a
+// moves by a handoff it is told of; it ends owning nothing, still a
 // draining member; no sandbox is admitted by two nodes at once, and every replica
 // agrees on the table. It reports how long the drain took at 1000 partitions/s.
 func TestDrainUnderLoad(t *testing.T) {
@@ -19,7 +19,7 @@ func TestDrainUnderLoad(t *testing.T) {
 	const rate = 1000
 	var busyOn atomic.Bool
 	busy := func(p int) bool { return busyOn.Load() && p%4 == 0 }
-	r := newReporter(t)
+	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) {
 		cfg.RebalanceRate = rate
 		cfg.Busy = busy
@@ -86,7 +86,7 @@ func TestDrainUnderLoad(t *testing.T) {
 			t.Fatalf("drained member is %s", m.Status)
 		}
 	}
-	told, _ := r.get()
+	told := r.get()
 	var handed []int
 	for _, x := range told {
 		if x.h.From == victim.ID() && x.at >= start {
@@ -124,7 +124,7 @@ func TestDrainUnderLoad(t *testing.T) {
 // nodes everywhere.
 func TestRollingRestart(t *testing.T) {
 	t.Parallel()
-	r := newReporter(t)
+	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 	sandboxes := sandboxesOf(h.nodes, 6)
 	rec := record(h.nodes, sandboxes)

@@ -11,7 +11,7 @@ import (
 // old owner's notification in handoff_notify.go; the protocol is in the package doc.
 
 // Handoff is one planned move of partitions from one member to another, as the old
-// owner is told of it (Config.OnHandoff) and reports it done (Node.CompleteHandoff).
+// owner is told of it (Config.OnHandoff).
 type Handoff struct {
 	// From is the member that owned the partitions and must stop running their
 	// sandboxes.

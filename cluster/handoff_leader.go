@@ -9,8 +9,8 @@ import (
 
 // The leader's side of planned moves: beginning handoffs for the moves the plan
 // makes off members that still serve, completing them when the old owner reports
-// (CompleteHandoff) or once any lease it held from before the handoff has surely
-// run out, and aborting those whose target left.
+// or once any lease it held from before the handoff has surely run out, and
+// aborting those whose target left.
 
 // handoffClock is one leadership's record of when it first saw each handoff (by
 // its BeginHandoff epoch). It lives on the reconcile goroutine only.
@@ -103,24 +103,14 @@ func (n *Node) tendHandoffs(ctx context.Context, c *handoffClock) {
 	}
 }
 
-// CompleteHandoff is the old owner's report that it has stopped running the
-// sandboxes of h's partitions (Config.OnHandoff): the leader gives each partition
-// still in that handoff to its target at once, with a new epoch. It must run on the
-// leader, and returns a *NotLeaderError elsewhere so the gateway can forward it
-// there; only the old owner may call it, and only after OnHandoff told it of h
-// (its own table then refuses the partitions, which is what makes the early
-// completion safe). Partitions no longer in that handoff (completed already,
+// completeHandoff takes the old owner's report that it has stopped running the
+// sandboxes of h's partitions (handoff_report.go): the leader gives each partition
+// still in that handoff to its target at once, with a new epoch. The report comes
+// only after the old owner's table refuses the partitions, which is what makes the
+// early completion safe. Partitions no longer in that handoff (completed already,
 // aborted) are skipped, so a report repeated after an indeterminate failure is
-// harmless. Without a report the leader completes the handoff once the old
-// owner's lease from before it has surely run out, L + δ after it began.
-func (n *Node) CompleteHandoff(ctx context.Context, h Handoff) error {
-	if _, err := n.completeHandoff(ctx, h); err != nil {
-		return fmt.Errorf("failed to complete handoff at epoch %d: %w", h.Epoch, err)
-	}
-	return nil
-}
-
-// completeHandoff also returns how many partitions it moved.
+// harmless. It returns how many partitions it moved, or a *NotLeaderError off the
+// leader.
 func (n *Node) completeHandoff(ctx context.Context, h Handoff) (int, error) {
 	if !n.IsLeader() {
 		return 0, n.notLeader()

@@ -285,3 +285,44 @@ func TestHandoffsFrom(t *testing.T) {
 		t.Fatalf("node-01 hands off %+v", h)
 	}
 }
+
+// TestReportFrames round-trips a handoff report and refuses damaged ones.
+func TestReportFrames(t *testing.T) {
+	t.Parallel()
+	h := Handoff{From: "a", To: "b", Epoch: 1 << 40, Partitions: []int{0, 7, Partitions - 1}}
+	b := encodeReport(h)
+	got, err := decodeReport(b)
+	if err != nil || got.From != h.From || got.To != h.To || got.Epoch != h.Epoch || !slices.Equal(got.Partitions, h.Partitions) {
+		t.Fatalf("decoded %+v (%v)", got, err)
+	}
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{name: "truncated", b: b[:len(b)-1]},
+		{name: "trailing", b: append(append([]byte(nil), b...), 0)},
+		{name: "partition out of range", b: encodeReport(Handoff{From: "a", Partitions: []int{Partitions}})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := decodeReport(tt.b); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decodeReport = %v", err)
+			}
+		})
+	}
+}
+
+func FuzzDecodeReport(f *testing.F) {
+	f.Add(encodeReport(Handoff{From: "a", To: "b", Epoch: 9, Partitions: []int{1, 2}}))
+	f.Add([]byte{0, 0, 0, 200})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := decodeReport(b)
+		if err != nil {
+			return
+		}
+		if _, err := decodeReport(encodeReport(h)); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+	})
+}

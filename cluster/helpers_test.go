@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,19 +63,13 @@ func openNode(tb testing.TB, cfg *Config) *Node {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opened.Store(n.RaftAddr(), n)
 	tb.Cleanup(func() {
 		if err := n.Close(); err != nil {
 			tb.Errorf("close %s: %v", n.ID(), err)
 		}
-		opened.CompareAndDelete(n.RaftAddr(), n)
 	})
 	return n
 }
-
-// opened maps the raft address of every node open in this process to the node, for
-// hooks that must reach another node of their cluster (see reporter).
-var opened sync.Map
 
 // leader returns the node among nodes that leads, waiting for one.
 func leader(tb testing.TB, nodes ...*Node) *Node {

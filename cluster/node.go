@@ -158,17 +158,15 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	stream.handoff = n.serveHandoffReport
 	stream.serve(n.serveHeartbeats)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	n.verifying.Add(1)
 	go n.watchLeadership(notify)
 	go n.verifyLoop()
 	go n.heartbeat()
 	go n.fence()
-	if cfg.OnHandoff != nil {
-		n.wg.Add(1)
-		go n.notifyHandoffs()
-	}
+	go n.notifyHandoffs()
 	return n, nil
 }
 

@@ -31,6 +31,8 @@ type streamLayer struct {
 	wg    sync.WaitGroup
 	up    func() bool            // nil: always up (tests cut the network with it)
 	to    func(addr string) bool // nil: every peer; tests block one direction with it
+	// handoff serves handoff report connections (streamHandoff); set before serve.
+	handoff func(net.Conn)
 
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
@@ -107,6 +109,10 @@ func (s *streamLayer) route(c net.Conn, hb func(net.Conn)) {
 	_ = c.SetReadDeadline(time.Time{})
 	if b[0] == streamHeartbeat {
 		hb(c)
+		return
+	}
+	if b[0] == streamHandoff && s.handoff != nil {
+		s.handoff(c)
 		return
 	}
 	select {

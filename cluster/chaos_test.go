@@ -35,6 +35,7 @@ func converged(tb testing.TB, nodes []*Node) bool {
 // admitted by two nodes at once throughout.
 func TestMinorityLeaderAndOwner(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	ln := newLinks()
 	r := newReporter()
 	h := newHarness(t, 5, func(cfg *Config) { ln.use(cfg); r.use(cfg) })
@@ -126,6 +127,7 @@ func TestMinorityLeaderAndOwner(t *testing.T) {
 // the cluster converges once the links are healed.
 func TestAsymmetricAndFlappingLinks(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	ln := newLinks()
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { ln.use(cfg); r.use(cfg) })
@@ -171,6 +173,7 @@ func TestAsymmetricAndFlappingLinks(t *testing.T) {
 // once, and the cluster converges once the disks are fast again.
 func TestSlowDisk(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 	rec := record(h.nodes, sandboxesOf(h.nodes, 6))

@@ -16,6 +16,7 @@ func beginHandoffs(tb testing.TB, nodes []*Node, from, to NodeID, ps []int) (epo
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
+	last := ""
 	err := onLeader(tb, nodes, func(l *Node) error {
 		s := l.fsm.cur.Load()
 		var hs []handoff
@@ -30,6 +31,10 @@ func beginHandoffs(tb testing.TB, nodes []*Node, from, to NodeID, ps []int) (epo
 			return nil
 		}
 		if err := l.apply(ctx, encodeBeginHandoff(hs)); err != nil {
+			if err.Error() != last {
+				last = err.Error()
+				tb.Logf("begin handoff on %s: %v (retrying)", l.ID(), err)
+			}
 			return err
 		}
 		epoch = l.fsm.cur.Load().parts[ps[0]].Epoch
@@ -88,6 +93,7 @@ func (h *harness) firstSeen(id NodeID, cond func(*state) bool) (time.Duration, *
 // partition with a hook that returns at once.
 func TestHandoffReported(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	const bigL, bigMargin = 2 * time.Second, 300 * time.Millisecond
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) {
@@ -186,6 +192,7 @@ func TestHandoffReported(t *testing.T) {
 // BeginHandoff, with no overlapping admissions.
 func TestHandoffUnreported(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 	h.frozen.Store(true)
@@ -233,6 +240,7 @@ func TestLeaderKilledDuringHandoff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			heavy(t)
 			r := newReporter()
 			h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 			h.frozen.Store(true)

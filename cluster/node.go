@@ -204,7 +204,8 @@ func (n *Node) Self() Member {
 }
 
 // Owner returns the node that owns a sandbox, the epoch of that ownership, and whether
-// the sandbox currently has an owner at all. It reads this node's replica with no
+// the sandbox currently has an owner at all (not while its partition is in handoff:
+// then owner is the old owner and ok is false). It reads this node's replica with no
 // lock and no allocation, so a follower may briefly see an older owner; the owner
 // re-checks and the epoch fences stale writes.
 func (n *Node) Owner(sandboxID string) (owner NodeID, epoch uint64, ok bool) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDrainUnderLoad drains a follower of a 3-node cluster while samplers admit
@@ -137,8 +138,10 @@ func TestRollingRestart(t *testing.T) {
 	rec := record(h.nodes, sandboxes)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*patience)
 	defer cancel()
+	restarted := map[NodeID]time.Duration{}
 	for i := range h.nodes {
 		nd := h.nodes[i]
+		restarted[nd.ID()] = mono()
 		if err := onLeader(t, h.nodes, func(l *Node) error { return l.Drain(ctx, nd.ID()) }); err != nil {
 			t.Fatal(err)
 		}
@@ -161,6 +164,18 @@ func TestRollingRestart(t *testing.T) {
 			return ok && placed(l, h.nodes...) && sameTable(h.nodes...)
 		})
 		t.Logf("%s drained, restarted and placed again in %v", nd.ID(), mono()-down)
+	}
+	// Each node got its partitions back by handoffs from the others.
+	back := map[NodeID]int{}
+	for _, x := range r.get() {
+		if x.at > restarted[x.h.To] {
+			back[x.h.To] += len(x.h.Partitions)
+		}
+	}
+	for _, nd := range h.nodes {
+		if back[nd.ID()] == 0 {
+			t.Fatalf("no partition handed to %s", nd.ID())
+		}
 	}
 	waitFor(t, "the same three voters everywhere", func() bool {
 		var want []string

@@ -325,3 +325,62 @@ func byID(nodes []*Node, id NodeID) *Node {
 	}
 	return nil
 }
+
+// TestHandoffTargetLeaves: when the target of a handoff dies before the handoff
+// completes, the leader fails it and aborts the handoff, which gives the partitions
+// back to the old owner at a new epoch; the old owner admits again, and no sandbox
+// is admitted by two nodes at once.
+func TestHandoffTargetLeaves(t *testing.T) {
+	t.Parallel()
+	heavy(t)
+	r := newReporter()
+	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
+	h.frozen.Store(true)
+	r.hold.Store(true) // no report: only the leader can end the handoff
+	var from, to *Node
+	waitFor(t, "an owner and a target that are followers", func() bool {
+		l := leader(t, h.nodes...)
+		o := h.others(l)
+		from, to = o[0], o[1]
+		return len(ownedUpTo(from, 8)) == 8
+	})
+	sandboxes := owned(t, from, 8)
+	ps := partitionsOf(sandboxes)
+	rec := record(h.nodes, sandboxes)
+	waitFor(t, "the owner to admit its sandboxes", func() bool { return rec.admitted(sandboxes, from) })
+	if err := to.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The target is still alive in the table until its lease has run out, so the
+	// handoff begins; the leader fails the target before the handoff is due.
+	epoch := beginHandoffs(t, h.nodes, from.ID(), to.ID(), ps)
+	survivors := h.others(to)
+	waitFor(t, "the partitions back on the old owner", func() bool {
+		for _, p := range ps {
+			for _, nd := range survivors {
+				if a := nd.Partition(p); a.State != PartitionActive || a.Epoch <= epoch {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for _, p := range ps {
+		// The next state of the partition after the handoff is the abort's: back
+		// on the old owner, never on the dead target.
+		_, s, _ := h.firstSeen(from.ID(), func(s *state) bool { return s.parts[p].Epoch > epoch })
+		if a := s.parts[p]; a.Owner != from.ID() || a.State != PartitionActive {
+			t.Fatalf("partition %d after the handoff: %+v, not back on %s", p, a, from.ID())
+		}
+	}
+	waitFor(t, "the old owner to admit its sandboxes again", func() bool {
+		for _, sb := range sandboxes {
+			if from.Admit(sb) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	rec.finish(t, h)
+	h.checkTables(t)
+}

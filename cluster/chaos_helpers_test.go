@@ -213,15 +213,8 @@ func sandboxesOf(nodes []*Node, k int) []string {
 	return out
 }
 
-// heavySlots bounds how many clusters of the handoff, drain and chaos tests run at
-// once. Each is several raft nodes at 50 ms timeouts under -race; many more at once
-// on a small machine make elections churn, and every new leader waits L + δ before
-// it moves a dead member's partitions, until the other tests' waits run out.
-var heavySlots = make(chan struct{}, 2)
-
-// heavy takes a slot until tb's cleanup, which runs after the cleanups registered
-// later (the nodes' Close).
-func heavy(tb testing.TB) {
-	heavySlots <- struct{}{}
-	tb.Cleanup(func() { <-heavySlots })
-}
+// Not parallel: the handoff, drain and chaos tests do not call t.Parallel, so they
+// run one after another before the package's parallel tests start. Each is several
+// raft nodes at 50 ms timeouts under -race; beside the lease tests on a small
+// machine they make elections churn, and every new leader waits L + δ before it
+// moves a dead member's partitions, which the lease tests then wait for in vain.

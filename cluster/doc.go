@@ -138,10 +138,12 @@
 //     every node that has applied it (ErrHandoff: the gateway holds the request),
 //     and Owner reports no owner. The old owner's last writes (passivation) carry
 //     the new epoch, Handoff.Epoch, which stays current until the handoff ends.
-//  2. The old owner sees the handoff in its own table, calls Config.OnHandoff (stop
-//     the actors, close their WebSockets with 1012, send the workspace), and when it
-//     returns reports to the leader on a connection of its own to the leader's raft
-//     port, again while the handoff lasts until the leader takes it.
+//  2. The old owner sees the handoff in its own table (only while it holds a lease:
+//     a table being replayed after a restart shows handoffs long over), calls
+//     Config.OnHandoff (stop the actors, close their WebSockets with 1012, send the
+//     workspace), and when it returns reports to the leader on a connection of its
+//     own to the leader's raft port, again while the handoff lasts until the leader
+//     takes it.
 //  3. The leader commits CompleteHandoff{p, expected epoch}: Owner = Next, state
 //     active, epoch = the entry's index. The new owner admits once it applies it
 //     (it activates lazily, on the first request).

@@ -17,8 +17,7 @@ import (
 // draining member; no sandbox is admitted by two nodes at once, and every replica
 // agrees on the table. It reports how long the drain took at 1000 partitions/s.
 func TestDrainUnderLoad(t *testing.T) {
-	t.Parallel()
-	heavy(t)
+	// Not parallel (see chaos_helpers_test.go).
 	const rate = 1000
 	var busyOn atomic.Bool
 	busy := func(p int) bool { return busyOn.Load() && p%4 == 0 }
@@ -130,8 +129,7 @@ func TestDrainUnderLoad(t *testing.T) {
 // node ends alive with its partitions back, and the voter set is the same three
 // nodes everywhere.
 func TestRollingRestart(t *testing.T) {
-	t.Parallel()
-	heavy(t)
+	// Not parallel (see chaos_helpers_test.go).
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
 	sandboxes := sandboxesOf(h.nodes, 6)

@@ -151,7 +151,7 @@ func (n *Node) handingOff(h Handoff) bool {
 // published table after each change rather than hooking Apply, so handoffs found
 // after a restart (replayed log, restored snapshot) are handled too, and one already
 // over when the goroutine gets to it is not. It runs on its own goroutine, one
-// handoff at a time; Close waits for it.
+// handoff at a time, and only while the node holds a lease; Close waits for it.
 func (n *Node) notifyHandoffs() {
 	defer n.wg.Done()
 	type key struct {
@@ -162,6 +162,16 @@ func (n *Node) notifyHandoffs() {
 	var last *Assignment // the table last scanned: states share it until parts change
 	for {
 		s := n.fsm.cur.Load()
+		if ok, _ := n.Lease(); !ok {
+			// Without a lease the table may be an old one being replayed (a node
+			// just opened, or back from a cut), whose handoffs are long over. A
+			// lease comes only with a table as new as the leader's when it granted.
+			n.fsm.waitIndex(n.ctx, s.index+1, n.cfg.LeaseTTL/6)
+			if n.ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		if len(s.parts) > 0 && &s.parts[0] != last {
 			last = &s.parts[0]
 			current := map[key]bool{}
@@ -192,6 +202,9 @@ func (n *Node) notifyHandoffs() {
 // handOff runs the hook for h, then reports it, again every L/6 (or at the next
 // change of the table) while the handoff lasts.
 func (n *Node) handOff(h Handoff) {
+	if !n.handingOff(h) {
+		return // over already (the table moved on while an earlier hook ran)
+	}
 	if n.cfg.OnHandoff != nil {
 		n.cfg.OnHandoff(n.ctx, h)
 	}

@@ -14,7 +14,7 @@ import (
 // than L + δ after its leadership began; at the end exactly one node owns each
 // partition on every survivor, the epochs grew, and no sandbox was admitted twice.
 func TestLeaderKilledDuringHandoff(t *testing.T) {
-	t.Parallel()
+	// Not parallel (see chaos_helpers_test.go); its two cases run side by side.
 	tests := []struct {
 		name       string
 		fromLeader bool

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -218,3 +219,21 @@ func sandboxesOf(nodes []*Node, k int) []string {
 // raft nodes at 50 ms timeouts under -race; beside the lease tests on a small
 // machine they make elections churn, and every new leader waits L + δ before it
 // moves a dead member's partitions, which the lease tests then wait for in vain.
+
+// historyOf describes how each replica saw partition p change, for failure messages.
+func (h *harness) historyOf(p int) string {
+	h.histMu.Lock()
+	defer h.histMu.Unlock()
+	out := ""
+	for _, nd := range h.nodes {
+		out += fmt.Sprintf("\n  %s:", nd.ID())
+		var last Assignment
+		for _, e := range h.hist[nd.ID()] {
+			if a := e.s.parts[p]; a != last {
+				out += fmt.Sprintf(" [%v idx %d → %s@%d s%d %s]", e.at, e.s.index, a.Owner, a.Epoch, a.State, a.Next)
+				last = a
+			}
+		}
+	}
+	return out
+}

@@ -121,7 +121,10 @@ func TestMinorityLeaderAndOwner(t *testing.T) {
 	}
 	for _, nd := range majority {
 		for p, from := range was {
-			at, _, _ := h.firstSeen(nd.ID(), func(s *state) bool { a := s.parts[p]; return a.Owner != from && a.Epoch > epochs[p] })
+			at, _, seen := h.firstSeen(nd.ID(), func(s *state) bool { a := s.parts[p]; return a.Owner != from && a.Epoch > epochs[p] })
+			if !seen {
+				t.Fatalf("%s: no state of partition %d off %s past epoch %d; now %+v; history:%s", nd.ID(), p, from, epochs[p], nd.Partition(p), h.historyOf(p))
+			}
 			if at < ends[from]+testMargin || (ok && at < next.since+testL+testMargin) {
 				t.Fatalf("%s moved partition %d of %s %v after the cut: before its lease end + δ (%v) or the new leader's L + δ (%v)",
 					nd.ID(), p, from, at-cut, ends[from]+testMargin-cut, next.since+testL+testMargin-cut)

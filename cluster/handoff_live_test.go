@@ -78,16 +78,27 @@ func ownedAt(nodes []*Node, owner NodeID, ps []int) bool {
 }
 
 // firstSeen returns when replica id first published a state satisfying cond, and
-// that state.
+// that state. A replica makes a state current a moment before the harness records
+// it, so when the replica's current state satisfies cond, firstSeen waits for the
+// record.
 func (h *harness) firstSeen(id NodeID, cond func(*state) bool) (time.Duration, *state, bool) {
-	h.histMu.Lock()
-	defer h.histMu.Unlock()
-	for _, e := range h.hist[id] {
-		if cond(e.s) {
-			return e.at, e.s, true
+	nd := byID(h.nodes, id)
+	must := nd != nil && cond(nd.fsm.cur.Load())
+	deadline := time.Now().Add(patience)
+	for {
+		h.histMu.Lock()
+		for _, e := range h.hist[id] {
+			if cond(e.s) {
+				h.histMu.Unlock()
+				return e.at, e.s, true
+			}
 		}
+		h.histMu.Unlock()
+		if !must || time.Now().After(deadline) {
+			return 0, nil, false
+		}
+		time.Sleep(time.Millisecond) // the record follows the publish at once
 	}
-	return 0, nil, false
 }
 
 // TestHandoffReported: the old owner is told of a handoff (OnHandoff) and, once

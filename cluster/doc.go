@@ -126,6 +126,20 @@
 //   - A grant also waits for the new leader's Barrier: the index it carries then
 //     covers every entry of earlier terms.
 //
+// What leases cannot cover: a process paused between its check and its write. Writes
+// carry Epoch, and the replicated store (not here yet) must refuse a write whose
+// epoch is not the partition's current one. A server that is frozen cannot run
+// OnFence either; the sandbox's own init must hold the lease deadline (gateway and
+// runtime).
+//
+// Failover figures (3 nodes on loopback under -race on a shared 2-core machine,
+// L = 300 ms, δ = 100 ms, raft at 0.1×; TestKilledOwnerFailover and
+// TestLeaderKilledLeasesHold): an owner closed → a survivor admits one of its
+// sandboxes after 0.42 s, median of five (0.40-0.48 s): L + δ counted from its last
+// heartbeat, which is up to L/6 older than the kill, plus a commit. At the defaults
+// that is 3.0-3.5 s plus a commit. A killed leader is replaced in 0.09-0.12 s here
+// (about 1 s at the defaults), well inside L, so owners keep their leases through it.
+//
 // # Planned moves: handoff and drain
 //
 // A partition whose owner is alive (or draining) moves in two phases, so that the
@@ -176,24 +190,10 @@
 // Handoff figures (3 nodes on loopback under -race on a shared 2-core machine,
 // L = 300 ms, raft at 0.1×; TestHandoffReported, TestDrainUnderLoad): one partition
 // with a hook that returns at once, BeginHandoff applied on the first replica →
-// CompleteHandoff applied on the target, 10-55 ms, median about 30 ms (two commits
-// and the report's round trip). A drain of one member's 1331-1343 partitions (a
+// CompleteHandoff applied on the target, 10-80 ms, medians of eight 19-56 ms over
+// runs (two commits and the report's round trip). A drain of one member's 1331-1343 partitions (a
 // quarter busy) at RebalanceRate 1000 took 1.4-1.7 s, which is the rate: at the
 // default 64 per second it is about 21 s.
-//
-// What leases cannot cover: a process paused between its check and its write. Writes
-// carry Epoch, and the replicated store (not here yet) must refuse a write whose
-// epoch is not the partition's current one. A server that is frozen cannot run
-// OnFence either; the sandbox's own init must hold the lease deadline (gateway and
-// runtime).
-//
-// Failover figures (3 nodes on loopback under -race on a shared 2-core machine,
-// L = 300 ms, δ = 100 ms, raft at 0.1×; TestKilledOwnerFailover and
-// TestLeaderKilledLeasesHold): an owner closed → a survivor admits one of its
-// sandboxes after 0.42 s, median of five (0.40-0.48 s): L + δ counted from its last
-// heartbeat, which is up to L/6 older than the kill, plus a commit. At the defaults
-// that is 3.0-3.5 s plus a commit. A killed leader is replaced in 0.09-0.12 s here
-// (about 1 s at the defaults), well inside L, so owners keep their leases through it.
 //
 // # Caveats (not done yet)
 //

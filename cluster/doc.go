@@ -258,8 +258,11 @@
 //     state becomes handoff with Next = to, Owner stays from, and its epoch becomes
 //     the entry's index. From then on Admit refuses the partition's sandboxes on
 //     every node that has applied it (ErrHandoff: the gateway holds the request),
-//     and Owner reports no owner. The old owner's last writes (passivation) carry
-//     the new epoch, Handoff.Epoch, which stays current until the handoff ends.
+//     and Owner reports no owner. The store still accepts batches of its sandboxes
+//     stamped with the epoch before the handoff (Assignment.Prev: the old owner's
+//     activations were loaded at it) or with the handoff's own (Handoff.Epoch),
+//     so the old owner's last writes (passivation) land; nobody else is admitted
+//     to write then, and the entry that ends the handoff moves the epoch past both.
 //  2. The old owner sees the handoff in its own table (only while it holds a lease:
 //     a table being replayed after a restart shows handoffs long over), calls
 //     Config.OnHandoff (stop the actors, close their WebSockets with 1012, send the

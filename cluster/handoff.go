@@ -19,8 +19,8 @@ type Handoff struct {
 	// To is the member that will own them.
 	To NodeID
 	// Epoch is the index of the BeginHandoff entry, the partitions' epoch while they
-	// move: the old owner's passivation writes carry it, and it stays current until
-	// the handoff completes.
+	// move. The store accepts the old owner's passivation writes stamped with it or
+	// with the epoch before the handoff (Assignment.Prev) until the handoff ends.
 	Epoch uint64
 	// Partitions are the partitions moving, in increasing order.
 	Partitions []int
@@ -134,7 +134,7 @@ func (s *state) beginHandoff(index uint64, hs []handoff) (*state, error) {
 	}
 	n := s.withParts()
 	for _, h := range hs {
-		n.parts[h.P] = Assignment{Owner: h.From, Epoch: index, State: PartitionHandoff, Next: h.To}
+		n.parts[h.P] = Assignment{Owner: h.From, Epoch: index, State: PartitionHandoff, Next: h.To, Prev: h.Expect}
 	}
 	return n, nil
 }
@@ -209,8 +209,8 @@ func (s *state) handoffsFrom(id NodeID) []Handoff {
 	return out
 }
 
-// encodeHandoffs writes the snapshot's handoff section (version 4): the target of
-// every partition that has one, in partition order.
+// encodeHandoffs writes the snapshot's handoff section (version 4): the target and
+// the previous epoch of every partition in handoff, in partition order.
 func (s *state) encodeHandoffs(e *encoder) {
 	var ps []int
 	for p, a := range s.parts {
@@ -222,18 +222,19 @@ func (s *state) encodeHandoffs(e *encoder) {
 	for _, p := range ps {
 		e.uvarint(uint64(p))
 		e.string(string(s.parts[p].Next))
+		e.uvarint(s.parts[p].Prev)
 	}
 }
 
 func (s *state) decodeHandoffs(d *decoder) {
 	for i, n := 0, d.count(); i < n && d.err == nil; i++ {
-		p, next := d.uvarint(), NodeID(d.string())
+		p, next, prev := d.uvarint(), NodeID(d.string()), d.uvarint()
 		if d.err == nil && p >= Partitions {
 			d.err = fmt.Errorf("%w: handoff of partition %d", ErrCorrupt, p)
 			return
 		}
 		if d.err == nil {
-			s.parts[p].Next = next
+			s.parts[p].Next, s.parts[p].Prev = next, prev
 		}
 	}
 }

@@ -32,12 +32,12 @@ func TestHandoffCommands(t *testing.T) {
 		begun   bool
 		cmd     func(p int, epoch uint64) []byte
 		wantErr error
-		want    func(p int) Assignment // when wantErr is nil
+		want    func(p int, epoch uint64) Assignment // when wantErr is nil; epoch: before any handoff
 	}{
 		{name: "begin", cmd: func(p int, e uint64) []byte {
 			return encodeBeginHandoff([]handoff{{P: p, From: "node-00", To: "node-01", Expect: e}})
-		}, want: func(int) Assignment {
-			return Assignment{Owner: "node-00", Epoch: at, State: PartitionHandoff, Next: "node-01"}
+		}, want: func(_ int, e uint64) Assignment {
+			return Assignment{Owner: "node-00", Epoch: at, State: PartitionHandoff, Next: "node-01", Prev: e}
 		}},
 		{name: "begin at a stale epoch", cmd: func(p int, e uint64) []byte {
 			return encodeBeginHandoff([]handoff{{P: p, From: "node-00", To: "node-01", Expect: e + 1}})
@@ -59,7 +59,7 @@ func TestHandoffCommands(t *testing.T) {
 		}, wantErr: ErrInvalid},
 		{name: "complete", begun: true, cmd: func(p int, e uint64) []byte {
 			return encodeCompleteHandoff([]move{{P: p, Owner: "node-01", Expect: begunAt}})
-		}, want: func(int) Assignment { return Assignment{Owner: "node-01", Epoch: at, State: PartitionActive} }},
+		}, want: func(int, uint64) Assignment { return Assignment{Owner: "node-01", Epoch: at, State: PartitionActive} }},
 		{name: "complete at the epoch before the handoff", begun: true, cmd: func(p int, e uint64) []byte {
 			return encodeCompleteHandoff([]move{{P: p, Owner: "node-01", Expect: e}})
 		}, wantErr: ErrStaleEpoch},
@@ -71,7 +71,7 @@ func TestHandoffCommands(t *testing.T) {
 		}, wantErr: ErrUnknownMember},
 		{name: "abort", begun: true, cmd: func(p int, e uint64) []byte {
 			return encodeAbortHandoff([]epochRef{{P: p, Expect: begunAt}})
-		}, want: func(int) Assignment { return Assignment{Owner: "node-00", Epoch: at, State: PartitionActive} }},
+		}, want: func(int, uint64) Assignment { return Assignment{Owner: "node-00", Epoch: at, State: PartitionActive} }},
 		{name: "abort at a stale epoch", begun: true, cmd: func(p int, e uint64) []byte {
 			return encodeAbortHandoff([]epochRef{{P: p, Expect: e}})
 		}, wantErr: ErrStaleEpoch},
@@ -105,8 +105,8 @@ func TestHandoffCommands(t *testing.T) {
 			if r != nil {
 				t.Fatalf("Apply = %v", r)
 			}
-			if got := f.cur.Load().parts[p]; got != tt.want(p) {
-				t.Fatalf("partition %d = %+v, want %+v", p, got, tt.want(p))
+			if got := f.cur.Load().parts[p]; got != tt.want(p, epoch) {
+				t.Fatalf("partition %d = %+v, want %+v", p, got, tt.want(p, epoch))
 			}
 			if before.parts[p].Epoch > at {
 				t.Fatal("the published state was modified in place")
@@ -127,7 +127,7 @@ func TestSnapshotHandoffs(t *testing.T) {
 	if err := g.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.cur.Load().parts[p]; got != f.cur.Load().parts[p] || got.Next != "node-02" {
+	if got := g.cur.Load().parts[p]; got != f.cur.Load().parts[p] || got.Next != "node-02" || got.Prev != epoch {
 		t.Fatalf("restored %+v, want %+v", got, f.cur.Load().parts[p])
 	}
 	if !bytes.Equal(f.cur.Load().encode(), g.cur.Load().encode()) {
@@ -150,7 +150,7 @@ func TestSnapshotHandoffs(t *testing.T) {
 		t.Fatalf("v2 decoded: %v", err)
 	}
 	bad := append([]byte(nil), v4[:len(v4)-1]...)
-	bad = append(bad, 1, 0xff, 0x7f, 1, 'x') // a handoff of partition 16383
+	bad = append(bad, 1, 0xff, 0x7f, 1, 'x', 0) // a handoff of partition 16383
 	if _, err := decodeState(bad); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("handoff of an out of range partition: %v", err)
 	}

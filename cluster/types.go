@@ -98,4 +98,9 @@ type Assignment struct {
 	// Next is the member the partition is being handed to while State is
 	// PartitionHandoff, empty otherwise.
 	Next NodeID
+	// Prev is, while State is PartitionHandoff, the epoch the partition had when the
+	// handoff began (0 otherwise): the old owner's activations were loaded at it,
+	// and the store still accepts their last writes (passivation) stamped with it
+	// until the handoff ends.
+	Prev uint64
 }

@@ -41,6 +41,9 @@ var errorRules = []errorRule{
 	{[]error{cluster.ErrUnknownMember}, http.StatusNotFound, codeNotFound},
 	{[]error{cluster.ErrLastVoter}, http.StatusConflict, codeConflict},
 	{[]error{cluster.ErrClosed, cluster.ErrNotLeader}, http.StatusServiceUnavailable, codeUnavailable},
+	// A sandbox whose partition is moving to another node (a drain): the forwarder
+	// holds such requests; one that meets it past the hold is worth a retry.
+	{[]error{cluster.ErrHandoff}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is

@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// Planned moves on the old owner's side. When the leader begins handing partitions
+// of this node to another member (a drain, or a rebalance), the cluster node calls
+// cluster.Config.OnHandoff, which is Server.handOff:
+//
+//  1. The streams of the partitions' sandboxes end: WebSockets close with 1012
+//     (service restart) and SSE streams finish; clients reconnect through any node
+//     and are held until the new owner serves.
+//  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
+//     its processes end and their exits are recorded, and its record is marked as
+//     left, so the next owner's sandbox.moved says "planned": true.
+//  3. The hook returns; the cluster node reports to the leader, which gives the
+//     partitions to the new owner at once. A hook that outlives the lease plus the
+//     margin is overtaken: the leader completes without the report.
+//
+// Step 2 writes while the table already refuses the sandboxes (cluster.ErrHandoff)
+// and their epoch has moved to the handoff's. handoffGate lets exactly those
+// activations through: for a sandbox this node is ending, while its partition is in
+// handoff from this node and the node holds its lease, the actor is told the
+// sandbox is admitted at the epoch before the handoff (cluster.Assignment.Prev),
+// which its activation was loaded at; the cluster store accepts writes stamped with
+// that epoch until the handoff ends. Any other activation, and any new one after
+// the ending one stopped, sees the cluster's own answer.
+
+// handoffWorkers bounds how many activations one handoff ends at once: each may wait
+// for its processes' kill grace.
+const handoffWorkers = 8
+
+// handoffGate is the actor's admission and epoch (actor.Config.Admission, Epoch):
+// the cluster node's, except for the sandboxes a handoff is ending here. It is safe
+// for concurrent use; the common path takes no lock.
+type handoffGate struct {
+	cn      *cluster.Node
+	pending atomic.Int64 // len(ending): the fast path skips the lock when 0
+	mu      sync.Mutex
+	ending  map[string]bool
+}
+
+func newHandoffGate(cn *cluster.Node) *handoffGate {
+	return &handoffGate{cn: cn, ending: map[string]bool{}}
+}
+
+// admit is actor.Config.Admission.
+func (g *handoffGate) admit(sb string) error {
+	err := g.cn.Admit(sb)
+	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) {
+		return nil
+	}
+	return err
+}
+
+// epoch is actor.Config.Epoch.
+func (g *handoffGate) epoch(sb string) uint64 {
+	if g.passivating(sb) {
+		return g.cn.Partition(cluster.PartitionOf(sb)).Prev
+	}
+	return g.cn.Epoch(sb)
+}
+
+// passivating reports whether sb's activation is being ended here by a handoff that
+// is still under way, on a node that holds its lease.
+func (g *handoffGate) passivating(sb string) bool {
+	if g.pending.Load() == 0 {
+		return false
+	}
+	g.mu.Lock()
+	ok := g.ending[sb]
+	g.mu.Unlock()
+	if !ok || !errors.Is(g.cn.Admit(sb), cluster.ErrHandoff) {
+		return false // a pinned sandbox, or the handoff is over
+	}
+	a := g.cn.Partition(cluster.PartitionOf(sb))
+	valid, _ := g.cn.Lease()
+	return valid && a.Owner == g.cn.ID()
+}
+
+func (g *handoffGate) begin(sb string) {
+	g.mu.Lock()
+	if !g.ending[sb] {
+		g.ending[sb] = true
+		g.pending.Add(1)
+	}
+	g.mu.Unlock()
+}
+
+func (g *handoffGate) end(sb string) {
+	g.mu.Lock()
+	if g.ending[sb] {
+		delete(g.ending, sb)
+		g.pending.Add(-1)
+	}
+	g.mu.Unlock()
+}
+
+// handOff is cluster.Config.OnHandoff once the server exists (see the top of this
+// file). It returns when every activation of h's partitions here has ended, or when
+// ctx is done (the cluster node closing).
+func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
+	parts := make(map[int]bool, len(h.Partitions))
+	for _, p := range h.Partitions {
+		parts[p] = true
+	}
+	moving := func(sb string) bool {
+		return parts[cluster.PartitionOf(sb)] && errors.Is(s.cluster.Admit(sb), cluster.ErrHandoff)
+	}
+	stopped := s.streams.stopWhere(moving)
+	var ids []string
+	for _, sb := range s.node.ActiveSandboxes() {
+		if moving(sb) {
+			ids = append(ids, sb)
+		}
+	}
+	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
+		"active", len(ids), "streams", stopped)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(handoffWorkers, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sb := range work {
+				s.handoffs.begin(sb)
+				if err := s.node.Deactivate(ctx, sb); err != nil {
+					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+				}
+				s.handoffs.end(sb)
+			}
+		}()
+	}
+	for _, sb := range ids {
+		select {
+		case work <- sb:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// stopWhere stops and unregisters the streams of every sandbox that match selects,
+// and returns how many it stopped. The stop functions run without the lock.
+func (g *streamRegistry) stopWhere(match func(sb string) bool) int {
+	var stops []func()
+	g.mu.Lock()
+	for sb, m := range g.by {
+		if !match(sb) {
+			continue
+		}
+		for _, stop := range m {
+			stops = append(stops, stop)
+		}
+		delete(g.by, sb)
+	}
+	g.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	return len(stops)
+}

@@ -35,6 +35,7 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks, secret []b
 		Join:          hooks.joining,
 		Multiplier:    c.RaftMultiplier,
 		LeaseTTL:      c.LeaseTTL,
+		RebalanceRate: c.RebalanceRate,
 		OnFence:       hooks.fence,
 		OnLease:       hooks.leased,
 		OnHandoff:     hooks.handOff,

@@ -55,6 +55,9 @@ type Config struct {
 	// one, and a silent node's sandboxes move L + 0.5 s after its last heartbeat. Zero
 	// means 3 s.
 	LeaseTTL time.Duration
+	// RebalanceRate bounds how many partitions per second the leader moves to
+	// rebalance or to drain a member (each a planned move). Zero means 64.
+	RebalanceRate int
 	// RaftLog receives raft's own log lines (warnings and errors); nil discards them.
 	RaftLog io.Writer
 	// Labels are this node's labels, for routing policy.

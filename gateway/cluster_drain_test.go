@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// TestDrainMovesSandboxes drains the owner of a sandbox that runs a process (one
+// that ignores SIGTERM, so the handoff lasts its kill grace) with a WebSocket
+// attached through another node: the drain route answers 202 through a follower
+// or the leader alike, the WebSocket closes with 1012, a request sent through a
+// third node while the partition is in handoff is held and then served, the
+// sandbox answers on another node with sandbox.moved {"planned": true} in its log
+// and the process recorded as exited there, and the drained node ends up owning
+// nothing.
+func TestDrainMovesSandboxes(t *testing.T) {
+	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000 })
+	a, b, c := tr.node("a"), tr.node("b"), tr.node("c")
+	sb := tr.ownedBy("dr", "a")
+	part := cluster.PartitionOf(sb)
+	c.sandbox(sb)
+	var p processJSON
+	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
+		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
+	ws := c.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws")
+	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
+	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(sb) == 1 })
+
+	b.doToken(testToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusForbidden)
+	b.doToken(testAdminToken, "POST", "/v1/cluster/members/nobody/drain", nil).want(t, http.StatusNotFound)
+
+	// The held request goes through c as soon as c's table shows the handoff.
+	heldBefore := testutil.ToFloat64(c.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld))
+	type answer struct {
+		r         response
+		inHandoff bool
+	}
+	held := make(chan answer, 1)
+	go func() {
+		deadline := time.Now().Add(clusterPatience)
+		for c.srv.cluster.Partition(part).State != cluster.PartitionHandoff && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond) // polling a table: it has no event per partition
+		}
+		in := c.srv.cluster.Partition(part).State == cluster.PartitionHandoff
+		held <- answer{c.do("GET", "/v1/sandboxes/"+sb, nil), in}
+	}()
+
+	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
+	c.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted) // again: still 202
+
+	if st := ws.readUntil(t, clusterPatience, func(*wsClient) bool { return false }); st != websocket.StatusServiceRestart {
+		t.Fatalf("websocket closed with %v, want 1012", st)
+	}
+	select {
+	case h := <-held:
+		if !h.inHandoff {
+			t.Fatal("the partition was never seen in handoff on c")
+		}
+		if h.r.status != http.StatusOK {
+			t.Fatalf("request sent during the handoff: %d %s", h.r.status, h.r.body)
+		}
+	case <-time.After(clusterPatience):
+		t.Fatal("the request sent during the handoff did not return")
+	}
+	if n := testutil.ToFloat64(c.srv.fwd.metrics.forwards.WithLabelValues(forwardHeld)); n <= heldBefore {
+		t.Errorf("held forwards on c: %v, want more than %v", n, heldBefore)
+	}
+
+	owner, _, ok := b.srv.cluster.Owner(sb)
+	if !ok || owner == "a" {
+		t.Fatalf("after the drain %s is owned by %q (ok %v)", sb, owner, ok)
+	}
+	var got processJSON
+	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil).json(t, &got)
+	if got.Status != "exited" {
+		t.Errorf("process after a planned move: %q, want exited", got.Status)
+	}
+	var list struct {
+		Events []struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		} `json:"events"`
+	}
+	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/events?since=0", nil).json(t, &list)
+	var moved []map[string]any
+	for _, e := range list.Events {
+		if e.Type == "sandbox.moved" {
+			moved = append(moved, e.Data)
+		}
+	}
+	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != string(owner) {
+		raw, _ := json.Marshal(moved)
+		t.Fatalf("sandbox.moved events: %s, want one planned from a to %s", raw, owner)
+	}
+	eventually(t, clusterPatience, "a drained in every table", func() bool {
+		for _, n := range tr.nodes {
+			if !n.srv.cluster.Drained("a") {
+				return false
+			}
+		}
+		return true
+	})
+}

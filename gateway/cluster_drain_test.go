@@ -42,15 +42,37 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	type answer struct {
 		r         response
 		inHandoff bool
+		// A forwarded request sent straight to a during the handoff: its status and
+		// hold header, and whether a's table still showed the handoff after it.
+		direct     int
+		hold       string
+		directDone bool
 	}
 	held := make(chan answer, 1)
 	go func() {
+		inHandoff := func(ts *testServer) bool { return ts.srv.cluster.Partition(part).State == cluster.PartitionHandoff }
 		deadline := time.Now().Add(clusterPatience)
-		for c.srv.cluster.Partition(part).State != cluster.PartitionHandoff && time.Now().Before(deadline) {
+		for !inHandoff(c) && time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond) // polling a table: it has no event per partition
 		}
-		in := c.srv.cluster.Partition(part).State == cluster.PartitionHandoff
-		held <- answer{c.do("GET", "/v1/sandboxes/"+sb, nil), in}
+		var ans answer
+		ans.inHandoff = inHandoff(c)
+		// a applies the same entry at about the same time; it holds the partition at
+		// least for its process's kill grace.
+		for ans.inHandoff && !inHandoff(a) && time.Now().Before(deadline) && a.srv.cluster.Partition(part).Owner == "a" {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if inHandoff(a) {
+			req, _ := http.NewRequest("GET", a.url+"/v1/sandboxes/"+sb, nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set(hopsHeader, "1")
+			if resp, err := a.client.Do(req); err == nil {
+				resp.Body.Close()
+				ans.direct, ans.hold, ans.directDone = resp.StatusCode, resp.Header.Get(holdHeader), inHandoff(a)
+			}
+		}
+		ans.r = c.do("GET", "/v1/sandboxes/"+sb, nil)
+		held <- ans
 	}()
 
 	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
@@ -67,6 +89,10 @@ func TestDrainMovesSandboxes(t *testing.T) {
 		if h.r.status != http.StatusOK {
 			t.Fatalf("request sent during the handoff: %d %s", h.r.status, h.r.body)
 		}
+		if h.directDone && (h.direct != http.StatusServiceUnavailable || h.hold != "handoff") {
+			t.Errorf("forwarded request to the old owner during the handoff: %d hold %q, want 503 hold handoff", h.direct, h.hold)
+		}
+		t.Logf("forwarded request to the old owner during the handoff: %d hold %q (checked: %v)", h.direct, h.hold, h.directDone)
 	case <-time.After(clusterPatience):
 		t.Fatal("the request sent during the handoff did not return")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sandgate/sandgate/cluster"
 )
@@ -20,8 +21,7 @@ import (
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
 //  3. The hook returns; the cluster node reports to the leader, which gives the
-//     partitions to the new owner at once. A hook that outlives the lease plus the
-//     margin is overtaken: the leader completes without the report.
+//     partitions to the new owner at once.
 //
 // Step 2 writes while the table already refuses the sandboxes (cluster.ErrHandoff)
 // and their epoch has moved to the handoff's. handoffGate lets exactly those
@@ -31,6 +31,13 @@ import (
 // which its activation was loaded at; the cluster store accepts writes stamped with
 // that epoch until the handoff ends. Any other activation, and any new one after
 // the ending one stopped, sees the cluster's own answer.
+//
+// The gate stays open for at most half a lease after the hook began. The leader
+// completes a handoff nobody reported once the lease plus its margin have passed
+// since it applied the BeginHandoff, which this node applied no earlier, so an
+// activation still ending then has stopped writing and halts (its processes are
+// killed, what it had not written is recorded as lost, as after a crash) well
+// before another node can admit the sandbox.
 
 // handoffWorkers bounds how many activations one handoff ends at once: each may wait
 // for its processes' kill grace.
@@ -41,13 +48,15 @@ const handoffWorkers = 8
 // for concurrent use; the common path takes no lock.
 type handoffGate struct {
 	cn      *cluster.Node
-	pending atomic.Int64 // len(ending): the fast path skips the lock when 0
+	window  time.Duration // how long after a hook began its activations may write
+	pending atomic.Int64  // len(ending): the fast path skips the lock when 0
 	mu      sync.Mutex
-	ending  map[string]bool
+	ending  map[string]time.Time // sandbox → end of its window (monotonic)
 }
 
-func newHandoffGate(cn *cluster.Node) *handoffGate {
-	return &handoffGate{cn: cn, ending: map[string]bool{}}
+// newHandoffGate returns the gate of cn, whose node lease is lease.
+func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
+	return &handoffGate{cn: cn, window: lease / 2, ending: map[string]time.Time{}}
 }
 
 // admit is actor.Config.Admission.
@@ -74,9 +83,9 @@ func (g *handoffGate) passivating(sb string) bool {
 		return false
 	}
 	g.mu.Lock()
-	ok := g.ending[sb]
+	until, ok := g.ending[sb]
 	g.mu.Unlock()
-	if !ok || !errors.Is(g.cn.Admit(sb), cluster.ErrHandoff) {
+	if !ok || !time.Now().Before(until) || !errors.Is(g.cn.Admit(sb), cluster.ErrHandoff) {
 		return false // a pinned sandbox, or the handoff is over
 	}
 	a := g.cn.Partition(cluster.PartitionOf(sb))
@@ -84,18 +93,19 @@ func (g *handoffGate) passivating(sb string) bool {
 	return valid && a.Owner == g.cn.ID()
 }
 
-func (g *handoffGate) begin(sb string) {
+// begin opens the gate for sb until until.
+func (g *handoffGate) begin(sb string, until time.Time) {
 	g.mu.Lock()
-	if !g.ending[sb] {
-		g.ending[sb] = true
+	if _, ok := g.ending[sb]; !ok {
 		g.pending.Add(1)
 	}
+	g.ending[sb] = until
 	g.mu.Unlock()
 }
 
 func (g *handoffGate) end(sb string) {
 	g.mu.Lock()
-	if g.ending[sb] {
+	if _, ok := g.ending[sb]; ok {
 		delete(g.ending, sb)
 		g.pending.Add(-1)
 	}
@@ -106,6 +116,7 @@ func (g *handoffGate) end(sb string) {
 // file). It returns when every activation of h's partitions here has ended, or when
 // ctx is done (the cluster node closing).
 func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
+	until := time.Now().Add(s.handoffs.window)
 	parts := make(map[int]bool, len(h.Partitions))
 	for _, p := range h.Partitions {
 		parts[p] = true
@@ -129,7 +140,7 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 		go func() {
 			defer wg.Done()
 			for sb := range work {
-				s.handoffs.begin(sb)
+				s.handoffs.begin(sb, until)
 				if err := s.node.Deactivate(ctx, sb); err != nil {
 					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
 				}

@@ -248,7 +248,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	gate := newHandoffGate(cn) // the cluster's admission, and planned moves (cluster_handoff.go)
+	gate := newHandoffGate(cn, leaseOrDefault(c.LeaseTTL)) // the cluster's admission, and planned moves (cluster_handoff.go)
 	node, err := actor.Open(ctx, &actor.Config{
 		Storage:   store,
 		Admission: gate.admit,

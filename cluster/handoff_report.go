@@ -14,7 +14,8 @@ import (
 // The old owner's side of a handoff: it learns of the handoff from its own table,
 // stops the partitions' sandboxes through Config.OnHandoff, and reports to the
 // leader, which then completes the handoff at once. The report travels on its own
-// connection to the leader's raft port, opened with streamHandoff:
+// connection to the leader's raft port, authenticated by the node handshake like
+// every connection there (auth.go), then opened with streamHandoff:
 //
 //	request:  frame{from, to string, epoch uvarint, count uvarint, partitions uvarint...}
 //	response: frame{verdict byte}

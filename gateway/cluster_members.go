@@ -86,13 +86,21 @@ func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 // marked draining and the leader hands its partitions to the other members, each
 // by a planned move. The answer is 202 once the member is marked; GET /v1/cluster
 // shows its status and partitions until none is left. Draining a member already
-// draining is 202 again; an id that is not an alive or draining member is 404.
+// draining is 202 again; an id that is not an alive or draining member is 404. It
+// takes no body: an empty one or {} (a client that always sends JSON), nothing else.
 func (s *Server) clusterDrain(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "change cluster membership"); err != nil {
 		return err
 	}
+	body, err := readJSONBody(r, maxJSONBody)
+	if err != nil {
+		return err
+	}
+	if err := decodeJSONBytes(body, &struct{}{}); err != nil {
+		return err
+	}
 	id := cluster.NodeID(r.PathValue("id"))
-	done, err := s.onLeader(w, r, nil, func(ctx context.Context) error { return s.cluster.Drain(ctx, id) })
+	done, err := s.onLeader(w, r, body, func(ctx context.Context) error { return s.cluster.Drain(ctx, id) })
 	if err != nil || done {
 		return err
 	}

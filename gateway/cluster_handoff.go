@@ -32,12 +32,14 @@ import (
 // that epoch until the handoff ends. Any other activation, and any new one after
 // the ending one stopped, sees the cluster's own answer.
 //
-// The gate stays open for at most half a lease after the hook began. The leader
+// The gate stays open for at most one lease after the hook began. The leader
 // completes a handoff nobody reported once the lease plus its margin have passed
 // since it applied the BeginHandoff, which this node applied no earlier, so an
 // activation still ending then has stopped writing and halts (its processes are
-// killed, what it had not written is recorded as lost, as after a crash) well
-// before another node can admit the sandbox.
+// killed, what it had not written is recorded as lost, as after a crash) before
+// another node can admit the sandbox, unless this node applied the BeginHandoff
+// more than the margin late. Writes are safe regardless: the store orders them
+// against the CompleteHandoff and refuses those after it.
 
 // handoffWorkers bounds how many activations one handoff ends at once: each may wait
 // for its processes' kill grace.
@@ -56,7 +58,7 @@ type handoffGate struct {
 
 // newHandoffGate returns the gate of cn, whose node lease is lease.
 func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
-	return &handoffGate{cn: cn, window: lease / 2, ending: map[string]time.Time{}}
+	return &handoffGate{cn: cn, window: lease, ending: map[string]time.Time{}}
 }
 
 // admit is actor.Config.Admission.

@@ -8,7 +8,8 @@ import (
 
 // The replicated side of planned moves: the three handoff commands, their encoding
 // and the snapshot's handoff section. The leader's side is in handoff_leader.go, the
-// old owner's notification in handoff_notify.go; the protocol is in the package doc.
+// old owner's notification and report in handoff_report.go; the protocol is in the
+// package doc.
 
 // Handoff is one planned move of partitions from one member to another, as the old
 // owner is told of it (Config.OnHandoff).

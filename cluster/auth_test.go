@@ -37,6 +37,12 @@ func TestRawConnectionsRefused(t *testing.T) {
 			_, err := c.Write(append([]byte{streamHeartbeat}, junk...))
 			return err
 		}},
+		{"handoff report without handshake", func(c net.Conn) error {
+			if _, err := c.Write([]byte{streamHandoff}); err != nil {
+				return err
+			}
+			return writeFrame(c, encodeReport(Handoff{From: "solo", To: "x", Epoch: 1, Partitions: []int{0}}))
+		}},
 		{"handshake with a wrong secret", func(c net.Conn) error {
 			if err := wrong.dial(c); !errors.Is(err, errHandshake) {
 				t.Errorf("dial with a wrong secret: %v, want errHandshake", err)

@@ -19,6 +19,10 @@ const (
 	cmdBatches   cmdType = 7
 	cmdSetValues cmdType = 8 // key/value pairs; an empty value deletes its key (value.go)
 
+	cmdBeginHandoff    cmdType = 9  // handoffs: CAS each active partition, state → handoff to Next
+	cmdCompleteHandoff cmdType = 10 // moves: CAS each partition in handoff, owner → the move's
+	cmdAbortHandoff    cmdType = 11 // partitions, epochs: CAS each partition in handoff, back to active
+
 	cmdIgnorable cmdType = 0x80
 )
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,6 +82,17 @@ type Config struct {
 	// must not call into raft; read the table with Node.Values. It may run during
 	// Open, before Open returns. Nil: nothing is called.
 	OnValues func()
+	// OnHandoff is called when the leader begins handing partitions of this node to
+	// another member (a drain or a rebalance). Admit already refuses their
+	// sandboxes, so the gateway holds new requests for them; OnHandoff must stop
+	// their actors (closing WebSockets with 1012) and may send their workspaces to
+	// h.To, and returns when that is done: the node then reports to the leader, which
+	// gives the partitions to h.To at once. Without a report (OnHandoff still
+	// running, or the node dead) the leader completes the handoff L + δ after it
+	// began. It is called once per handoff, again after a restart while the handoff
+	// lasts, on one goroutine of the node, one call at a time; ctx is cancelled by
+	// Close. Nil: the node runs nothing it must stop and reports at once.
+	OnHandoff func(ctx context.Context, h Handoff)
 	// Logger receives the package's logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// RaftLogOutput receives raft's own logs (hclog text). Nil: os.Stderr.
@@ -98,6 +110,9 @@ type Config struct {
 	observe       func(*state)
 	onLead        func(since time.Duration)
 	beforeBatches func(index uint64)
+	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
+	// block, for asymmetric partitions (see streamLayer.Dial).
+	netTo func(addr string) bool
 }
 
 // Defaults for Config fields.

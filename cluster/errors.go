@@ -48,6 +48,11 @@ var (
 	// ErrLastVoter is returned by Remove for the only voter of the cluster: removing
 	// it would leave no quorum.
 	ErrLastVoter = errors.New("cluster: cannot remove the last voter")
+	// ErrHandoff is returned by Admit for a sandbox whose partition is being handed
+	// from one member to another: nobody may run it until the handoff completes, a
+	// matter of a passivation and two commits, so the gateway holds the request and
+	// checks again.
+	ErrHandoff = errors.New("cluster: partition in handoff")
 )
 
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It

@@ -118,6 +118,21 @@ func (f *fsm) apply(index uint64, data []byte) error {
 		if err = d.done(); err == nil {
 			next, err = old.setValues(kv)
 		}
+	case cmdBeginHandoff:
+		hs := d.handoffs()
+		if err = d.done(); err == nil {
+			next, err = old.beginHandoff(index, hs)
+		}
+	case cmdCompleteHandoff:
+		moves := d.moves()
+		if err = d.done(); err == nil {
+			next, err = old.completeHandoff(index, moves)
+		}
+	case cmdAbortHandoff:
+		refs := d.epochRefs()
+		if err = d.done(); err == nil {
+			next, err = old.abortHandoff(index, refs)
+		}
 	default:
 		if t&cmdIgnorable != 0 {
 			f.log.Debug("cluster: skipped ignorable command", "type", int(t), "index", index)

@@ -70,14 +70,16 @@ func (n *Node) lead(ctx context.Context) {
 	defer t.Stop()
 	rate := float64(n.cfg.RebalanceRate)
 	tokens, last := rate*reconcileTick.Seconds(), time.Now()
+	handoffs := newHandoffClock()
 	for {
 		now := time.Now()
 		tokens = min(tokens+rate*now.Sub(last).Seconds(), rate)
 		last = now
-		tokens -= float64(n.reconcile(ctx, int(tokens)))
+		tokens -= float64(n.reconcile(ctx, int(tokens), handoffs))
 		// Wake at the next tick, or as soon as a member's L + δ runs out, so that a
-		// dead member's partitions move right then rather than up to a tick later.
-		t.Reset(min(reconcileTick, n.live.nextDeadline(n.now(), n.grace())))
+		// dead member's partitions move right then rather than up to a tick later
+		// (and likewise an unreported handoff).
+		t.Reset(min(reconcileTick, n.live.nextDeadline(n.now(), n.grace()), handoffs.nextDeadline(n.now(), n.grace())))
 		select {
 		case <-ctx.Done():
 			return
@@ -98,7 +100,7 @@ func (n *Node) kickLeader() {
 // reconcile makes one pass of the leader's duties and returns how many partitions it
 // moved for rebalancing (against the rate budget). Failures are logged and retried on
 // the next pass: a stale epoch only means the table changed under the plan.
-func (n *Node) reconcile(ctx context.Context, budget int) (used int) {
+func (n *Node) reconcile(ctx context.Context, budget int, handoffs *handoffClock) (used int) {
 	self := n.Self()
 	self.Status = StatusAlive
 	// A leader registers itself when it is missing or its addresses changed, but never
@@ -111,15 +113,25 @@ func (n *Node) reconcile(ctx context.Context, budget int) (used int) {
 		}
 	}
 	n.checkLiveness(ctx)
+	n.checkDraining(ctx)
 	n.promote(ctx)
+	n.tendHandoffs(ctx, handoffs)
 	s := n.fsm.cur.Load()
 	moves, used, pending := planFenced(s, budget, n.cfg.Busy, n.movable)
-	if len(moves) > 0 {
-		if err := n.apply(ctx, encodeAssign(moves)); err != nil {
-			n.log.Warn("cluster: failed to assign partitions", "moves", len(moves), "err", err)
+	assign, begin := splitMoves(s, moves)
+	if len(assign) > 0 {
+		if err := n.apply(ctx, encodeAssign(assign)); err != nil {
+			n.log.Warn("cluster: failed to assign partitions", "moves", len(assign), "err", err)
 			return 0
 		}
-		n.log.Debug("cluster: assigned partitions", "moves", len(moves), "pending", pending)
+		n.log.Debug("cluster: assigned partitions", "moves", len(assign), "pending", pending)
+	}
+	if len(begin) > 0 {
+		if err := n.apply(ctx, encodeBeginHandoff(begin)); err != nil {
+			n.log.Warn("cluster: failed to begin handoffs", "partitions", len(begin), "err", err)
+			return 0
+		}
+		n.log.Debug("cluster: began handoffs", "partitions", len(begin), "pending", pending)
 	}
 	n.repin(ctx)
 	return used

@@ -56,9 +56,11 @@ func (n *Node) Lease() (valid bool, until time.Time) {
 // Admit is the check before every actor turn: it returns nil only if this node's
 // table gives it the sandbox (its partition, or its pin) and its lease is valid now.
 // Otherwise it returns a *NotOwnerError naming the owner in the local table (the
-// gateway forwards there), or ErrLeaseExpired (the gateway answers 503 and the
-// actor must not run), or ErrClosed after Close. It takes no lock and allocates
-// nothing when it admits; see BenchmarkAdmit.
+// gateway forwards there), ErrHandoff while the sandbox's partition is being handed
+// to another member (on every node: the gateway holds the request and checks again),
+// ErrLeaseExpired (the gateway answers 503 and the actor must not run), or ErrClosed
+// after Close. It takes no lock and allocates nothing when it admits; see
+// BenchmarkAdmit.
 //
 // The local table may be behind the leader's, but never in a way that lets two nodes
 // admit one sandbox: a lease is only renewed once the table is as current as the
@@ -66,6 +68,9 @@ func (n *Node) Lease() (valid bool, until time.Time) {
 // partitions away only when that node's lease has run out (see the package doc).
 func (n *Node) Admit(sandboxID string) error {
 	owner, epoch, ok := n.fsm.cur.Load().owner(sandboxID)
+	if !ok && owner != "" {
+		return ErrHandoff // only a partition in handoff has an owner and is not active
+	}
 	if !ok || owner != n.cfg.NodeID {
 		return &NotOwnerError{SandboxID: sandboxID, Owner: owner, Epoch: epoch}
 	}

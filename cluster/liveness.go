@@ -170,7 +170,7 @@ func (n *Node) grant(id NodeID, arrival time.Duration) (verdict, uint64) {
 	switch {
 	case !ok || m.Status == StatusLeft:
 		return verdictRefused, 0
-	case m.Status != StatusAlive && s.owns(id):
+	case m.Status != StatusAlive && m.Status != StatusDraining && s.owns(id):
 		return verdictRetry, 0
 	}
 	if arrival > l.heard[id] {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -20,6 +22,9 @@ import (
 // Every write is one bbolt transaction: one fsync per raft append.
 type logStore struct {
 	db *bolt.DB
+	// delay is a test hook, a slow disk: while above zero, each StoreLogs first
+	// pauses for a time drawn from [delay/10, delay] nanoseconds.
+	delay atomic.Int64
 }
 
 var (
@@ -98,6 +103,9 @@ func (s *logStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{
 
 // StoreLogs stores entries in one transaction.
 func (s *logStore) StoreLogs(logs []*raft.Log) error {
+	if d := s.delay.Load(); d > 0 {
+		time.Sleep(time.Duration(d/10 + rand.Int64N(d-d/10+1)))
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		for _, l := range logs {

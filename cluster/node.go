@@ -121,6 +121,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	stream.to = cfg.netTo
 	closers = append(closers, stream.Close)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog,
@@ -177,8 +178,12 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	stream.serve(map[byte]func(net.Conn){streamHeartbeat: n.serveHeartbeats, streamBatch: n.serveBatches})
-	n.wg.Add(3)
+	stream.serve(map[byte]func(net.Conn){
+		streamHeartbeat: n.serveHeartbeats,
+		streamBatch:     n.serveBatches,
+		streamHandoff:   n.serveHandoffReport,
+	})
+	n.wg.Add(4)
 	n.verifying.Add(1)
 	n.leading.Add(1)
 	go n.watchLeadership(notify)
@@ -186,6 +191,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	go n.heartbeat()
 	go n.fence()
 	go n.commitLoop()
+	go n.notifyHandoffs()
 	return n, nil
 }
 
@@ -224,7 +230,8 @@ func (n *Node) Self() Member {
 }
 
 // Owner returns the node that owns a sandbox, the epoch of that ownership, and whether
-// the sandbox currently has an owner at all. It reads this node's replica with no
+// the sandbox currently has an owner at all (not while its partition is in handoff:
+// then owner is the old owner and ok is false). It reads this node's replica with no
 // lock and no allocation, so a follower may briefly see an older owner; the owner
 // re-checks and the epoch fences stale writes.
 func (n *Node) Owner(sandboxID string) (owner NodeID, epoch uint64, ok bool) {

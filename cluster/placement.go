@@ -88,30 +88,58 @@ func plan(s *state, budget int, busy func(p int) bool) (moves []move, used, pend
 // planFenced is plan where a partition whose owner may still hold a lease stays put:
 // movable (nil: always) reports whether a member that is no longer alive is past its
 // lease, so that nothing it still serves is handed to another node. Unassigned
-// partitions have no owner to wait for and move at once.
+// partitions have no owner to wait for and move at once. Partitions in handoff are
+// left to the handoff's end (pending). Partitions of a draining member are moved like
+// rebalance moves, within budget, but busy ones too, after the idle ones: a drain is
+// the one move that takes running work (with notice, through the handoff). The caller
+// turns every move off a member that still serves (alive or draining) into a handoff.
 func planFenced(s *state, budget int, busy func(p int) bool, movable func(NodeID) bool) (moves []move, used, pending int) {
 	want := desired(aliveIDs(s))
 	if want == nil {
 		return nil, 0, 0
 	}
+	var later []move // busy partitions of draining members, after the idle moves
 	for p, a := range s.parts {
+		if a.State == PartitionHandoff {
+			pending++
+			continue
+		}
 		if a.Owner == want[p] && a.State == PartitionActive {
 			continue
 		}
-		orphan := a.State != PartitionActive || !s.alive(a.Owner)
+		draining := a.State == PartitionActive && s.members[a.Owner].Status == StatusDraining
+		orphan := a.State != PartitionActive || (!s.alive(a.Owner) && !draining)
 		if orphan && a.State == PartitionActive && movable != nil && !movable(a.Owner) {
 			pending++
 			continue
 		}
+		m := move{P: p, Owner: want[p], Expect: a.Epoch}
 		if !orphan {
-			if budget <= 0 || (busy != nil && busy(p)) {
+			if busy != nil && busy(p) {
+				if draining {
+					later = append(later, m)
+				} else {
+					pending++
+				}
+				continue
+			}
+			if budget <= 0 {
 				pending++
 				continue
 			}
 			budget--
 			used++
 		}
-		moves = append(moves, move{P: p, Owner: want[p], Expect: a.Epoch})
+		moves = append(moves, m)
+	}
+	for _, m := range later {
+		if budget <= 0 {
+			pending++
+			continue
+		}
+		budget--
+		used++
+		moves = append(moves, m)
 	}
 	return moves, used, pending
 }

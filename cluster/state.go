@@ -72,7 +72,7 @@ func (s *state) setStatus(id NodeID, st Status) (*state, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownMember, id)
 	}
-	if st < StatusAlive || st > StatusLeft {
+	if st < StatusAlive || st > StatusDraining {
 		return nil, fmt.Errorf("%w: status %d", ErrInvalid, st)
 	}
 	if m.Status == st {
@@ -127,6 +127,10 @@ func (s *state) assign(index uint64, moves []move) (*state, error) {
 		if cur := s.parts[m.P].Epoch; cur != m.Expect {
 			return nil, fmt.Errorf("%w: partition %d is at epoch %d, not %d", ErrStaleEpoch, m.P, cur, m.Expect)
 		}
+		if s.parts[m.P].State == PartitionHandoff {
+			// Only CompleteHandoff or AbortHandoff ends a handoff (handoff.go).
+			return nil, fmt.Errorf("%w: partition %d", ErrHandoff, m.P)
+		}
 	}
 	n := *s
 	n.parts = make([]Assignment, Partitions)
@@ -177,8 +181,11 @@ func (s *state) unpin(sandbox string, expect uint64) (*state, error) {
 
 // snapshotVersion is the first byte of an encoded state. Version 2 adds the index
 // after it; version 1 (no index) still decodes, with index 0. Version 3 appends the
-// key/value table; earlier versions decode with an empty one.
-const snapshotVersion = 3
+// key/value table; earlier versions decode with an empty one. Version 4 appends the
+// targets of partitions in handoff (handoff.go) after the table; earlier versions
+// have none. (A version 3 with handoff targets instead of the table was never
+// released: it existed only on a development branch.)
+const snapshotVersion = 4
 
 // encode writes the state deterministically: members and pins in key order.
 func (s *state) encode() []byte {
@@ -210,6 +217,7 @@ func (s *state) encode() []byte {
 		e.assignment(p.Assignment)
 	}
 	encodeValues(&e, s.values)
+	s.encodeHandoffs(&e)
 	return e.b
 }
 
@@ -237,6 +245,9 @@ func decodeState(b []byte) (*state, error) {
 	}
 	if v >= 3 {
 		s.values = decodeValues(&d)
+	}
+	if v >= 4 {
+		s.decodeHandoffs(&d)
 	}
 	if err := d.done(); err != nil {
 		return nil, err

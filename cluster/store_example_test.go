@@ -25,7 +25,7 @@ func ExampleNode_Write() {
 	cfg.NodeID = "node-a"
 	cfg.DataDir = dir
 	cfg.Multiplier = 0.1
-	cfg.Secret = []byte("the cluster secret: at least 32 bytes")
+	cfg.Secret = []byte("the same 32+ byte secret on every node") // the gateway makes one
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.RaftLogOutput = io.Discard
 	n, err := cluster.Open(context.Background(), cfg)

@@ -51,7 +51,7 @@ func verdictsFor(s *state, bs []*Batch) []batchVerdict {
 		}
 		// An unowned partition (failover, or never placed) accepts nothing: no writer
 		// can have been admitted to it.
-		if _, epoch, ok := s.owner(b.Sandbox); !ok || epoch != b.Epoch {
+		if epoch, ok := s.writeEpoch(b.Sandbox, b.Epoch); !ok {
 			vs[i] = batchVerdict{code: batchFenced, epoch: epoch}
 		}
 	}
@@ -203,4 +203,24 @@ func (f *fsm) valuesRestored() {
 	if f.onValues != nil {
 		f.onValues()
 	}
+}
+
+// writeEpoch reports whether a batch of sandbox stamped with epoch may be applied to
+// the tables s, and the sandbox's current epoch. An active assignment accepts its
+// own epoch only. A partition in handoff accepts its handoff epoch and the epoch it
+// had before (Assignment.Prev): nobody admits its sandboxes then, so the only
+// writers are the old owner's activations ending (passivation), and the
+// CompleteHandoff or AbortHandoff that ends the handoff moves the epoch past both.
+func (s *state) writeEpoch(sandbox string, epoch uint64) (uint64, bool) {
+	if p, ok := s.pins[sandbox]; ok {
+		return p.Epoch, p.State == PartitionActive && p.Epoch == epoch
+	}
+	a := s.parts[PartitionOf(sandbox)]
+	switch a.State {
+	case PartitionActive:
+		return a.Epoch, a.Epoch == epoch
+	case PartitionHandoff:
+		return a.Epoch, epoch == a.Epoch || epoch == a.Prev
+	}
+	return a.Epoch, false
 }

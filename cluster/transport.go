@@ -19,8 +19,9 @@ import (
 //
 // Multiplexing: after the handshake, the first byte of every inbound connection says what it carries.
 // raft's network transport opens each connection with an RPC type byte (0 to 4);
-// heartbeat connections open with streamHeartbeat and batch RPCs (store_rpc.go) with
-// streamBatch, which raft never sends. An accept loop reads that byte on a goroutine
+// heartbeat connections open with streamHeartbeat, batch RPCs (store_rpc.go) with
+// streamBatch and handoff reports (handoff_report.go) with streamHandoff, which raft
+// never sends. An accept loop reads that byte on a goroutine
 // per connection and hands raft's connections (the byte put back) to raft's Accept,
 // the others to their server.
 //
@@ -33,7 +34,8 @@ type streamLayer struct {
 	raftC chan net.Conn
 	done  chan struct{}
 	wg    sync.WaitGroup
-	up    func() bool // nil: always up (tests cut the network with it)
+	up    func() bool            // nil: always up (tests cut the network with it)
+	to    func(addr string) bool // nil: every peer; tests block one direction with it
 	auth  *authenticator
 
 	mu     sync.Mutex
@@ -41,8 +43,9 @@ type streamLayer struct {
 	closed bool
 }
 
-// streamHeartbeat opens a heartbeat connection, streamBatch a batch RPC one. raft's
-// first bytes are its RPC types, 0 to 4.
+// streamHeartbeat opens a heartbeat connection, streamBatch a batch RPC one
+// (streamHandoff, 0xf3, a handoff report: handoff_report.go). raft's first bytes are
+// its RPC types, 0 to 4.
 const (
 	streamHeartbeat byte = 0xf1
 	streamBatch     byte = 0xf2
@@ -152,6 +155,9 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 
 // Dial connects to a peer's raft listener and runs the node handshake.
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if s.to != nil && !s.to(string(addr)) {
+		return nil, fmt.Errorf("%w: dial to %s blocked", net.ErrClosed, addr)
+	}
 	c, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
 		return nil, err
@@ -172,7 +178,8 @@ func (s *streamLayer) dialHeartbeat(addr string, timeout time.Duration) (net.Con
 	return s.dialStream(addr, streamHeartbeat, timeout)
 }
 
-// dialStream connects to the peer's server for first (streamHeartbeat, streamBatch).
+// dialStream connects to the peer's server for first (streamHeartbeat, streamBatch,
+// streamHandoff).
 func (s *streamLayer) dialStream(addr string, first byte, timeout time.Duration) (net.Conn, error) {
 	c, err := s.Dial(raft.ServerAddress(addr), timeout)
 	if err != nil {

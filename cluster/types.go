@@ -15,9 +15,13 @@ const (
 	StatusDown Status = 2
 	// StatusLeft members were removed; their partitions have been reassigned.
 	StatusLeft Status = 3
+	// StatusDraining members keep serving what they own while the leader hands
+	// every partition of theirs to the alive members (see Node.Drain); they take
+	// no new partitions.
+	StatusDraining Status = 4
 )
 
-// String returns "alive", "down", "left" or "unknown".
+// String returns "alive", "down", "left", "draining" or "unknown".
 func (s Status) String() string {
 	switch s {
 	case StatusAlive:
@@ -26,6 +30,8 @@ func (s Status) String() string {
 		return "down"
 	case StatusLeft:
 		return "left"
+	case StatusDraining:
+		return "draining"
 	}
 	return "unknown"
 }
@@ -75,6 +81,9 @@ const (
 	PartitionUnassigned PartitionState = 0
 	// PartitionActive is owned and served by Owner.
 	PartitionActive PartitionState = 1
+	// PartitionHandoff is being handed from Owner to Next (see Handoff): Owner no
+	// longer admits its sandboxes and Next does not yet, so requests are held.
+	PartitionHandoff PartitionState = 2
 )
 
 // Assignment is the owner of one partition (or one pinned sandbox).
@@ -86,4 +95,12 @@ type Assignment struct {
 	Epoch uint64
 	// State is PartitionActive when Owner serves it.
 	State PartitionState
+	// Next is the member the partition is being handed to while State is
+	// PartitionHandoff, empty otherwise.
+	Next NodeID
+	// Prev is, while State is PartitionHandoff, the epoch the partition had when the
+	// handoff began (0 otherwise): the old owner's activations were loaded at it,
+	// and the store still accepts their last writes (passivation) stamped with it
+	// until the handoff ends.
+	Prev uint64
 }

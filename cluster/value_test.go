@@ -76,12 +76,25 @@ func TestValuesSnapshot(t *testing.T) {
 	}
 	old := emptyState().encode()
 	old[0] = 2
-	old = old[:len(old)-1] // version 2 had no table (an empty one is one zero byte)
+	// Version 2 had neither the table nor version 4's handoff section (empty: one
+	// zero byte each).
+	old = old[:len(old)-2]
 	got, err = decodeState(old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.values) != 0 {
 		t.Fatalf("version 2 snapshot decoded with values %q", got.values)
+	}
+	// Version 3 is version 4 without the handoff section.
+	v3 := s.encode()
+	v3[0] = 3
+	v3 = v3[:len(v3)-1]
+	got, err = decodeState(v3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.values) != 2 || string(got.values["b"]) != "2" {
+		t.Fatalf("version 3 snapshot decoded with values %q", got.values)
 	}
 }

@@ -21,17 +21,18 @@ import (
 // and the test that checks it. A route added without a {sb} fails
 // TestTenantSandboxRoutesAre404 until it is listed here.
 var nonSandboxRoutes = map[string]string{
-	"GET /healthz":                    "public",
-	"GET /metrics":                    "any token: TestTenantAdminOnlyRoutes",
-	"GET /v1/openapi.json":            "the same document for every token",
-	"POST /v1/sandboxes":              "the caller's tenant owns it: TestTenantCreate, TestTenantSandboxCap",
-	"GET /v1/sandboxes":               "filtered: TestTenantListsFiltered",
-	"GET /v1/whoami":                  "the caller itself: TestTenantWhoami",
-	"GET /v1/cluster":                 "any token: TestTenantAdminOnlyRoutes",
-	"POST /v1/cluster/join":           "admin only: TestTenantAdminOnlyRoutes",
-	"DELETE /v1/cluster/members/{id}": "admin only: TestTenantAdminOnlyRoutes",
-	"GET /v1/cluster/secret":          "admin only: TestTenantAdminOnlyRoutes",
-	"POST /v1/cluster/tokens":         "admin only: TestTenantAdminOnlyRoutes",
+	"GET /healthz":                        "public",
+	"GET /metrics":                        "any token: TestTenantAdminOnlyRoutes",
+	"GET /v1/openapi.json":                "the same document for every token",
+	"POST /v1/sandboxes":                  "the caller's tenant owns it: TestTenantCreate, TestTenantSandboxCap",
+	"GET /v1/sandboxes":                   "filtered: TestTenantListsFiltered",
+	"GET /v1/whoami":                      "the caller itself: TestTenantWhoami",
+	"GET /v1/cluster":                     "any token: TestTenantAdminOnlyRoutes",
+	"POST /v1/cluster/join":               "admin only: TestTenantAdminOnlyRoutes",
+	"DELETE /v1/cluster/members/{id}":     "admin only: TestTenantAdminOnlyRoutes",
+	"POST /v1/cluster/members/{id}/drain": "admin only: TestTenantAdminOnlyRoutes",
+	"GET /v1/cluster/secret":              "admin only: TestTenantAdminOnlyRoutes",
+	"POST /v1/cluster/tokens":             "admin only: TestTenantAdminOnlyRoutes",
 }
 
 var wsUpgrade = map[string]string{
@@ -294,6 +295,7 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 		{"join", "POST", "/v1/cluster/join", join},
 		{"join with a bad body", "POST", "/v1/cluster/join", map[string]any{"nope": 1}},
 		{"remove", "DELETE", "/v1/cluster/members/n2", nil},
+		{"drain", "POST", "/v1/cluster/members/n2/drain", nil},
 		{"secret", "GET", "/v1/cluster/secret", nil},
 		{"tokens", "POST", "/v1/cluster/tokens", map[string]any{"tokens": []any{map[string]any{"sha256": strings.Repeat("ab", 32), "tenant": "evil", "admin": true}}}},
 	}
@@ -309,6 +311,8 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 	}
 	// The admin passes the check.
 	ts.raw(testAdminToken, "DELETE", "/v1/cluster/members/n2", nil, nil, false).want(t, http.StatusNotFound)
+	ts.raw(testAdminToken, "POST", "/v1/cluster/members/n2/drain", nil, nil, false).want(t, http.StatusNotFound)
+	ts.raw(testAdminToken, "POST", "/v1/cluster/members/n2/drain", map[string]any{"nope": 1}, nil, false).want(t, http.StatusBadRequest)
 	ts.raw(testAdminToken, "GET", "/v1/cluster/secret", nil, nil, false).want(t, http.StatusOK)
 	ts.raw(testAdminToken, "GET", "/metrics", nil, nil, false).want(t, http.StatusOK)
 	ts.raw(tokAcme, "GET", "/v1/cluster", nil, nil, false).want(t, http.StatusOK)

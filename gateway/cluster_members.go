@@ -82,6 +82,32 @@ func (s *Server) clusterRemove(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// clusterDrain starts draining a member (admin tokens only, checked first): it is
+// marked draining and the leader hands its partitions to the other members, each
+// by a planned move. The answer is 202 once the member is marked; GET /v1/cluster
+// shows its status and partitions until none is left. Draining a member already
+// draining is 202 again; an id that is not an alive or draining member is 404. It
+// takes no body: an empty one or {} (a client that always sends JSON), nothing else.
+func (s *Server) clusterDrain(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "change cluster membership"); err != nil {
+		return err
+	}
+	body, err := readJSONBody(r, maxJSONBody)
+	if err != nil {
+		return err
+	}
+	if err := decodeJSONBytes(body, &struct{}{}); err != nil {
+		return err
+	}
+	id := cluster.NodeID(r.PathValue("id"))
+	done, err := s.onLeader(w, r, body, func(ctx context.Context) error { return s.cluster.Drain(ctx, id) })
+	if err != nil || done {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
 // isMember reports whether id is or was a member (one that has left included, so
 // that a removal retried after a leader change is 204 again, not 404), or is a raft
 // server: the raft configuration comes from the log, so a leader elected a moment

@@ -35,8 +35,10 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks, secret []b
 		Join:          hooks.joining,
 		Multiplier:    c.RaftMultiplier,
 		LeaseTTL:      c.LeaseTTL,
+		RebalanceRate: c.RebalanceRate,
 		OnFence:       hooks.fence,
 		OnLease:       hooks.leased,
+		OnHandoff:     hooks.handOff,
 		Busy:          hooks.busyPartition,
 		OnApply:       hooks.applied,
 		OnValues:      hooks.values,
@@ -98,6 +100,9 @@ type clusterHooks struct {
 	// onChange receives the sandboxes other nodes wrote (nil: any may have changed);
 	// set once the actor node exists, which reads everything when it opens.
 	onChange atomic.Pointer[func([]string)]
+	// onHandoff ends this node's activations of partitions handed to another
+	// member; set once the server exists (before, nothing runs here to end).
+	onHandoff atomic.Pointer[func(context.Context, cluster.Handoff)]
 }
 
 // applied is cluster.Config.OnApply. It runs on the FSM goroutine, so the work is
@@ -126,6 +131,15 @@ func (h *clusterHooks) leased() {
 		return
 	}
 	h.log.Info("cluster lease regained: this node serves its sandboxes again")
+}
+
+// handOff is cluster.Config.OnHandoff: it runs on the cluster node's handoff
+// goroutine, one handoff at a time, and returns once the server has ended what it
+// ran of them (Server.handOff).
+func (h *clusterHooks) handOff(ctx context.Context, ho cluster.Handoff) {
+	if f := h.onHandoff.Load(); f != nil {
+		(*f)(ctx, ho)
+	}
 }
 
 func (h *clusterHooks) fence() {

@@ -56,7 +56,10 @@
 // policy again. A stale table is a 421 with the owner's table index, waited for and
 // retried once; while a sandbox has no live owner the request is held up to
 // Config.HoldTimeout, then 503. When this node stops owning a sandbox its streams end,
-// WebSockets with 1012 (streams_registry.go), and clients resume by offset.
+// WebSockets with 1012 (streams_registry.go), and clients resume by offset. A planned
+// move (a drain or a rebalance: cluster.Config.OnHandoff) ends the old owner's
+// activations cleanly first, so the next owner records it as planned
+// (cluster_handoff.go; docs/design.md, "Planned moves").
 //
 // # Metrics
 //

@@ -44,6 +44,9 @@ var errorRules = []errorRule{
 	// whose outcome is unknown (its leader changed): the client may retry, and the
 	// retry goes to the owner of the moment.
 	{[]error{cluster.ErrClosed, cluster.ErrNotLeader, cluster.ErrIndeterminate, actor.ErrFenced}, http.StatusServiceUnavailable, codeUnavailable},
+	// A sandbox whose partition is moving to another node (a drain): the forwarder
+	// holds such requests; one that meets it past the hold is worth a retry.
+	{[]error{cluster.ErrHandoff}, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // toAPIError turns any error into the status, code and message the client sees. It is

@@ -29,7 +29,8 @@ const (
 	// waits until its own table is there and retries once.
 	indexHeader = "X-Sandgate-Index"
 	// holdHeader marks a 503 from the forwarding layer of an owner that cannot serve
-	// now (its lease lapsed): the sender holds the request, as for an unreachable owner.
+	// now (its lease lapsed, or it is handing the sandbox over): the sender holds the
+	// request, as for an unreachable owner.
 	holdHeader = "X-Sandgate-Hold"
 
 	// DefaultHoldTimeout is Config.HoldTimeout's default.
@@ -93,8 +94,9 @@ func hopsOf(r *http.Request) (int, error) {
 
 // forwardLoop serves a client's request for sandbox sb: here when this node owns it
 // and holds a lease, else through its owner. While the sandbox has no live owner (no
-// owner in the table, the owner down, unreachable or without a lease, or this node
-// the owner without a lease) the request is held, re-checked when the table changes
+// owner in the table, its partition in handoff (cluster.ErrHandoff), the owner down,
+// unreachable or without a lease, or this node the owner without a lease) the
+// request is held, re-checked when the table changes
 // or every 20-100 ms, for Config.HoldTimeout; then it is 503 with Retry-After. A 421
 // from the owner is retried once after this node's table caught up with the owner's.
 func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, sb string, body *replayBody) (*http.Request, bool, error) {
@@ -205,15 +207,18 @@ func (s *Server) catchUp(ctx context.Context, h *holding, index uint64) bool {
 // epoch here is the sender's or later, or this table is at that index or later:
 // epochs are raft indexes). A sender whose table is newer is waited for, once, up to
 // catchUpTimeout. Otherwise it is 421 with this node's table index, or 503 with
-// holdHeader without a lease.
+// holdHeader without a lease or while the sandbox is being handed from this node
+// to another (cluster.ErrHandoff): the sender holds the request.
 func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) error {
 	want, _ := strconv.ParseUint(r.Header.Get(epochHeader), 10, 64)
 	self := s.cluster.ID()
 	caughtUp := false
 	for range 3 { // a table that moves between Owner and Admit is read again
-		owner, epoch, ok := s.cluster.Owner(sb)
+		// Owner names the old owner of a partition in handoff (ok false): it
+		// answers that the request is to be held rather than sent elsewhere.
+		owner, epoch, _ := s.cluster.Owner(sb)
 		current := epoch >= want || s.cluster.TableIndex() >= want
-		if ok && owner == self && current {
+		if owner == self && current {
 			err := s.cluster.Admit(sb)
 			switch {
 			case err == nil:
@@ -221,6 +226,9 @@ func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) e
 			case errors.Is(err, cluster.ErrLeaseExpired):
 				w.Header().Set(holdHeader, "lease")
 				return errorf(http.StatusServiceUnavailable, codeUnavailable, "this node's cluster lease lapsed; it serves sandbox %s again once it is renewed", sb).retry(holdRetryAfter)
+			case errors.Is(err, cluster.ErrHandoff):
+				w.Header().Set(holdHeader, "handoff")
+				return errorf(http.StatusServiceUnavailable, codeUnavailable, "sandbox %s is being handed to another node", sb).retry(holdRetryAfter)
 			case !errors.Is(err, cluster.ErrNotOwner):
 				return errorf(http.StatusServiceUnavailable, codeUnavailable, "this node cannot serve sandbox %s: %v", sb, err).retry(holdRetryAfter)
 			}

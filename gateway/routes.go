@@ -93,6 +93,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "GET /v1/cluster", handle: s.clusterInfo},
 		{pattern: "POST /v1/cluster/join", handle: s.clusterJoin},
 		{pattern: "DELETE /v1/cluster/members/{id}", handle: s.clusterRemove},
+		{pattern: "POST /v1/cluster/members/{id}/drain", handle: s.clusterDrain},
 		{pattern: "GET /v1/cluster/secret", handle: s.clusterSecret},
 		{pattern: "POST /v1/cluster/tokens", handle: s.clusterTokens},
 	}

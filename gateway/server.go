@@ -55,6 +55,9 @@ type Config struct {
 	// one, and a silent node's sandboxes move L + 0.5 s after its last heartbeat. Zero
 	// means 3 s.
 	LeaseTTL time.Duration
+	// RebalanceRate bounds how many partitions per second the leader moves to
+	// rebalance or to drain a member (each a planned move). Zero means 64.
+	RebalanceRate int
 	// RaftLog receives raft's own log lines (warnings and errors); nil discards them.
 	RaftLog io.Writer
 	// Labels are this node's labels, for routing policy.
@@ -169,6 +172,7 @@ type Server struct {
 	wsPumps   atomic.Int64    // WebSocket output goroutines running (see wsAttachment)
 	fwd       *forwarder      // forwarding to other nodes (forward.go)
 	streams   *streamRegistry // this node's streams by sandbox, ended when it moves
+	handoffs  *handoffGate    // the actor's admission: the cluster's, and planned moves
 	plugins   *plugins.Host   // nil without a policy plugin
 	reloads   chan uint64     // plugin generations put in service, for refreshBudgets
 	bg        sync.WaitGroup  // background goroutines, stopped by Shutdown
@@ -244,10 +248,11 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		}
 		return nil, err
 	}
+	gate := newHandoffGate(cn, leaseOrDefault(c.LeaseTTL)) // the cluster's admission, and planned moves (cluster_handoff.go)
 	node, err := actor.Open(ctx, &actor.Config{
 		Storage:   store,
-		Admission: cn.Admit,
-		Epoch:     cn.Epoch,
+		Admission: gate.admit,
+		Epoch:     gate.epoch,
 		Driver:    driver,
 		NodeID:    c.NodeID,
 		DataDir:   c.DataDir,
@@ -285,6 +290,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		wsWatch:   newWriteWatch(c.WSWriteTimeout),
 		fwd:       newForwarder(c.Logger),
 		streams:   newStreamRegistry(),
+		handoffs:  gate,
 		started:   time.Now(),
 	}
 	collectors := append(nodeGauges(node.Stats), s.fwd.metrics.collectors()...)
@@ -304,8 +310,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
 	s.buildRoutes()
 	s.renewInitLease() // before the first request: a sandbox under an expired lease runs nothing
-	fence, changed := s.fence, s.sandboxesChanged
+	fence, changed, handOff := s.fence, s.sandboxesChanged, s.handOff
 	hooks.onFence.Store(&fence)
+	hooks.onHandoff.Store(&handOff)
 	hooks.onChange.Store(&changed)
 	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
 	s.bg.Go(func() { s.watchCluster(s.streamCtx, leaseOrDefault(c.LeaseTTL)/6) })

@@ -12,7 +12,7 @@ type Member struct {
 	RaftAddr string            `json:"raft_addr"`
 	HTTPAddr string            `json:"http_addr"`
 	Labels   map[string]string `json:"labels,omitempty"`
-	// Status is "alive", "down" or "left"; it is not sent on join.
+	// Status is "alive", "draining", "down" or "left"; it is not sent on join.
 	Status string `json:"status,omitempty"`
 	// Voter reports that the member votes in raft; the others replicate as
 	// non-voters (an extension of the contract). It is not sent on join.
@@ -89,6 +89,14 @@ type joinRequest struct {
 // RemoveMember removes the member with this id.
 func (c *Client) RemoveMember(ctx context.Context, id string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: []string{"v1", "cluster", "members", id}}, nil)
+	return err
+}
+
+// DrainMember starts draining the member with this id: it returns once the member is
+// marked draining, while its sandboxes move to the other members in the background
+// (GetCluster shows its status and partitions until it owns none).
+func (c *Client) DrainMember(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodPost, path: []string{"v1", "cluster", "members", id, "drain"}}, nil)
 	return err
 }
 

@@ -305,6 +305,8 @@ func TestRoutes(t *testing.T) {
 		}, "POST", "/v1/cluster/join", "", `{"id":"n3","raft_addr":"r:3","http_addr":"h:3","labels":{"z":"b"}}`, 200, `{}`, nil},
 		{"remove member", func(c *Client) (result, error) { return nil, c.RemoveMember(ctx, "n3") },
 			"DELETE", "/v1/cluster/members/n3", "", "", 204, "", nil},
+		{"drain member", func(c *Client) (result, error) { return nil, c.DrainMember(ctx, "n3") },
+			"POST", "/v1/cluster/members/n3/drain", "", "", 202, "", nil},
 		{"whoami", func(c *Client) (result, error) { return c.Whoami(ctx) },
 			"GET", "/v1/whoami", "", "", 200, `{"tenant":"acme","admin":true,"sandboxes":2,"max_sandboxes":10}`,
 			func(t *testing.T, r result) {

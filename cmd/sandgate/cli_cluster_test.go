@@ -35,6 +35,11 @@ func TestClusterCLI(t *testing.T) {
 			`sandgate cluster: not_found: member "ghost" not found`,
 			"DELETE /v1/cluster/members/ghost Bearer other \nDELETE /v1/cluster/members/n2 Bearer other"},
 		{"rm without an id", []string{"cluster", "rm"}, 125, nil, "rm needs the ID", ""},
+		{"drain", []string{"cluster", "drain", "n2"}, 0, []string{"n2\n"}, "", "POST /v1/cluster/members/n2/drain Bearer secret"},
+		{"drain goes on past a failure", []string{"cluster", "drain", "ghost", "n2"}, 125, []string{"n2\n"},
+			`sandgate cluster: not_found: member "ghost" not found`,
+			"POST /v1/cluster/members/ghost/drain Bearer secret \nPOST /v1/cluster/members/n2/drain Bearer secret"},
+		{"drain without an id", []string{"cluster", "drain"}, 125, nil, "drain needs the ID", ""},
 		{"unknown argument", []string{"cluster", "remove", "n2"}, 125, nil, `unknown argument "remove"`, ""},
 		{"unknown format", []string{"cluster", "-o", "yaml"}, 125, nil, `unknown output format "yaml"`, ""},
 	}

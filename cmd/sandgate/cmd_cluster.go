@@ -9,7 +9,7 @@ import (
 )
 
 func cmdCluster(ctx context.Context, e *env, args []string) int {
-	f := newFlags(e, "cluster", `[flags] [rm ID...]
+	f := newFlags(e, "cluster", `[flags] [rm|drain ID...]
 
 Shows the cluster as the gateway at --addr sees it: this node and its lease, the
 leader, the raft term, and every member with its status, raft role (leader, voter or
@@ -17,20 +17,33 @@ non-voter) and how many of the partitions it owns (its share of the sandboxes).
 
   sandgate cluster rm ID...   removes members (an admin token only): each is marked
                               left, its sandboxes move to the others once its lease
-                              has run out, and it leaves raft. Prints each id removed.`)
+                              has run out, and it leaves raft. Prints each id removed.
+  sandgate cluster drain ID...
+                              drains members (an admin token only): each is marked
+                              draining and its sandboxes move to the others one
+                              planned move at a time (processes end cleanly, clients
+                              reconnect); it returns at once, prints each id, and
+                              'sandgate cluster' shows the drain's progress.`)
 	out := f.addOutput()
 	pos, code, ok := f.parse(e, args, 0, -1)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		if pos[0] != "rm" {
-			return f.usageError(e, "unknown argument %q (did you mean rm?)", pos[0])
+		c := f.client(e)
+		var op func(context.Context, string) error
+		switch pos[0] {
+		case "rm":
+			op = c.RemoveMember
+		case "drain":
+			op = c.DrainMember
+		default:
+			return f.usageError(e, "unknown argument %q (did you mean rm or drain?)", pos[0])
 		}
 		if len(pos) == 1 {
-			return f.usageError(e, "rm needs the ID of the member to remove")
+			return f.usageError(e, "%s needs the ID of the member", pos[0])
 		}
-		return clusterRemove(ctx, e, f, pos[1:])
+		return eachMember(ctx, e, f, op, pos[1:])
 	}
 	asJSON, code, ok := out.check(f, e)
 	if !ok {
@@ -47,12 +60,12 @@ non-voter) and how many of the partitions it owns (its share of the sandboxes).
 	return 0
 }
 
-// clusterRemove removes each member in ids, going on past failures as rm does.
-func clusterRemove(ctx context.Context, e *env, f *cmdFlags, ids []string) int {
-	c := f.client(e)
+// eachMember runs op (remove, drain) on each member in ids and prints each id it
+// succeeded for, going on past failures as rm does.
+func eachMember(ctx context.Context, e *env, f *cmdFlags, op func(context.Context, string) error, ids []string) int {
 	code := 0
 	for _, id := range ids {
-		if err := c.RemoveMember(ctx, id); err != nil {
+		if err := op(ctx, id); err != nil {
 			if code = f.fail(ctx, e, err); code == exitInterrupted {
 				return code
 			}

@@ -150,6 +150,14 @@ func (g *fakeGateway) handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /v1/cluster/members/{id}/drain", func(w http.ResponseWriter, r *http.Request) {
+		g.record(r, "")
+		if id := r.PathValue("id"); id != "n2" {
+			apiError(w, http.StatusNotFound, "not_found", fmt.Sprintf("member %q not found", id))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
 	return mux
 }
 

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// Planned moves on the old owner's side. When the leader begins handing partitions
+// of this node to another member (a drain, or a rebalance), the cluster node calls
+// cluster.Config.OnHandoff, which is Server.handOff:
+//
+//  1. The streams of the partitions' sandboxes end: WebSockets close with 1012
+//     (service restart) and SSE streams finish; clients reconnect through any node
+//     and are held until the new owner serves.
+//  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
+//     its processes end and their exits are recorded, and its record is marked as
+//     left, so the next owner's sandbox.moved says "planned": true.
+//  3. The hook returns; the cluster node reports to the leader, which gives the
+//     partitions to the new owner at once.
+//
+// Step 2 writes while the table already refuses the sandboxes (cluster.ErrHandoff)
+// and their epoch has moved to the handoff's. handoffGate lets exactly those
+// activations through: for a sandbox this node is ending, while its partition is in
+// handoff from this node and the node holds its lease, the actor is told the
+// sandbox is admitted at the epoch before the handoff (cluster.Assignment.Prev),
+// which its activation was loaded at; the cluster store accepts writes stamped with
+// that epoch until the handoff ends. Any other activation, and any new one after
+// the ending one stopped, sees the cluster's own answer.
+//
+// The gate stays open for at most one lease after the hook began. The leader
+// completes a handoff nobody reported once the lease plus its margin have passed
+// since it applied the BeginHandoff, which this node applied no earlier, so an
+// activation still ending then has stopped writing and halts (its processes are
+// killed, what it had not written is recorded as lost, as after a crash) before
+// another node can admit the sandbox, unless this node applied the BeginHandoff
+// more than the margin late. Writes are safe regardless: the store orders them
+// against the CompleteHandoff and refuses those after it.
+
+// handoffWorkers bounds how many activations one handoff ends at once: each may wait
+// for its processes' kill grace.
+const handoffWorkers = 8
+
+// handoffGate is the actor's admission and epoch (actor.Config.Admission, Epoch):
+// the cluster node's, except for the sandboxes a handoff is ending here. It is safe
+// for concurrent use; the common path takes no lock.
+type handoffGate struct {
+	cn      *cluster.Node
+	window  time.Duration // how long after a hook began its activations may write
+	pending atomic.Int64  // len(ending): the fast path skips the lock when 0
+	mu      sync.Mutex
+	ending  map[string]time.Time // sandbox → end of its window (monotonic)
+}
+
+// newHandoffGate returns the gate of cn, whose node lease is lease.
+func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
+	return &handoffGate{cn: cn, window: lease, ending: map[string]time.Time{}}
+}
+
+// admit is actor.Config.Admission.
+func (g *handoffGate) admit(sb string) error {
+	err := g.cn.Admit(sb)
+	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) {
+		return nil
+	}
+	return err
+}
+
+// epoch is actor.Config.Epoch.
+func (g *handoffGate) epoch(sb string) uint64 {
+	if g.passivating(sb) {
+		return g.cn.Partition(cluster.PartitionOf(sb)).Prev
+	}
+	return g.cn.Epoch(sb)
+}
+
+// passivating reports whether sb's activation is being ended here by a handoff that
+// is still under way, on a node that holds its lease.
+func (g *handoffGate) passivating(sb string) bool {
+	if g.pending.Load() == 0 {
+		return false
+	}
+	g.mu.Lock()
+	until, ok := g.ending[sb]
+	g.mu.Unlock()
+	if !ok || !time.Now().Before(until) || !errors.Is(g.cn.Admit(sb), cluster.ErrHandoff) {
+		return false // a pinned sandbox, or the handoff is over
+	}
+	a := g.cn.Partition(cluster.PartitionOf(sb))
+	valid, _ := g.cn.Lease()
+	return valid && a.Owner == g.cn.ID()
+}
+
+// begin opens the gate for sb until until.
+func (g *handoffGate) begin(sb string, until time.Time) {
+	g.mu.Lock()
+	if _, ok := g.ending[sb]; !ok {
+		g.pending.Add(1)
+	}
+	g.ending[sb] = until
+	g.mu.Unlock()
+}
+
+func (g *handoffGate) end(sb string) {
+	g.mu.Lock()
+	if _, ok := g.ending[sb]; ok {
+		delete(g.ending, sb)
+		g.pending.Add(-1)
+	}
+	g.mu.Unlock()
+}
+
+// handOff is cluster.Config.OnHandoff once the server exists (see the top of this
+// file). It returns when every activation of h's partitions here has ended, or when
+// ctx is done (the cluster node closing).
+func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
+	until := time.Now().Add(s.handoffs.window)
+	parts := make(map[int]bool, len(h.Partitions))
+	for _, p := range h.Partitions {
+		parts[p] = true
+	}
+	moving := func(sb string) bool {
+		return parts[cluster.PartitionOf(sb)] && errors.Is(s.cluster.Admit(sb), cluster.ErrHandoff)
+	}
+	stopped := s.streams.stopWhere(moving)
+	var ids []string
+	for _, sb := range s.node.ActiveSandboxes() {
+		if moving(sb) {
+			ids = append(ids, sb)
+		}
+	}
+	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
+		"active", len(ids), "streams", stopped)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(handoffWorkers, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sb := range work {
+				s.handoffs.begin(sb, until)
+				if err := s.node.Deactivate(ctx, sb); err != nil {
+					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+				}
+				s.handoffs.end(sb)
+			}
+		}()
+	}
+	for _, sb := range ids {
+		select {
+		case work <- sb:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// stopWhere stops and unregisters the streams of every sandbox that match selects,
+// and returns how many it stopped. The stop functions run without the lock.
+func (g *streamRegistry) stopWhere(match func(sb string) bool) int {
+	var stops []func()
+	g.mu.Lock()
+	for sb, m := range g.by {
+		if !match(sb) {
+			continue
+		}
+		for _, stop := range m {
+			stops = append(stops, stop)
+		}
+		delete(g.by, sb)
+	}
+	g.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	return len(stops)
+}

@@ -96,9 +96,15 @@ func TestStoreUnknownOutcomeQueued(t *testing.T) {
 func TestStoreLeaderClosedDuringWrites(t *testing.T) {
 	t.Parallel()
 	nodes := cluster(t, 3)
-	f, _ := followerOwner(t, nodes)
+	// A spurious election between the two lookups could make the writer the leader
+	// that is closed: look again until they are two nodes.
+	var f, l *Node
+	waitFor(t, "a follower owner apart from the leader", func() bool {
+		f, _ = followerOwner(t, nodes)
+		l = leader(t, nodes...)
+		return f != l
+	})
 	sbs := ownedUpTo(f, 8)
-	l := leader(t, nodes...)
 	type outcome struct {
 		sb, key string
 		err     error

@@ -1,0 +1,86 @@
+package clustertest_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+)
+
+// TestFailoverFollowerOwner: the owner of a sandbox, a node that does not lead, is
+// killed with SIGKILL; the sandbox answers through a survivor once the leader has
+// waited out the dead node's lease (L + δ = 3.5 s at the defaults), with the events
+// it had. The time is logged: it is the figure of an owner's death alone.
+func TestFailoverFollowerOwner(t *testing.T) {
+	c := clustertest.Start(t, &clustertest.Config{Nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info, err := c.Info(ctx, c.Nodes[0])
+	if err != nil || info.Leader == "" {
+		t.Fatalf("no leader: %+v %v", info, err)
+	}
+	// A sandbox some follower owns: the leader rebalances partitions onto the nodes
+	// that joined, so a few tries find one.
+	var sb string
+	var owner *clustertest.Node
+	for i := 0; owner == nil; i++ {
+		if ctx.Err() != nil {
+			t.Fatal("no sandbox landed on a follower")
+		}
+		id := fmt.Sprintf("fo-%d", i)
+		var got struct{ Node string }
+		resp, err := c.Nodes[0].Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": id})
+		if err == nil && resp.Status == http.StatusServiceUnavailable {
+			i-- // the partition is moving (the rebalance after the joins): again
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil || resp.JSON(http.StatusCreated, &got) != nil {
+			t.Fatalf("create %s: %v %+v", id, err, resp)
+		}
+		if got.Node != info.Leader {
+			sb, owner = id, c.Node(got.Node)
+		}
+	}
+	resp, err := owner.Do(ctx, "POST", "/v1/sandboxes/"+sb+"/events", map[string]any{"type": "agent.note", "data": map[string]string{"k": "kept"}})
+	if err != nil || resp.Status != http.StatusCreated {
+		t.Fatalf("post event: %v %+v", err, resp)
+	}
+	survivor := c.Node(info.Leader)
+	owner.Kill(t)
+	killed := time.Now()
+	for {
+		if ctx.Err() != nil {
+			t.Fatalf("sandbox %s did not answer after its owner %s died", sb, owner.ID)
+		}
+		var got struct{ Node string }
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := survivor.Do(rctx, "GET", "/v1/sandboxes/"+sb, nil)
+		rcancel()
+		if err == nil && resp.JSON(http.StatusOK, &got) == nil && got.Node != owner.ID {
+			t.Logf("owner %s (not the leader) killed: sandbox %s answered on %s after %v", owner.ID, sb, got.Node, time.Since(killed).Round(time.Millisecond))
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // a killed node's sandboxes have no event to wait on
+	}
+	var evs struct {
+		Events []struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		} `json:"events"`
+	}
+	resp, err = survivor.Do(ctx, "GET", "/v1/sandboxes/"+sb+"/events", nil)
+	if err != nil || resp.JSON(http.StatusOK, &evs) != nil {
+		t.Fatalf("events: %v %+v", err, resp)
+	}
+	found := false
+	for _, e := range evs.Events {
+		found = found || (e.Type == "agent.note" && e.Data["k"] == "kept")
+	}
+	if !found {
+		t.Fatalf("the event posted before the kill is gone: %+v", evs.Events)
+	}
+}

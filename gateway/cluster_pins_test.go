@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // zonePolicy allows everything and, at create, puts a sandbox labelled want=Z in the
@@ -54,10 +56,16 @@ func TestClusterPoolRouting(t *testing.T) {
 				}
 			}
 			t.Run("owner "+owner+" via "+via.srv.cfg.NodeID, func(t *testing.T) {
+				retries := via.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)
+				before := testutil.ToFloat64(retries)
 				var info sandboxJSON
 				via.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "b"}}).json(t, &info)
 				if info.Node != "n3" || info.Pool["zone"] != "b" {
 					t.Fatalf("created: node %q pool %v, want n3 and zone=b", info.Node, info.Pool)
+				}
+				// Forwarded to its owner by hash, the create came back 421 and was retried.
+				if forwarded := owner != via.srv.cfg.NodeID && owner != "n3"; forwarded && testutil.ToFloat64(retries) <= before {
+					t.Fatalf("no 421 retry on %s for a create its hash owner %s re-routed", via.srv.cfg.NodeID, owner)
 				}
 				n2.must(http.StatusOK, "GET", "/v1/sandboxes/"+id, nil).json(t, &info)
 				if info.Node != "n3" {

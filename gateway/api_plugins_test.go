@@ -104,7 +104,9 @@ func TestGuardPlugin(t *testing.T) {
 
 func TestPoolsPlugin(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, &serverOptions{policyFile: filepath.Join("..", "examples", "plugins", "pools", "pools.wasm")})
+	// The node is in pool gpu: a sandbox may only be placed on a node its pool matches.
+	ts := newTestServer(t, &serverOptions{policyFile: filepath.Join("..", "examples", "plugins", "pools", "pools.wasm"),
+		config: func(c *Config) { c.Labels = map[string]string{"pool": "gpu"} }})
 	var sb sandboxJSON
 	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "pl1", "labels": map[string]string{"pool": "gpu"}}).json(t, &sb)
 	if len(sb.Pool) != 1 || sb.Pool["pool"] != "gpu" {

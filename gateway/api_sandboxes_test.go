@@ -127,11 +127,15 @@ func (denyPolicy) Route(_ context.Context, r RouteRequest) RouteDecision {
 
 func TestRoutePolicy(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, &serverOptions{policy: denyPolicy{}})
+	// The node is in pool gpu: a sandbox may only be placed on a node its pool matches.
+	ts := newTestServer(t, &serverOptions{policy: denyPolicy{}, config: func(c *Config) { c.Labels = map[string]string{"pool": "gpu"} }})
 	var sb sandboxJSON
 	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "p1", "labels": map[string]string{"pool": "gpu"}}).json(t, &sb)
 	if sb.Pool["pool"] != "gpu" {
 		t.Fatalf("pool not recorded: %+v", sb)
+	}
+	if r := ts.do("POST", "/v1/sandboxes", map[string]any{"id": "p2", "labels": map[string]string{"pool": "tpu"}}); r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "pool=tpu") {
+		t.Fatalf("a pool no node matches: %d %s, want 503 naming pool=tpu", r.status, r.body)
 	}
 	r := ts.do("POST", "/v1/sandboxes/p1/exec", map[string]any{"command": "echo forbidden"})
 	if r.status != http.StatusForbidden || r.errorCode(t) != codeForbidden || !strings.Contains(string(r.body), "blocked by test") {

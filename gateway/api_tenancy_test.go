@@ -33,6 +33,7 @@ var nonSandboxRoutes = map[string]string{
 	"POST /v1/cluster/members/{id}/drain": "admin only: TestTenantAdminOnlyRoutes",
 	"GET /v1/cluster/secret":              "admin only: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/tokens":             "admin only: TestTenantAdminOnlyRoutes",
+	"POST /v1/cluster/pins":               "admin only: TestTenantAdminOnlyRoutes",
 }
 
 var wsUpgrade = map[string]string{
@@ -298,6 +299,7 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 		{"drain", "POST", "/v1/cluster/members/n2/drain", nil},
 		{"secret", "GET", "/v1/cluster/secret", nil},
 		{"tokens", "POST", "/v1/cluster/tokens", map[string]any{"tokens": []any{map[string]any{"sha256": strings.Repeat("ab", 32), "tenant": "evil", "admin": true}}}},
+		{"pins", "POST", "/v1/cluster/pins", map[string]any{"sandbox": "x1", "selector": map[string]string{"zone": "a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,6 +33,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if len(pool) > 0 && !labelsMatch(s.cfg.Labels, pool) && !s.hasSandbox(r, id) {
+		return s.createInPool(w, r, req, id, pool)
+	}
+	return s.createHere(w, r, req, id, pool)
+}
+
+// createHere creates the sandbox on this node.
+func (s *Server) createHere(w http.ResponseWriter, r *http.Request, req createSandboxRequest, id string, pool map[string]string) error {
 	info, created, err := s.node.CreateSandbox(r.Context(), actor.SandboxSpec{
 		ID: id, Labels: req.Labels, Env: req.Env, Cwd: req.Cwd,
 		Tenant: tenantOf(r.Context()), Pool: pool,

@@ -96,6 +96,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /v1/cluster/members/{id}/drain", handle: s.clusterDrain},
 		{pattern: "GET /v1/cluster/secret", handle: s.clusterSecret},
 		{pattern: "POST /v1/cluster/tokens", handle: s.clusterTokens},
+		{pattern: "POST /v1/cluster/pins", handle: s.clusterPin},
 	}
 }
 

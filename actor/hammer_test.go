@@ -112,11 +112,7 @@ func TestHammerFence(t *testing.T) {
 			time.Sleep(500 * time.Microsecond) // pacing, so requests get through between
 		}
 	})
-	var mu sync.Mutex
-	acked := make([]map[uint64]bool, sandboxes)
-	for i := range acked {
-		acked[i] = map[uint64]bool{}
-	}
+	acks := newAckLog(sandboxes)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -130,12 +126,7 @@ func TestHammerFence(t *testing.T) {
 					}
 					continue
 				}
-				mu.Lock()
-				if acked[sb][seq] {
-					t.Errorf("hf%d: seq %d acknowledged twice", sb, seq)
-				}
-				acked[sb][seq] = true
-				mu.Unlock()
+				acks.note(t, fmt.Sprintf("hf%d", sb), sb, seq)
 			}
 		})
 	}
@@ -146,18 +137,7 @@ func TestHammerFence(t *testing.T) {
 	for i := range sandboxes {
 		evs, err := n.Events(tctx(t), fmt.Sprintf("hf%d", i), 0, 0)
 		must(t, err)
-		for j, e := range evs {
-			if e.Seq != uint64(j+1) {
-				t.Fatalf("hf%d: event %d has seq %d", i, j, e.Seq)
-			}
-			if j > 0 && !acked[i][e.Seq] {
-				t.Fatalf("hf%d: stored event %d (%s) was never acknowledged", i, e.Seq, e.Type)
-			}
-		}
-		if len(evs) != len(acked[i])+1 {
-			t.Fatalf("hf%d: %d events stored, %d acknowledged", i, len(evs), len(acked[i]))
-		}
-		total += len(acked[i])
+		total += acks.check(t, fmt.Sprintf("hf%d", i), i, evs, "agent.h", func(e Event) bool { return e.Type == "sandbox.created" })
 	}
 	t.Logf("%d of %d posts acknowledged across %d disruptions", total, workers*per, disruptions.Load())
 }

@@ -174,11 +174,7 @@ func TestHammerMove(t *testing.T) {
 			time.Sleep(2 * time.Millisecond) // pacing, so requests get through between
 		}
 	})
-	var mu sync.Mutex
-	acked := make([]map[uint64]bool, sandboxes)
-	for i := range acked {
-		acked[i] = map[uint64]bool{}
-	}
+	acks := newAckLog(sandboxes)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -201,12 +197,7 @@ func TestHammerMove(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				mu.Lock()
-				if acked[sb][seq] {
-					t.Errorf("hm%d: seq %d acknowledged twice", sb, seq)
-				}
-				acked[sb][seq] = true
-				mu.Unlock()
+				acks.note(t, fmt.Sprintf("hm%d", sb), sb, seq)
 			}
 		})
 	}
@@ -217,23 +208,9 @@ func TestHammerMove(t *testing.T) {
 	for i := range sandboxes {
 		evs, err := nodes[0].Events(tctx(t), fmt.Sprintf("hm%d", i), 0, 0)
 		must(t, err)
-		got := 0
-		for j, e := range evs {
-			if e.Seq != uint64(j+1) {
-				t.Fatalf("hm%d: event %d has seq %d", i, j, e.Seq)
-			}
-			switch {
-			case e.Type == "agent.h" && acked[i][e.Seq]:
-				got++
-			case e.Type == "sandbox.created" || e.Type == "sandbox.moved":
-			default:
-				t.Fatalf("hm%d: stored event %d (%s) was never acknowledged", i, e.Seq, e.Type)
-			}
-		}
-		if got != len(acked[i]) {
-			t.Fatalf("hm%d: %d acknowledged events stored, %d acknowledged", i, got, len(acked[i]))
-		}
-		total += got
+		total += acks.check(t, fmt.Sprintf("hm%d", i), i, evs, "agent.h", func(e Event) bool {
+			return e.Type == "sandbox.created" || e.Type == "sandbox.moved"
+		})
 	}
 	t.Logf("%d of %d posts acknowledged across %d moves", total, workers*per, moves.Load())
 }

@@ -53,17 +53,7 @@ func BenchmarkExecDrivers(b *testing.B) {
 		}
 	}
 	const rounds = 300
-	took := make([][]time.Duration, len(ways))
-	for i := 0; i < rounds; i++ {
-		for j := range ways {
-			k := (i + j) % len(ways)
-			start := time.Now()
-			if err := ways[k](); err != nil {
-				b.Fatal(err)
-			}
-			took[k] = append(took[k], time.Since(start))
-		}
-	}
+	took := interleave(b, rounds, ways)
 	raw, pn, pl := float64(p50(took[0])), float64(p50(took[1])), float64(p50(took[2]))
 	b.ReportMetric(raw/1e3, "raw-p50-µs")
 	b.ReportMetric(pn/1e3, "ns-p50-µs")

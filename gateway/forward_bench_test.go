@@ -24,17 +24,7 @@ func BenchmarkForwardExec(b *testing.B) {
 		}
 	}
 	const rounds = 400
-	took := make([][]time.Duration, len(ways))
-	for i := 0; i < rounds; i++ {
-		for j := range ways {
-			k := (i + j) % len(ways)
-			start := time.Now()
-			if err := ways[k](); err != nil {
-				b.Fatal(err)
-			}
-			took[k] = append(took[k], time.Since(start))
-		}
-	}
+	took := interleave(b, rounds, ways)
 	d, f := p50(took[0]), p50(took[1])
 	b.ReportMetric(float64(d)/1e3, "direct-p50-µs")
 	b.ReportMetric(float64(f)/1e3, "forwarded-p50-µs")

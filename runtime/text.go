@@ -16,8 +16,9 @@ type TextPos struct {
 
 // TextStart returns the oldest position a text reader can start at: the first unit
 // boundary at or after the ring's oldest retained byte (at most 3 bytes after it,
-// when the ring begins inside a multi-byte sequence). It returns ErrNoText for a
-// process without a PTY.
+// when the ring begins inside a multi-byte sequence; TextEnd, when a ring smaller than
+// 4 bytes holds only part of an incomplete one). It returns ErrNoText for a process
+// without a PTY.
 func (p *Process) TextStart() (TextPos, error) {
 	r := p.ring
 	if r.text == nil {

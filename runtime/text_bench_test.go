@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // textBenchBytes is how much output the text index benchmarks write.
@@ -38,33 +40,46 @@ func mixedOutput(n int) []byte {
 	return []byte(b.String()[:n])
 }
 
-// BenchmarkRingAppendText writes 64 MiB of mixed output through ring.append in PTY
-// reads of 4 KiB, into a 1 MiB ring, with the text index and without, alternating. It
-// reports both p50 throughputs and "ratio" (with/without; the goal is >= 0.95).
+// BenchmarkRingAppendText writes 64 MiB of output through ring.append in PTY reads of
+// 4 KiB, into a 1 MiB ring, with the text index and without, alternating: mixed
+// terminal output (see mixedOutput) and plain ASCII. It reports both p50 throughputs,
+// "ratio" (with/without) and "cpu-ratio".
 func BenchmarkRingAppendText(b *testing.B) {
-	const chunk = 4 << 10
-	data := mixedOutput(1 << 20)
-	run := func(r *ring) time.Duration {
-		begin := time.Now()
-		for range textBenchBytes / len(data) {
-			for p := data; len(p) > 0; p = p[chunk:] {
-				r.append(StreamPTY, p[:chunk], false)
+	ascii := mixedOutput(1 << 20)
+	for i, c := range ascii {
+		if c >= 0x80 {
+			ascii[i] = 'x'
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"mixed", mixedOutput(1 << 20)}, {"ascii", ascii}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const chunk = 4 << 10
+			run := func(r *ring) time.Duration {
+				begin := time.Now()
+				for range textBenchBytes / len(bc.data) {
+					for p := bc.data; len(p) > 0; p = p[chunk:] {
+						r.append(StreamPTY, p[:chunk], false)
+					}
+				}
+				return time.Since(begin)
 			}
-		}
-		return time.Since(begin)
+			var m textRatio
+			b.SetBytes(textBenchBytes)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				for j := range 4 {
+					plain := func() time.Duration { return run(newRing(1 << 20)) }
+					text := func() time.Duration { return run(newTextRing(1 << 20)) }
+					m.pair((i+j)%2 == 0, plain, text)
+				}
+			}
+			b.StopTimer()
+			m.report(b)
+		})
 	}
-	var m textRatio
-	b.SetBytes(textBenchBytes)
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		for j := range 4 {
-			plain := func() time.Duration { return run(newRing(1 << 20)) }
-			text := func() time.Duration { return run(newTextRing(1 << 20)) }
-			m.pair((i+j)%2 == 0, plain, text)
-		}
-	}
-	b.StopTimer()
-	m.report(b)
 }
 
 // textRatio collects the wall and CPU times of runs without and with the text index.
@@ -100,13 +115,26 @@ func (m *textRatio) report(b *testing.B) {
 	b.ReportMetric(float64(p50(m.plainCPU))/float64(p50(m.textCPU)), "cpu-ratio")
 }
 
-// BenchmarkPTYCatText cats a 64 MiB file of mixed output through a PTY process read by
-// one subscriber, with the process's text index and with it taken away before any
-// output, alternating. It reports both p50 throughputs and "ratio" (with/without; the
-// goal is >= 0.95).
+// BenchmarkPTYCatText cats a 64 MiB file through a PTY process read by one
+// subscriber, with the process's text index and with it taken away before any output,
+// alternating: mixed terminal output (see mixedOutput) and the same with every byte
+// that is not ASCII made an "x". It reports both p50 throughputs, "ratio" (with/without;
+// the goal is >= 0.95) and "cpu-ratio".
 func BenchmarkPTYCatText(b *testing.B) {
+	mixed := mixedOutput(textBenchBytes)
+	b.Run("mixed", func(b *testing.B) { benchPTYCat(b, mixed) })
+	ascii := bytes.Map(func(r rune) rune {
+		if r >= utf8.RuneSelf {
+			return 'x'
+		}
+		return r
+	}, mixed)
+	b.Run("ascii", func(b *testing.B) { benchPTYCat(b, ascii) })
+}
+
+func benchPTYCat(b *testing.B, data []byte) {
 	file := filepath.Join(b.TempDir(), "out.txt")
-	if err := os.WriteFile(file, mixedOutput(textBenchBytes), 0o600); err != nil {
+	if err := os.WriteFile(file, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	s := newTestSandbox(b, &Config{OutputBufferBytes: ptyRing})

@@ -91,6 +91,19 @@ func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) 
 			if w == 0 {
 				i += 8
 				units += 8
+				// A long ASCII run: 32 bytes at a time (tried only after 8 ASCII
+				// bytes, so that text with a character that is not every few
+				// bytes does not pay for it).
+				for i+32 <= n {
+					q := p[i : i+32]
+					w := binary.LittleEndian.Uint64(q) | binary.LittleEndian.Uint64(q[8:]) |
+						binary.LittleEndian.Uint64(q[16:]) | binary.LittleEndian.Uint64(q[24:])
+					if w&high != 0 {
+						break
+					}
+					i += 32
+					units += 32
+				}
 				continue
 			}
 			k := bits.TrailingZeros64(w) >> 3 // ASCII bytes before the first that is not

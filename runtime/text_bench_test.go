@@ -204,3 +204,36 @@ func benchPTYCat(b *testing.B, data []byte) {
 	b.StopTimer()
 	m.report(b)
 }
+
+// BenchmarkTextCount compares the index's decoder counting 1 MiB of output (mixed,
+// then ASCII) with utf8.Valid checking the same bytes, alternating in batches of 20,
+// by CPU time. It reports "speed-vs-valid" (the decoder's speed over Valid's; 1 is
+// as fast) and the decoder's CPU-time throughput.
+func BenchmarkTextCount(b *testing.B) {
+	mixed := mixedOutput(1 << 20)
+	ascii := bytes.Map(func(r rune) rune { return min(r, 'x') }, mixed)
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"mixed", mixed}, {"ascii", ascii}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var count, valid []time.Duration
+			for b.Loop() {
+				for range 5 {
+					c0 := cpuTime()
+					for range 20 {
+						var st textState
+						st.feed(nil, bc.data, false)
+					}
+					c1 := cpuTime()
+					for range 20 {
+						utf8.Valid(bc.data)
+					}
+					count, valid = append(count, c1-c0), append(valid, cpuTime()-c1)
+				}
+			}
+			b.ReportMetric(pairRatio(valid, count), "speed-vs-valid")
+			b.ReportMetric(20*float64(len(bc.data))/p50(count).Seconds()/(1<<20), "count-cpu-MiB/s")
+		})
+	}
+}

@@ -114,6 +114,7 @@ func (n *Node) reconcile(ctx context.Context, budget int, handoffs *handoffClock
 	}
 	n.checkLiveness(ctx)
 	n.checkDraining(ctx)
+	n.cleanupDead(ctx)
 	n.promote(ctx)
 	n.tendHandoffs(ctx, handoffs)
 	s := n.fsm.cur.Load()

@@ -57,6 +57,9 @@ type Node struct {
 	hbPaused atomic.Bool // test hook: the heartbeat loop sends nothing while set
 	live     liveness
 	ver      verifier
+	// deadKept counts the leader's passes that kept a dead voter for want of a
+	// non-voter to replace it (cleanup.go); tests wait on it.
+	deadKept atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error

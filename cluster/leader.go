@@ -135,7 +135,8 @@ func (n *Node) reconcile(ctx context.Context, budget int, handoffs *handoffClock
 		n.log.Debug("cluster: began handoffs", "partitions", len(begin), "pending", pending)
 	}
 	n.repin(ctx)
-	return used
+	n.sweepPins(ctx, handoffs)
+	return used + n.drainPins(ctx, budget-used, handoffs)
 }
 
 // voterTarget is how many voters the cluster keeps: 3, or 5 past ten members. More
@@ -184,6 +185,9 @@ func (n *Node) promote(ctx context.Context) {
 func (n *Node) repin(ctx context.Context) {
 	s := n.fsm.cur.Load()
 	for sb, p := range s.pins {
+		if p.State == PartitionHandoff {
+			continue // tendHandoffs ends it
+		}
 		if p.State == PartitionActive && (s.alive(p.Owner) || !n.movable(p.Owner)) {
 			continue
 		}

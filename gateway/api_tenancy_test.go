@@ -34,7 +34,7 @@ var nonSandboxRoutes = map[string]string{
 	"GET /v1/cluster/secret":              "admin only: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/tokens":             "admin only: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/pins":               "admin only: TestTenantAdminOnlyRoutes",
-	"DELETE /v1/cluster/pins/{sandbox}":        "admin only: TestTenantAdminOnlyRoutes",
+	"DELETE /v1/cluster/pins/{sandbox}":   "admin only: TestTenantAdminOnlyRoutes",
 }
 
 var wsUpgrade = map[string]string{

@@ -53,20 +53,39 @@ func (n *Node) cleanupDead(ctx context.Context) {
 	for _, id := range d.nonvoters {
 		n.removeDead(ctx, id, false)
 	}
+	switch d.voterVerdict() {
+	case keepNoMajority:
+		n.log.Warn("cluster: a dead voter stays: the voters left would have no healthy majority",
+			"node", d.voters[0], "voters", d.voterCount, "healthy", d.healthyVoters)
+	case keepNoSpare:
+		n.deadKept.Add(1)
+		n.log.Debug("cluster: a dead voter stays until a non-voter can take its place", "node", d.voters[0], "voters", d.voterCount)
+	case removeVoter:
+		n.removeDead(ctx, d.voters[0], true)
+	}
+}
+
+// What the pass does with the first dead voter.
+const (
+	noDeadVoter    = iota
+	removeVoter    // remove it
+	keepNoMajority // keep it: the voters left would have no healthy majority
+	keepNoSpare    // keep it: fewer voters than the target and no non-voter to promote
+)
+
+// voterVerdict applies the rule of the file's doc to the first dead voter of d.
+func (d deadSet) voterVerdict() int {
 	if len(d.voters) == 0 {
-		return
+		return noDeadVoter
 	}
 	remaining := d.voterCount - 1
 	switch {
 	case d.healthyVoters < remaining/2+1:
-		n.log.Warn("cluster: a dead voter stays: the voters left would have no healthy majority",
-			"node", d.voters[0], "voters", d.voterCount, "healthy", d.healthyVoters)
+		return keepNoMajority
 	case remaining < d.target && d.spares == 0:
-		n.deadKept.Add(1)
-		n.log.Debug("cluster: a dead voter stays until a non-voter can take its place", "node", d.voters[0], "voters", d.voterCount)
-	default:
-		n.removeDead(ctx, d.voters[0], true)
+		return keepNoSpare
 	}
+	return removeVoter
 }
 
 // deadSet is one pass's view of the raft configuration.

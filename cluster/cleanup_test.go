@@ -111,3 +111,30 @@ func TestDeadServerKeptWithoutSpare(t *testing.T) {
 func memberOf(nd *Node, id NodeID) Member {
 	return nd.fsm.cur.Load().members[id]
 }
+
+// TestDeadVoterVerdict walks the removal rule: a dead voter goes only when the
+// voters left have a healthy majority and the target can be kept.
+func TestDeadVoterVerdict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    deadSet
+		want int
+	}{
+		{"no dead voter", deadSet{voterCount: 3, healthyVoters: 3, target: 3}, noDeadVoter},
+		{"3 voters, 1 dead, a spare", deadSet{voters: []NodeID{"x"}, voterCount: 3, healthyVoters: 2, spares: 1, target: 3}, removeVoter},
+		{"3 voters, 1 dead, no spare", deadSet{voters: []NodeID{"x"}, voterCount: 3, healthyVoters: 2, target: 3}, keepNoSpare},
+		{"4 voters over a target of 3, 1 dead", deadSet{voters: []NodeID{"x"}, voterCount: 4, healthyVoters: 3, target: 3}, removeVoter},
+		{"5 voters, 2 dead, spares", deadSet{voters: []NodeID{"x", "y"}, voterCount: 5, healthyVoters: 3, spares: 2, target: 5}, removeVoter},
+		{"5 voters, 3 down: no healthy majority left", deadSet{voters: []NodeID{"x"}, voterCount: 5, healthyVoters: 2, spares: 2, target: 5}, keepNoMajority},
+		{"3 voters, 1 dead, 1 unhealthy", deadSet{voters: []NodeID{"x"}, voterCount: 3, healthyVoters: 1, spares: 1, target: 3}, keepNoMajority},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.d.voterVerdict(); got != tt.want {
+				t.Fatalf("verdict %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -42,7 +42,7 @@ import (
 // cleanupDead is the leader's dead-server pass; it runs before promote on each
 // reconcile pass.
 func (n *Node) cleanupDead(ctx context.Context) {
-	if n.cfg.DeadServerTimeout < 0 {
+	if n.deadAfter.Load() < 0 {
 		return
 	}
 	f := n.raft.GetConfiguration()
@@ -108,7 +108,7 @@ func (n *Node) deadServers(servers []raft.Server, s *state, now time.Duration) d
 		}
 		m, known := s.members[id]
 		healthy := id == n.cfg.NodeID || (known && s.serving(id) && n.live.silent(id, now) <= n.grace())
-		dead := id != n.cfg.NodeID && (!known || m.Status == StatusDown) && n.live.silent(id, now) > n.cfg.DeadServerTimeout
+		dead := id != n.cfg.NodeID && (!known || m.Status == StatusDown) && n.live.silent(id, now) > time.Duration(n.deadAfter.Load())
 		switch {
 		case dead && voter:
 			d.voters = append(d.voters, id)
@@ -130,5 +130,5 @@ func (n *Node) removeDead(ctx context.Context, id NodeID, voter bool) {
 		return
 	}
 	n.log.Info("cluster: removed a dead server from the raft configuration", "node", id, "voter", voter,
-		"gone_for_more_than", n.cfg.DeadServerTimeout)
+		"gone_for_more_than", time.Duration(n.deadAfter.Load()))
 }

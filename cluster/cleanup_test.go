@@ -13,7 +13,7 @@ import (
 func TestDeadServerCleanup(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
-	nodes := clusterWith(t, 4, func(_ int, cfg *Config) { cfg.DeadServerTimeout = timeout })
+	nodes := formedWithTimeout(t, 4, timeout)
 	l := leader(t, nodes...)
 	servers, err := l.RaftServers()
 	if err != nil {
@@ -68,7 +68,7 @@ func TestDeadServerCleanup(t *testing.T) {
 // spare could take its seat) and the two left still commit.
 func TestDeadServerKeptWithoutSpare(t *testing.T) {
 	t.Parallel()
-	nodes := clusterWith(t, 3, func(_ int, cfg *Config) { cfg.DeadServerTimeout = 300 * time.Millisecond })
+	nodes := formedWithTimeout(t, 3, 300*time.Millisecond)
 	l := leader(t, nodes...)
 	victim := nodes[0]
 	if victim == l {
@@ -105,6 +105,18 @@ func TestDeadServerKeptWithoutSpare(t *testing.T) {
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {
 		t.Fatalf("a write with one voter dead: %v", err)
 	}
+}
+
+// formedWithTimeout starts n nodes with no dead-server cleanup to speak of while
+// they form (a node slowed down while it joins must not be removed), then sets
+// their timeout.
+func formedWithTimeout(t *testing.T, n int, timeout time.Duration) []*Node {
+	t.Helper()
+	nodes := clusterWith(t, n, func(_ int, cfg *Config) { cfg.DeadServerTimeout = time.Hour })
+	for _, nd := range nodes {
+		nd.deadAfter.Store(int64(timeout))
+	}
+	return nodes
 }
 
 // memberOf returns nd's member record of id (the zero Member if it has none).

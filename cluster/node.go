@@ -60,6 +60,9 @@ type Node struct {
 	// deadKept counts the leader's passes that kept a dead voter for want of a
 	// non-voter to replace it (cleanup.go); tests wait on it.
 	deadKept atomic.Int64
+	// deadAfter is Config.DeadServerTimeout; tests shorten it once their cluster
+	// has formed, so that a node slowed down while joining is not removed.
+	deadAfter atomic.Int64
 	// sweepOff, set by tests, stops the orphan-pin sweep (pinsweep.go).
 	sweepOff atomic.Bool
 
@@ -182,6 +185,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		lease: lease{renewed: make(chan struct{}, 1)},
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
+	n.deadAfter.Store(int64(cfg.DeadServerTimeout))
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	stream.serve(map[byte]func(net.Conn){
 		streamHeartbeat: n.serveHeartbeats,

@@ -59,10 +59,24 @@ func TestDrainMovesPins(t *testing.T) {
 		}
 		return true
 	})
+	drained := mono() - start
 	waitFor(t, "the moved sandbox admitted by its new owner", func() bool {
 		o, _, ok := h.nodes[0].Owner(movable)
 		return ok && o != victim.ID() && byID(h.nodes, o).Admit(movable) == nil
 	})
+	// Figures: when the old owner had let go of the pin, against its last partition.
+	var pinMoved, partsMoved time.Duration
+	for _, x := range r.get() {
+		switch {
+		case x.h.From != victim.ID() || x.at < start || x.returned == 0:
+		case slices.Contains(x.h.Sandboxes, movable):
+			pinMoved = x.returned - start
+		case len(x.h.Partitions) > 0:
+			partsMoved = max(partsMoved, x.returned-start)
+		}
+	}
+	t.Logf("after the drain began: the pin's hook returned at %v, the last partition hook at %v; every node drained at %v",
+		pinMoved, partsMoved, drained)
 	for _, nd := range h.nodes {
 		if got := nd.Unmovable(victim.ID()); !slices.Equal(got, []string{only}) {
 			t.Fatalf("%s: Unmovable(%s) = %v, want [%s]", nd.ID(), victim.ID(), got, only)

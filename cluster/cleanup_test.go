@@ -51,11 +51,13 @@ func TestDeadServerCleanup(t *testing.T) {
 		m := memberOf(l, victim.ID())
 		return !present && servers[spare.ID()] && voters(l) == 3 && m.Status == StatusLeft
 	})
-	// Safety: not before the member was gone for the timeout (its L + δ to be
-	// marked down come first, but the timeout alone must hold).
-	if gone := time.Since(killed); gone < timeout {
+	// Safety: not before the member was silent for the timeout. Silence counts from
+	// its last heartbeat, sent up to L/6 before the kill (L is a generous bound).
+	gone := time.Since(killed)
+	if gone < timeout-testL {
 		t.Fatalf("removed %v after the kill, before the timeout of %v", gone, timeout)
 	}
+	t.Logf("removed and replaced %v after the kill: L + δ = %v to be marked down, a timeout of %v", gone, testL+testMargin, timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {

@@ -22,6 +22,9 @@ const (
 	cmdBeginHandoff    cmdType = 9  // handoffs: CAS each active partition, state → handoff to Next
 	cmdCompleteHandoff cmdType = 10 // moves: CAS each partition in handoff, owner → the move's
 	cmdAbortHandoff    cmdType = 11 // partitions, epochs: CAS each partition in handoff, back to active
+	// cmdPinMove moves or drops pins: an operation byte, then pins with their
+	// expected epochs (pinmove.go).
+	cmdPinMove cmdType = 12
 
 	cmdIgnorable cmdType = 0x80
 )

@@ -59,6 +59,20 @@ type Config struct {
 	// L + δ without a heartbeat, and a new leader waits L + δ before moving any. It
 	// covers clock-rate drift between nodes and scheduling delays. Default 0.5 s.
 	LeaseMargin time.Duration
+	// DeadServerTimeout is how long a raft server may be gone (a member marked down,
+	// silent to the leader) before the leader removes it from the raft configuration
+	// and marks it left, so that a dead voter stops counting towards the quorum and a
+	// non-voter can take its place (see cleanup.go). A voter is removed only while
+	// the voters that remain have a healthy majority and the cluster keeps its voter
+	// target with a non-voter promoted in its place. A removed node that comes back
+	// must be joined again. Default 10 minutes; negative disables the cleanup.
+	DeadServerTimeout time.Duration
+	// OrphanPinGrace is how long a pin may stay with no sandbox record ever written
+	// under it before the leader removes it (see pinsweep.go): a create that pinned
+	// its sandbox to a pool and then failed, or whose client went away, without the
+	// gateway removing the pin itself. Default 1 minute: a create writes its record
+	// within milliseconds of the pin.
+	OrphanPinGrace time.Duration
 	// OnFence is called once each time this node's lease lapses: it must stop every
 	// actor of this node and end their processes, since its partitions may be given
 	// to another node L + δ after its last heartbeat. Admit already refuses
@@ -121,6 +135,10 @@ const (
 	DefaultRebalanceRate = 64
 	DefaultLeaseTTL      = 3 * time.Second
 	DefaultLeaseMargin   = 500 * time.Millisecond
+	// DefaultDeadServerTimeout is Config.DeadServerTimeout's default.
+	DefaultDeadServerTimeout = 10 * time.Minute
+	// DefaultOrphanPinGrace is Config.OrphanPinGrace's default.
+	DefaultOrphanPinGrace = time.Minute
 )
 
 // Base raft timeouts, multiplied by Config.Multiplier. Elections take about 0.9 s at
@@ -143,6 +161,9 @@ func DefaultConfig() *Config {
 		LeaseTTL:      DefaultLeaseTTL,
 		LeaseMargin:   DefaultLeaseMargin,
 		RaftLogLevel:  "warn",
+
+		DeadServerTimeout: DefaultDeadServerTimeout,
+		OrphanPinGrace:    DefaultOrphanPinGrace,
 	}
 }
 
@@ -186,6 +207,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.LeaseMargin == 0 {
 		cfg.LeaseMargin = DefaultLeaseMargin
+	}
+	if cfg.DeadServerTimeout == 0 {
+		cfg.DeadServerTimeout = DefaultDeadServerTimeout
+	}
+	if cfg.OrphanPinGrace <= 0 {
+		cfg.OrphanPinGrace = DefaultOrphanPinGrace
 	}
 	if cfg.LeaseTTL < 6*time.Millisecond {
 		return cfg, fmt.Errorf("%w: Config.LeaseTTL %v is too short", ErrInvalid, cfg.LeaseTTL)

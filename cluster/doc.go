@@ -47,16 +47,19 @@
 //     Batch through the leader from any node, Read serves one sandbox from this
 //     node's replica with its own acknowledged writes on top, Sandboxes lists them
 //     all. Config.OnApply tells the gateway which sandboxes each entry changed.
-//   - Join, Remove, Drain, Pin and Unpin run on the leader only; elsewhere they
-//     return a *NotLeaderError naming the leader's id and addresses so the gateway
-//     can forward.
+//   - Join, Remove, Drain, Pin, Unpin and DropPin run on the leader only; elsewhere
+//     they return a *NotLeaderError naming the leader's id and addresses so the
+//     gateway can forward. DropPin removes a pin only if no record of its sandbox
+//     was written under it (a create that failed after pinning; see Pins).
 //   - SetValues (leader only, like Join) and Value/Values are a small replicated
 //     key/value table for what every node must agree on besides membership and
 //     placement (the gateway keeps its API token hashes there); Config.OnValues
 //     tells a node its table changed.
-//   - Members, Table, Partition, Drained, Leader, AppliedIndex, RejectedConns and Err
-//     are getters; Voters (raft suffrage) and Spread (partitions per owner) are the
-//     operator's view; HasState tells whether a data directory would resume a cluster.
+//   - Members, Table, Partition, Placement, PinOf, Drained, Leader, AppliedIndex,
+//     RejectedConns and Err are getters; Voters (raft suffrage), Spread (partitions
+//     per owner), Pinned (pins per owner) and Unmovable (pins a drain cannot move)
+//     are the operator's view; HasState tells whether a data directory would resume
+//     a cluster.
 //
 // # Lifecycle
 //
@@ -76,8 +79,10 @@
 //     are assigned at once; partitions of a member that is down or left move once
 //     its lease has run out; partitions that only move to balance onto a new (or
 //     returning) member move by handoff, at most RebalanceRate per second, and
-//     never while Config.Busy reports work on them; partitions of a draining member
-//     move by handoff at the same rate, busy or not.
+//     never while Config.Busy reports work on them; partitions and pinned sandboxes
+//     of a draining member move by handoff at the same rate, busy or not; pins
+//     never written past Config.OrphanPinGrace are dropped; servers gone for
+//     Config.DeadServerTimeout leave the raft configuration (see Dead servers).
 //  5. Drain marks a member draining; it keeps its lease and serves what it has until
 //     each partition is handed off. Remove marks a member left; it is refused
 //     heartbeats, its partitions move once its lease has run out (L + δ), and it
@@ -297,6 +302,35 @@
 // members, within RebalanceRate, idle ones first and busy ones after them. It stays
 // a member that heartbeats (its grants are not held back like a down member's),
 // fails like any member if it goes silent, and owns nothing once drained.
+//
+// Pinned sandboxes of a draining member move the same way, one pin at a time in the
+// table (pindrain.go): cmdPinMove begins a pin's handoff to the member its selector
+// picks among the alive ones (Handoff.Sandboxes tells the old owner), and completes
+// or aborts it by the same rules as a partition's, with the same write epochs (the
+// pin's Prev and handoff epoch). A pin no alive member matches stays and keeps being
+// served; Drained does not wait for it and Unmovable names it, so a drain never
+// hangs on a pool with no other member.
+//
+// # Pins
+//
+// A pin (Pin) places one sandbox on a member matching a label selector, overriding
+// its partition. The first sandbox batch accepted under a pin marks it written, in
+// Apply, so every replica agrees on it. A pin that is not written belongs to a create
+// that has not (or never) written its record: DropPin removes it on the gateway's
+// failure path, and the leader removes any it has seen unwritten, at one epoch, for
+// Config.OrphanPinGrace (pinsweep.go). Apply refuses to drop a written pin, and a
+// create whose first write comes after the drop is fenced. Pins in a snapshot of a
+// version before the mark count as written.
+//
+// # Dead servers
+//
+// The leader removes a raft server that has been down and silent for
+// Config.DeadServerTimeout (10 minutes) from the configuration and marks it left: a
+// non-voter at once, a voter only while the remaining voters keep a healthy majority
+// and the voter target can be kept (more voters than the target, or a healthy
+// non-voter to promote in its place). This is raft-autopilot's CleanupDeadServers
+// rule on this package's own failure detector; cleanup.go says why autopilot itself
+// is not used.
 //
 // Handoff figures (3 nodes on loopback under -race on a shared 2-core machine,
 // L = 300 ms, raft at 0.1×; TestHandoffReported, TestDrainUnderLoad): one partition

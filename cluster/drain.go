@@ -18,8 +18,10 @@ import (
 //     If it goes silent it is failed like any member; when it heartbeats again it
 //     is alive, and the rebalance gives it partitions back (a rolling restart).
 //
-// Draining a member already draining does nothing. Join of the member makes it alive
-// again. Pins on the member are not moved by a drain.
+// Pinned sandboxes of the member move the same way, each to a member matching its
+// pool (pindrain.go); one that no alive member matches stays, and Unmovable names
+// it. Draining a member already draining does nothing. Join of the member makes it
+// alive again.
 func (n *Node) Drain(ctx context.Context, id NodeID) error {
 	if err := n.drain(ctx, id); err != nil {
 		return fmt.Errorf("failed to drain %s: %w", id, err)
@@ -48,7 +50,8 @@ func (n *Node) drain(ctx context.Context, id NodeID) error {
 }
 
 // Drained reports whether member id is draining and, in this node's table, owns no
-// partition, active or in handoff.
+// partition, active or in handoff, and no pinned sandbox but those no alive member
+// matches (Unmovable): the drain has moved everything it can.
 func (n *Node) Drained(id NodeID) bool {
 	s := n.fsm.cur.Load()
 	if s.members[id].Status != StatusDraining {
@@ -56,6 +59,11 @@ func (n *Node) Drained(id NodeID) bool {
 	}
 	for _, a := range s.parts {
 		if a.Owner == id {
+			return false
+		}
+	}
+	for _, p := range s.pins {
+		if p.Owner == id && (p.State != PartitionActive || len(matching(s, p.Selector)) > 0) {
 			return false
 		}
 	}

@@ -25,6 +25,9 @@ var (
 	// ErrNoMatchingMember is returned by Pin when no alive member carries the labels
 	// of the selector.
 	ErrNoMatchingMember = errors.New("cluster: no alive member matches the selector")
+	// ErrPinInUse is returned by DropPin for a pin under which a sandbox record was
+	// written: the sandbox exists (or existed) in its pool, so the pin stays.
+	ErrPinInUse = errors.New("cluster: pinned sandbox has records")
 	// ErrCorrupt reports a command or snapshot that cannot be decoded.
 	ErrCorrupt = errors.New("cluster: corrupt encoding")
 	// ErrNotOwner is matched by every *NotOwnerError: this node's table gives the

@@ -133,6 +133,11 @@ func (f *fsm) apply(index uint64, data []byte) error {
 		if err = d.done(); err == nil {
 			next, err = old.abortHandoff(index, refs)
 		}
+	case cmdPinMove:
+		op, ops := d.byte(), d.pinOps()
+		if err = d.done(); err == nil {
+			next, err = old.pinMove(index, op, ops)
+		}
 	default:
 		if t&cmdIgnorable != 0 {
 			f.log.Debug("cluster: skipped ignorable command", "type", int(t), "index", index)

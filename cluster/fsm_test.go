@@ -83,6 +83,13 @@ func history() [][]byte {
 		encodeUnpin("sb-1", 8),
 		encodeFail("e", []move{{P: 2, Owner: "a", Expect: 12345}}), // stale: refused whole
 		encodeFail("e", nil),
+		encodePin("sb-3", map[string]string{"zone": "z1"}, "a", 0),
+	)
+	// sb-3's pin was made by the entry just appended: hand it to b (a drain's move).
+	pinned := uint64(len(cmds))
+	cmds = append(cmds,
+		encodePinMove(pinOpBegin, []pinOp{{Sandbox: "sb-3", To: "b", Expect: pinned}}),
+		encodePinMove(pinOpDrop, []pinOp{{Sandbox: "sb-3", Expect: pinned}}), // stale: refused
 	)
 	return cmds
 }
@@ -202,6 +209,9 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	}
 	if p := g.cur.Load().pins["sb-2"]; p.Selector["zone"] != "z1" || p.State != PartitionUnassigned {
 		t.Fatalf("pin lost in the round trip: %+v", p)
+	}
+	if p := g.cur.Load().pins["sb-3"]; p.State != PartitionHandoff || p.Next != "b" || p.Owner != "a" {
+		t.Fatalf("pin in handoff lost in the round trip: %+v", p)
 	}
 	for _, bad := range [][]byte{nil, {9}, b[:len(b)/2], append(append([]byte(nil), b...), 0)} {
 		if err := g.Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, ErrCorrupt) {

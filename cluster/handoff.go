@@ -25,6 +25,10 @@ type Handoff struct {
 	Epoch uint64
 	// Partitions are the partitions moving, in increasing order.
 	Partitions []int
+	// Sandboxes are the pinned sandboxes moving (a drain moves pins too, each to a
+	// member matching its selector), in id order. A handoff moves partitions or
+	// pins, never both.
+	Sandboxes []string
 }
 
 // handoff asks for one partition to move from From to To, provided its epoch is
@@ -197,6 +201,20 @@ func (s *state) handoffsFrom(id NodeID) []Handoff {
 		}
 		h.Partitions = append(h.Partitions, p)
 	}
+	pinned := map[key]*Handoff{}
+	for sb, p := range s.pins {
+		if p.State != PartitionHandoff || p.Owner != id {
+			continue
+		}
+		k := key{p.Epoch, p.Next}
+		h := pinned[k]
+		if h == nil {
+			h = &Handoff{From: id, To: p.Next, Epoch: p.Epoch}
+			pinned[k] = h
+			keys = append(keys, k)
+		}
+		h.Sandboxes = append(h.Sandboxes, sb)
+	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.epoch, b.epoch); c != 0 {
 			return c
@@ -205,7 +223,13 @@ func (s *state) handoffsFrom(id NodeID) []Handoff {
 	})
 	out := make([]Handoff, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, *by[k])
+		if h := by[k]; h != nil {
+			out = append(out, *h)
+			continue
+		}
+		h := pinned[k]
+		slices.Sort(h.Sandboxes)
+		out = append(out, *h)
 	}
 	return out
 }

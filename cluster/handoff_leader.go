@@ -13,12 +13,18 @@ import (
 // aborting those whose target left.
 
 // handoffClock is one leadership's record of when it first saw each handoff (by
-// its BeginHandoff epoch). It lives on the reconcile goroutine only.
+// its BeginHandoff epoch), of the pinned sandboxes a drain could not move that it
+// has logged, and of when it first saw each orphan pin (pinsweep.go). It lives on
+// the reconcile goroutine only.
 type handoffClock struct {
-	seen map[uint64]time.Duration
+	seen    map[uint64]time.Duration
+	stuck   map[string]bool
+	orphans map[pinRef]time.Duration
 }
 
-func newHandoffClock() *handoffClock { return &handoffClock{seen: map[uint64]time.Duration{}} }
+func newHandoffClock() *handoffClock {
+	return &handoffClock{seen: map[uint64]time.Duration{}, stuck: map[string]bool{}, orphans: map[pinRef]time.Duration{}}
+}
 
 // nextDeadline returns how long until the next handoff seen is due, or an hour.
 func (c *handoffClock) nextDeadline(now, grace time.Duration) time.Duration {
@@ -77,10 +83,24 @@ func (n *Node) tendHandoffs(ctx context.Context, c *handoffClock) {
 			due[a.Epoch] = append(due[a.Epoch], move{P: p, Owner: a.Next, Expect: a.Epoch})
 		}
 	}
+	pinAborts, pinsDue := n.duePins(s, c, current, now, grace)
 	for e := range c.seen {
 		if !current[e] {
 			delete(c.seen, e)
 		}
+	}
+	if len(pinAborts) > 0 {
+		if err := n.apply(ctx, encodePinMove(pinOpAbort, pinAborts)); err != nil {
+			n.log.Warn("cluster: failed to abort pin handoffs to a member that left", "sandboxes", len(pinAborts), "err", err)
+			return
+		}
+	}
+	if len(pinsDue) > 0 {
+		if err := n.apply(ctx, encodePinMove(pinOpComplete, pinsDue)); err != nil {
+			n.log.Warn("cluster: failed to complete pin handoffs past the lease", "sandboxes", len(pinsDue), "err", err)
+			return
+		}
+		n.log.Info("cluster: completed pin handoffs unreported past the lease", "sandboxes", len(pinsDue))
 	}
 	if len(aborts) > 0 {
 		if err := n.apply(ctx, encodeAbortHandoff(aborts)); err != nil {
@@ -101,6 +121,30 @@ func (n *Node) tendHandoffs(ctx context.Context, c *handoffClock) {
 		}
 		n.log.Info("cluster: completed handoffs unreported past the lease", "epoch", e, "partitions", len(due[e]))
 	}
+}
+
+// duePins is tendHandoffs for pins in handoff: those whose target is no longer
+// alive are to be aborted, those this leadership first saw more than grace ago are
+// due. It records first sights in c and marks their epochs current.
+func (n *Node) duePins(s *state, c *handoffClock, current map[uint64]bool, now, grace time.Duration) (aborts, due []pinOp) {
+	for sb, p := range s.pins {
+		if p.State != PartitionHandoff {
+			continue
+		}
+		current[p.Epoch] = true
+		first, ok := c.seen[p.Epoch]
+		if !ok {
+			first = now
+			c.seen[p.Epoch] = now
+		}
+		switch {
+		case !s.alive(p.Next):
+			aborts = append(aborts, pinOp{Sandbox: sb, Expect: p.Epoch})
+		case now-first > grace:
+			due = append(due, pinOp{Sandbox: sb, Expect: p.Epoch})
+		}
+	}
+	return aborts, due
 }
 
 // completeHandoff takes the old owner's report that it has stopped running the
@@ -129,11 +173,23 @@ func (n *Node) completeHandoff(ctx context.Context, h Handoff) (int, error) {
 		}
 		moves = append(moves, move{P: p, Owner: a.Next, Expect: a.Epoch})
 	}
-	if len(moves) == 0 {
-		return 0, nil
+	var pins []pinOp
+	for _, sb := range h.Sandboxes {
+		p, ok := s.pins[sb]
+		if !ok || p.State != PartitionHandoff || p.Epoch != h.Epoch || p.Owner != h.From || !s.alive(p.Next) {
+			continue
+		}
+		pins = append(pins, pinOp{Sandbox: sb, Expect: p.Epoch})
 	}
-	if err := n.apply(ctx, encodeCompleteHandoff(moves)); err != nil {
-		return 0, err
+	if len(moves) > 0 {
+		if err := n.apply(ctx, encodeCompleteHandoff(moves)); err != nil {
+			return 0, err
+		}
 	}
-	return len(moves), nil
+	if len(pins) > 0 {
+		if err := n.apply(ctx, encodePinMove(pinOpComplete, pins)); err != nil {
+			return len(moves), err
+		}
+	}
+	return len(moves) + len(pins), nil
 }

@@ -17,8 +17,12 @@ import (
 // connection to the leader's raft port, authenticated by the node handshake like
 // every connection there (auth.go), then opened with streamHandoff:
 //
-//	request:  frame{from, to string, epoch uvarint, count uvarint, partitions uvarint...}
+//	request:  frame{from, to string, epoch uvarint, count uvarint, partitions uvarint...,
+//	                [count uvarint, sandboxes string...]}
 //	response: frame{verdict byte}
+//
+// The sandboxes (pins moving) come last and only when there are some, so a report
+// of partitions reads the same to a leader that predates pin handoffs.
 //
 // A leader of an older version hands such a connection to raft, which drops it:
 // the report fails and the leader completes the handoff after L + δ instead.
@@ -45,6 +49,12 @@ func encodeReport(h Handoff) []byte {
 	for _, p := range h.Partitions {
 		e.uvarint(uint64(p))
 	}
+	if len(h.Sandboxes) > 0 {
+		e.uvarint(uint64(len(h.Sandboxes)))
+		for _, sb := range h.Sandboxes {
+			e.string(sb)
+		}
+	}
 	return e.b
 }
 
@@ -59,6 +69,15 @@ func decodeReport(b []byte) (Handoff, error) {
 			return Handoff{}, fmt.Errorf("%w: partition %d in a handoff report", ErrCorrupt, p)
 		}
 		h.Partitions = append(h.Partitions, int(p))
+	}
+	if d.err == nil && len(d.b) > 0 {
+		n := d.count()
+		if n == 0 && d.err == nil {
+			return Handoff{}, fmt.Errorf("%w: empty sandbox list in a handoff report", ErrCorrupt)
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			h.Sandboxes = append(h.Sandboxes, d.string())
+		}
 	}
 	return h, d.done()
 }
@@ -140,6 +159,11 @@ func (n *Node) handingOff(h Handoff) bool {
 			return true
 		}
 	}
+	for _, sb := range h.Sandboxes {
+		if p, ok := s.pins[sb]; ok && p.State == PartitionHandoff && p.Epoch == h.Epoch && p.Owner == n.cfg.NodeID {
+			return true
+		}
+	}
 	return false
 }
 
@@ -157,7 +181,7 @@ func (n *Node) notifyHandoffs() {
 		to    NodeID
 	}
 	told := map[key]bool{}
-	var last *Assignment // the table last scanned: states share it until parts change
+	var last *state // the table last scanned
 	for {
 		s := n.fsm.cur.Load()
 		if ok, _ := n.Lease(); !ok {
@@ -170,8 +194,8 @@ func (n *Node) notifyHandoffs() {
 			}
 			continue
 		}
-		if len(s.parts) > 0 && &s.parts[0] != last {
-			last = &s.parts[0]
+		if s != last {
+			last = s
 			current := map[key]bool{}
 			for _, h := range s.handoffsFrom(n.cfg.NodeID) {
 				k := key{h.Epoch, h.To}

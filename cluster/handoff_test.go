@@ -305,11 +305,17 @@ func TestReportFrames(t *testing.T) {
 	if err != nil || got.From != h.From || got.To != h.To || got.Epoch != h.Epoch || !slices.Equal(got.Partitions, h.Partitions) {
 		t.Fatalf("decoded %+v (%v)", got, err)
 	}
+	hp := Handoff{From: "a", To: "b", Epoch: 9, Sandboxes: []string{"sb-1", "sb-2"}}
+	got, err = decodeReport(encodeReport(hp))
+	if err != nil || !slices.Equal(got.Sandboxes, hp.Sandboxes) || len(got.Partitions) != 0 {
+		t.Fatalf("decoded a report of pins: %+v (%v)", got, err)
+	}
 	tests := []struct {
 		name string
 		b    []byte
 	}{
 		{name: "truncated", b: b[:len(b)-1]},
+		{name: "truncated pins", b: encodeReport(hp)[:len(encodeReport(hp))-1]},
 		{name: "trailing", b: append(append([]byte(nil), b...), 0)},
 		{name: "partition out of range", b: encodeReport(Handoff{From: "a", Partitions: []int{Partitions}})},
 	}

@@ -114,6 +114,7 @@ func (n *Node) reconcile(ctx context.Context, budget int, handoffs *handoffClock
 	}
 	n.checkLiveness(ctx)
 	n.checkDraining(ctx)
+	n.cleanupDead(ctx)
 	n.promote(ctx)
 	n.tendHandoffs(ctx, handoffs)
 	s := n.fsm.cur.Load()
@@ -134,7 +135,8 @@ func (n *Node) reconcile(ctx context.Context, budget int, handoffs *handoffClock
 		n.log.Debug("cluster: began handoffs", "partitions", len(begin), "pending", pending)
 	}
 	n.repin(ctx)
-	return used
+	n.sweepPins(ctx, handoffs)
+	return used + n.drainPins(ctx, budget-used, handoffs)
 }
 
 // voterTarget is how many voters the cluster keeps: 3, or 5 past ten members. More
@@ -183,6 +185,9 @@ func (n *Node) promote(ctx context.Context) {
 func (n *Node) repin(ctx context.Context) {
 	s := n.fsm.cur.Load()
 	for sb, p := range s.pins {
+		if p.State == PartitionHandoff {
+			continue // tendHandoffs ends it
+		}
 		if p.State == PartitionActive && (s.alive(p.Owner) || !n.movable(p.Owner)) {
 			continue
 		}

@@ -81,6 +81,17 @@ func (l *liveness) silentLocked(id NodeID, now time.Duration) time.Duration {
 	return now - max(l.heard[id], l.since)
 }
 
+// silent returns how long id has not been heard in this leadership (0 before the
+// leadership's barrier is done: nobody counts as gone then).
+func (l *liveness) silent(id NodeID, now time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ready {
+		return 0
+	}
+	return l.silentLocked(id, now)
+}
+
 // movable reports whether every lease id may hold has run out: it has been silent
 // for longer than grace.
 func (l *liveness) movable(id NodeID, now, grace time.Duration) bool {

@@ -57,6 +57,14 @@ type Node struct {
 	hbPaused atomic.Bool // test hook: the heartbeat loop sends nothing while set
 	live     liveness
 	ver      verifier
+	// deadKept counts the leader's passes that kept a dead voter for want of a
+	// non-voter to replace it (cleanup.go); tests wait on it.
+	deadKept atomic.Int64
+	// deadAfter is Config.DeadServerTimeout; tests shorten it once their cluster
+	// has formed, so that a node slowed down while joining is not removed.
+	deadAfter atomic.Int64
+	// sweepOff, set by tests, stops the orphan-pin sweep (pinsweep.go).
+	sweepOff atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -177,6 +185,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		lease: lease{renewed: make(chan struct{}, 1)},
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
+	n.deadAfter.Store(int64(cfg.DeadServerTimeout))
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	stream.serve(map[byte]func(net.Conn){
 		streamHeartbeat: n.serveHeartbeats,
@@ -240,6 +249,23 @@ func (n *Node) Owner(sandboxID string) (owner NodeID, epoch uint64, ok bool) {
 
 // Partition returns the assignment of partition p (0 <= p < Partitions).
 func (n *Node) Partition(p int) Assignment { return n.fsm.cur.Load().parts[p] }
+
+// PinOf returns the pin of sandboxID and true when it is pinned in this node's
+// table. It takes no lock.
+func (n *Node) PinOf(sandboxID string) (Assignment, bool) {
+	p, ok := n.fsm.cur.Load().pins[sandboxID]
+	return p.Assignment, ok
+}
+
+// Placement returns the assignment that places sandboxID: its pin's when it is
+// pinned, else its partition's. It takes no lock.
+func (n *Node) Placement(sandboxID string) Assignment {
+	s := n.fsm.cur.Load()
+	if p, ok := s.pins[sandboxID]; ok {
+		return p.Assignment
+	}
+	return s.parts[PartitionOf(sandboxID)]
+}
 
 // Table returns a copy of the whole partition table.
 func (n *Node) Table() []Assignment {

@@ -25,6 +25,9 @@ type state struct {
 type pin struct {
 	Assignment
 	Selector map[string]string
+	// Written is set by the first sandbox batch accepted under the pin (and kept
+	// when the pin moves): the sandbox has records, so the pin is not an orphan.
+	Written bool
 }
 
 func emptyState() *state {
@@ -154,10 +157,15 @@ func (s *state) pin(index uint64, sandbox string, sel map[string]string, owner N
 	if sandbox == "" {
 		return nil, fmt.Errorf("%w: empty sandbox id", ErrInvalid)
 	}
-	if cur := s.pins[sandbox].Epoch; cur != expect {
-		return nil, fmt.Errorf("%w: pin of %s is at epoch %d, not %d", ErrStaleEpoch, sandbox, cur, expect)
+	cur := s.pins[sandbox]
+	if cur.Epoch != expect {
+		return nil, fmt.Errorf("%w: pin of %s is at epoch %d, not %d", ErrStaleEpoch, sandbox, cur.Epoch, expect)
 	}
-	p := pin{Assignment: Assignment{Epoch: index}, Selector: sel}
+	if cur.State == PartitionHandoff {
+		// Only a pin operation ends a pin's handoff (pinmove.go).
+		return nil, fmt.Errorf("%w: pin of %s", ErrHandoff, sandbox)
+	}
+	p := pin{Assignment: Assignment{Epoch: index}, Selector: sel, Written: cur.Written}
 	if owner != "" {
 		if !s.alive(owner) {
 			return nil, fmt.Errorf("%w: %s", ErrUnknownMember, owner)
@@ -184,8 +192,10 @@ func (s *state) unpin(sandbox string, expect uint64) (*state, error) {
 // key/value table; earlier versions decode with an empty one. Version 4 appends the
 // targets of partitions in handoff (handoff.go) after the table; earlier versions
 // have none. (A version 3 with handoff targets instead of the table was never
-// released: it existed only on a development branch.)
-const snapshotVersion = 4
+// released: it existed only on a development branch.) Version 5 appends, for each
+// pin in key order, whether a record was written under it and its handoff target
+// and previous epoch (pinmove.go); earlier versions have neither.
+const snapshotVersion = 5
 
 // encode writes the state deterministically: members and pins in key order.
 func (s *state) encode() []byte {
@@ -218,6 +228,7 @@ func (s *state) encode() []byte {
 	}
 	encodeValues(&e, s.values)
 	s.encodeHandoffs(&e)
+	s.encodePinExtras(&e, keys)
 	return e.b
 }
 
@@ -248,6 +259,16 @@ func decodeState(b []byte) (*state, error) {
 	}
 	if v >= 4 {
 		s.decodeHandoffs(&d)
+	}
+	if v >= 5 {
+		s.decodePinExtras(&d)
+	} else {
+		// Whether a record was written under an older pin is not known: count it
+		// written, so the orphan sweep never drops the pin of a sandbox that exists.
+		for k, p := range s.pins {
+			p.Written = true
+			s.pins[k] = p
+		}
 	}
 	if err := d.done(); err != nil {
 		return nil, err

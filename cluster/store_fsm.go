@@ -35,6 +35,12 @@ func (f *fsm) applyBatches(index uint64, data []byte) any {
 		return err
 	}
 	f.ov.prune(f.db.applied.Load())
+	if old := f.cur.Load(); len(old.pins) > 0 {
+		if next := old.markWritten(bs, vs); next != old {
+			next.index = index
+			f.publish(next)
+		}
+	}
 	if len(changed) > 0 && f.onApply != nil {
 		f.onApply(dedup(changed))
 	}
@@ -212,10 +218,10 @@ func (f *fsm) valuesRestored() {
 // writers are the old owner's activations ending (passivation), and the
 // CompleteHandoff or AbortHandoff that ends the handoff moves the epoch past both.
 func (s *state) writeEpoch(sandbox string, epoch uint64) (uint64, bool) {
-	if p, ok := s.pins[sandbox]; ok {
-		return p.Epoch, p.State == PartitionActive && p.Epoch == epoch
-	}
 	a := s.parts[PartitionOf(sandbox)]
+	if p, ok := s.pins[sandbox]; ok {
+		a = p.Assignment
+	}
 	switch a.State {
 	case PartitionActive:
 		return a.Epoch, a.Epoch == epoch

@@ -34,6 +34,7 @@ var nonSandboxRoutes = map[string]string{
 	"GET /v1/cluster/secret":              "admin only: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/tokens":             "admin only: TestTenantAdminOnlyRoutes",
 	"POST /v1/cluster/pins":               "admin only: TestTenantAdminOnlyRoutes",
+	"DELETE /v1/cluster/pins/{sandbox}":   "admin only: TestTenantAdminOnlyRoutes",
 }
 
 var wsUpgrade = map[string]string{
@@ -300,6 +301,7 @@ func TestTenantAdminOnlyRoutes(t *testing.T) {
 		{"secret", "GET", "/v1/cluster/secret", nil},
 		{"tokens", "POST", "/v1/cluster/tokens", map[string]any{"tokens": []any{map[string]any{"sha256": strings.Repeat("ab", 32), "tenant": "evil", "admin": true}}}},
 		{"pins", "POST", "/v1/cluster/pins", map[string]any{"sandbox": "x1", "selector": map[string]string{"zone": "a"}}},
+		{"unpin", "DELETE", "/v1/cluster/pins/x1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,7 +73,7 @@ func (g *handoffGate) admit(sb string) error {
 // epoch is actor.Config.Epoch.
 func (g *handoffGate) epoch(sb string) uint64 {
 	if g.passivating(sb) {
-		return g.cn.Partition(cluster.PartitionOf(sb)).Prev
+		return g.cn.Placement(sb).Prev
 	}
 	return g.cn.Epoch(sb)
 }
@@ -88,9 +88,9 @@ func (g *handoffGate) passivating(sb string) bool {
 	until, ok := g.ending[sb]
 	g.mu.Unlock()
 	if !ok || !time.Now().Before(until) || !errors.Is(g.cn.Admit(sb), cluster.ErrHandoff) {
-		return false // a pinned sandbox, or the handoff is over
+		return false // the handoff is over
 	}
-	a := g.cn.Partition(cluster.PartitionOf(sb))
+	a := g.cn.Placement(sb) // its pin's, for a pinned sandbox a drain moves
 	valid, _ := g.cn.Lease()
 	return valid && a.Owner == g.cn.ID()
 }
@@ -123,8 +123,14 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	for _, p := range h.Partitions {
 		parts[p] = true
 	}
+	pinned := make(map[string]bool, len(h.Sandboxes))
+	for _, sb := range h.Sandboxes {
+		pinned[sb] = true
+	}
+	// A sandbox of a moving partition that is pinned here is not moving (Admit
+	// admits it); a pinned sandbox a drain moves is in handoff itself.
 	moving := func(sb string) bool {
-		return parts[cluster.PartitionOf(sb)] && errors.Is(s.cluster.Admit(sb), cluster.ErrHandoff)
+		return (parts[cluster.PartitionOf(sb)] || pinned[sb]) && errors.Is(s.cluster.Admit(sb), cluster.ErrHandoff)
 	}
 	stopped := s.streams.stopWhere(moving)
 	var ids []string
@@ -134,7 +140,7 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 		}
 	}
 	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
-		"active", len(ids), "streams", stopped)
+		"pinned", len(h.Sandboxes), "active", len(ids), "streams", stopped)
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(handoffWorkers, len(ids)) {

@@ -11,6 +11,9 @@ import (
 	"github.com/sandgate/sandgate/cluster"
 )
 
+// DefaultDeadServerTimeout is Config.DeadServerTimeout's default: 10 minutes.
+const DefaultDeadServerTimeout = cluster.DefaultDeadServerTimeout
+
 // clusterReadyTimeout bounds how long New waits for a bootstrapping or resuming node
 // to elect itself, place the partitions and hold its first lease.
 const clusterReadyTimeout = 60 * time.Second
@@ -26,24 +29,26 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks, secret []b
 		raftOut = c.RaftLog
 	}
 	n, err := cluster.Open(ctx, &cluster.Config{
-		NodeID:        cluster.NodeID(c.NodeID),
-		DataDir:       c.DataDir,
-		RaftListen:    c.RaftListen,
-		HTTPAddr:      c.Listen,
-		Labels:        c.Labels,
-		Secret:        secret,
-		Join:          hooks.joining,
-		Multiplier:    c.RaftMultiplier,
-		LeaseTTL:      c.LeaseTTL,
-		RebalanceRate: c.RebalanceRate,
-		OnFence:       hooks.fence,
-		OnLease:       hooks.leased,
-		OnHandoff:     hooks.handOff,
-		Busy:          hooks.busyPartition,
-		OnApply:       hooks.applied,
-		OnValues:      hooks.values,
-		Logger:        c.Logger.With("component", "cluster"),
-		RaftLogOutput: raftOut,
+		NodeID:            cluster.NodeID(c.NodeID),
+		DataDir:           c.DataDir,
+		RaftListen:        c.RaftListen,
+		HTTPAddr:          c.Listen,
+		Labels:            c.Labels,
+		Secret:            secret,
+		Join:              hooks.joining,
+		Multiplier:        c.RaftMultiplier,
+		LeaseTTL:          c.LeaseTTL,
+		RebalanceRate:     c.RebalanceRate,
+		DeadServerTimeout: c.DeadServerTimeout,
+		OrphanPinGrace:    c.OrphanPinGrace,
+		OnFence:           hooks.fence,
+		OnLease:           hooks.leased,
+		OnHandoff:         hooks.handOff,
+		Busy:              hooks.busyPartition,
+		OnApply:           hooks.applied,
+		OnValues:          hooks.values,
+		Logger:            c.Logger.With("component", "cluster"),
+		RaftLogOutput:     raftOut,
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,14 @@ import (
 // be a tenant's), and re-routes the create to the pinned member: a forwarded create
 // is answered 421 with the table index of the pin, which the accepting node waits
 // for and retries once; a create this node accepted itself is forwarded from here.
+//
+// A create that fails after the pin (the pinned member's policy denies it, its
+// activation fails, the client goes away, the pinned member cannot be reached) drops
+// the pin again through the leader (DELETE /v1/cluster/pins/{sandbox}), on the node
+// that pinned and on the pinned member alike: the cluster refuses to drop a pin once
+// a record of its sandbox was written under it, so a drop racing a create that did
+// succeed changes nothing, and a create that writes after the drop is fenced. What
+// neither gets to (a node dying mid-create) the leader's orphan sweep removes.
 
 // poolRetryAfter is the Retry-After of a create whose pool no live member matches:
 // a member that matches has to be started or to come back.
@@ -72,6 +80,109 @@ func (s *Server) clusterPin(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, pinJSON{Sandbox: req.Sandbox, Node: string(a.Owner), Epoch: a.Epoch})
 	return nil
+}
+
+// clusterUnpin drops the pin of a sandbox under which no record was ever written
+// (admin tokens only, checked first); it runs on the leader, where a follower
+// forwards it. ?epoch=N drops it only at that epoch (the one the caller pinned at):
+// a pin that moved or was replaced since is 409. A pin with records is 409. A
+// sandbox that is not pinned is 204, like a drop.
+func (s *Server) clusterUnpin(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "unpin sandboxes"); err != nil {
+		return err
+	}
+	sb := r.PathValue("sandbox")
+	if !runtime.ValidID(sb) {
+		return badRequest("invalid sandbox id %q", sb)
+	}
+	var epoch uint64
+	if v := r.URL.Query().Get("epoch"); v != "" {
+		e, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || e == 0 {
+			return badRequest("epoch: a positive integer, not %q", v)
+		}
+		epoch = e
+	}
+	done, err := s.onLeader(w, r, nil, func(ctx context.Context) error {
+		err := s.cluster.DropPin(ctx, sb, epoch)
+		switch {
+		case errors.Is(err, cluster.ErrPinInUse):
+			return errorf(http.StatusConflict, codeConflict, "sandbox %s has records under its pin; it stays pinned", sb)
+		case errors.Is(err, cluster.ErrStaleEpoch), errors.Is(err, cluster.ErrHandoff):
+			return errorf(http.StatusConflict, codeConflict, "the pin of sandbox %s is not at epoch %d any more", sb, epoch)
+		}
+		return err
+	})
+	if err != nil || done {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// unpinFailed drops the pin p made for a create that then failed (see the top of
+// this file). It runs after the request, on a context of its own: a client gone is
+// one of the failures it cleans up after. Errors are logged, not returned; the
+// leader's sweep is the fallback.
+func (s *Server) unpinFailed(p pinJSON) {
+	ctx, cancel := context.WithTimeout(context.Background(), membershipTimeout)
+	defer cancel()
+	deadline := time.Now().Add(leaderWait)
+	for {
+		err := s.cluster.DropPin(ctx, p.Sandbox, p.Epoch)
+		nl, ok := cluster.LeaderOf(err)
+		switch {
+		case err == nil:
+			s.log.Info("dropped the pin of a sandbox whose create failed", "sandbox", p.Sandbox, "node", p.Node)
+			return
+		case errors.Is(err, cluster.ErrPinInUse), errors.Is(err, cluster.ErrStaleEpoch):
+			return // the create did write, or someone pinned it again since: not ours
+		case !ok:
+			s.log.Warn("failed to drop the pin of a sandbox whose create failed", "sandbox", p.Sandbox, "err", err)
+			return
+		case nl.LeaderID != "" && string(nl.LeaderID) != s.cfg.NodeID && nl.HTTPAddr != "":
+			s.deletePin(ctx, nl.HTTPAddr, p)
+			return
+		case time.Now().After(deadline):
+			s.log.Warn("failed to drop the pin of a sandbox whose create failed: no leader", "sandbox", p.Sandbox)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// deletePin asks the leader at addr to drop p, with this node's admin token.
+func (s *Server) deletePin(ctx context.Context, addr string, p pinJSON) {
+	tok := adminToken(s.cfg.Tokens)
+	if tok == "" {
+		s.log.Warn("cannot drop the pin of a sandbox whose create failed: no admin token to ask the leader with", "sandbox", p.Sandbox)
+		return
+	}
+	u := "http://" + addr + "/v1/cluster/pins/" + p.Sandbox + "?epoch=" + strconv.FormatUint(p.Epoch, 10)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return
+	}
+	hr.Header.Set("Authorization", "Bearer "+tok)
+	hr.Header.Set(leaderHopsHeader, "1")
+	resp, err := s.peers.Do(hr)
+	if err != nil {
+		s.log.Warn("failed to ask the leader to drop a pin", "sandbox", p.Sandbox, "addr", addr, "err", err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxJSONBody))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		s.log.Info("dropped the pin of a sandbox whose create failed", "sandbox", p.Sandbox, "node", p.Node)
+	case http.StatusConflict: // written, or pinned again: not ours
+	default:
+		s.log.Warn("the leader did not drop a pin", "sandbox", p.Sandbox, "status", resp.StatusCode)
+	}
 }
 
 // pinError turns Pin's "no matching member" into the 503 that names the selector;
@@ -208,6 +319,12 @@ func (s *Server) createInPool(w http.ResponseWriter, r *http.Request, req create
 		return errorf(http.StatusMisdirectedRequest, codeUnavailable,
 			"sandbox %s is placed in pool %s, on node %s", id, selectorString(pool), p.Node)
 	}
+	created := false
+	defer func() {
+		if !created || r.Context().Err() != nil {
+			s.unpinFailed(p)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HoldTimeout)
 	err = s.cluster.WaitApplied(ctx, p.Epoch)
 	cancel()
@@ -220,8 +337,30 @@ func (s *Server) createInPool(w http.ResponseWriter, r *http.Request, req create
 		return err
 	}
 	if _, served, err := s.forwardLoop(w, r, route{pattern: "POST /v1/sandboxes"}, id, &replayBody{buf: b}); served || err != nil {
+		created = err == nil && succeeded(w)
 		return err
 	}
 	// The table gives this node the sandbox after all (the pin moved here): create it.
-	return s.createHere(w, r, req, id, pool)
+	err = s.createHere(w, r, req, id, pool)
+	created = err == nil
+	return err
+}
+
+// succeeded reports whether the response written to w so far has a 2xx status.
+func succeeded(w http.ResponseWriter) bool {
+	rec, ok := w.(*statusRecorder)
+	return ok && rec.status >= 200 && rec.status < 300
+}
+
+// unpinHere drops the pin of sandbox id when this node is its pinned member and
+// the create of it here failed (see the top of this file).
+func (s *Server) unpinHere(id string) {
+	if id == "" {
+		return
+	}
+	a, ok := s.cluster.PinOf(id)
+	if !ok || a.Owner != s.cluster.ID() {
+		return
+	}
+	s.unpinFailed(pinJSON{Sandbox: id, Node: string(a.Owner), Epoch: a.Epoch})
 }

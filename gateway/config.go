@@ -52,6 +52,15 @@ type Config struct {
 	// RebalanceRate bounds how many partitions per second the leader moves to
 	// rebalance or to drain a member (each a planned move). Zero means 64.
 	RebalanceRate int
+	// DeadServerTimeout is how long a member may be gone (down, silent to the
+	// leader) before the leader removes it from the raft configuration, so that a
+	// non-voter can take a dead voter's seat (cluster.Config.DeadServerTimeout).
+	// Zero means DefaultDeadServerTimeout; negative disables the cleanup.
+	DeadServerTimeout time.Duration
+	// OrphanPinGrace is how long a pin may exist with no sandbox record under it
+	// (a create that failed after placing its sandbox in a pool) before the leader
+	// removes it (cluster.Config.OrphanPinGrace). Zero means 1 minute.
+	OrphanPinGrace time.Duration
 	// RaftLog receives raft's own log lines (warnings and errors); nil discards them.
 	RaftLog io.Writer
 	// Labels are this node's labels, for routing policy.

@@ -55,15 +55,18 @@ func newForwarder(log *slog.Logger) *forwarder {
 // close drops the idle connections to other nodes.
 func (f *forwarder) close() { f.transport.CloseIdleConnections() }
 
-// addrOf returns the HTTP address of member id if it is alive, else "". The addresses
-// are rebuilt only when the table's index moved: members change only with the table.
+// addrOf returns the HTTP address of member id if it serves what it owns (alive, or
+// draining: a draining member serves its sandboxes until each is handed over, and
+// keeps those a drain cannot move), else "". The addresses are rebuilt only when the
+// table's index moved: members change only with the table.
 func (f *forwarder) addrOf(n *cluster.Node, id cluster.NodeID) string {
 	idx := n.TableIndex()
 	m := f.members.Load()
 	if m == nil || m.index != idx {
 		m = &memberAddrs{index: idx, addr: map[cluster.NodeID]string{}}
 		for _, mb := range n.Members() {
-			if mb.Status == cluster.StatusAlive && mb.HTTPAddr != "" {
+			serving := mb.Status == cluster.StatusAlive || mb.Status == cluster.StatusDraining
+			if serving && mb.HTTPAddr != "" {
 				m.addr[mb.ID] = mb.HTTPAddr
 			}
 		}

@@ -17,11 +17,15 @@ type memberJSON struct {
 }
 
 // clusterMemberJSON is a member as GET /v1/cluster shows it: the member record, its
-// raft suffrage and its share of the partition table, as this node knows them.
+// raft suffrage, its share of the partition table and the sandboxes pinned to it, as
+// this node knows them. Unmovable lists, for a draining member, the pinned
+// sandboxes no alive member's labels match: the drain leaves them there.
 type clusterMemberJSON struct {
 	memberJSON
-	Voter      bool `json:"voter"`
-	Partitions int  `json:"partitions"`
+	Voter      bool     `json:"voter"`
+	Partitions int      `json:"partitions"`
+	Pins       int      `json:"pins"`
+	Unmovable  []string `json:"unmovable"`
 }
 
 // leaseJSON is this node's lease: whether it may serve its sandboxes now, and until
@@ -64,7 +68,7 @@ func (s *Server) clusterState() clusterJSON {
 		l := string(leader)
 		out.Leader = &l
 	}
-	voters, spread := c.Voters(), c.Spread()
+	voters, spread, pins := c.Voters(), c.Spread(), c.Pinned()
 	out.Unassigned = spread[""]
 	ms := c.Members()
 	out.Members = make([]clusterMemberJSON, 0, len(ms))
@@ -74,7 +78,8 @@ func (s *Server) clusterState() clusterJSON {
 				ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,
 				Labels: nonNilMap(m.Labels), Status: m.Status.String(),
 			},
-			Voter: voters[m.ID], Partitions: spread[m.ID],
+			Voter: voters[m.ID], Partitions: spread[m.ID], Pins: pins[m.ID],
+			Unmovable: nonNilSlice(c.Unmovable(m.ID)),
 		})
 	}
 	valid, until := c.Lease()

@@ -14,7 +14,7 @@ type createSandboxRequest struct {
 	Cwd    string            `json:"cwd"`
 }
 
-func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) (err error) {
 	var req createSandboxRequest
 	if err := decodeJSON(r, maxJSONBody, &req); err != nil {
 		return err
@@ -23,6 +23,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A create placed here by a pool that fails (the policy denies it here, the
+	// activation fails, the client is gone) leaves no pin behind (cluster_pins.go).
+	defer func() {
+		if err != nil || r.Context().Err() != nil {
+			s.unpinHere(id)
+		}
+	}()
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}

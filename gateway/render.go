@@ -231,3 +231,11 @@ func renderEvent(e actor.Event) eventJSON {
 	}
 	return eventJSON{Seq: e.Seq, Type: e.Type, At: e.At.UTC(), Data: data}
 }
+
+// nonNilSlice returns s, or an empty slice for nil (JSON [] rather than null).
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -97,6 +97,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "GET /v1/cluster/secret", handle: s.clusterSecret},
 		{pattern: "POST /v1/cluster/tokens", handle: s.clusterTokens},
 		{pattern: "POST /v1/cluster/pins", handle: s.clusterPin},
+		{pattern: "DELETE /v1/cluster/pins/{sandbox}", handle: s.clusterUnpin},
 	}
 }
 

@@ -20,6 +20,12 @@ type Member struct {
 	// Partitions is how many of the cluster's partitions the member owns in the
 	// answering node's table (an extension). It is not sent on join.
 	Partitions int `json:"partitions"`
+	// Pins is how many sandboxes are pinned to the member (placed in a policy's
+	// pool) in the answering node's table (an extension). It is not sent on join.
+	Pins int `json:"pins,omitempty"`
+	// Unmovable lists, for a draining member, the pinned sandboxes its drain cannot
+	// move: no alive member matches their pool, so they stay there (an extension).
+	Unmovable []string `json:"unmovable,omitempty"`
 }
 
 // Cluster is the answer of GET /v1/cluster: the cluster as the answering node's

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/sandgate/sandgate/sdk"
@@ -101,6 +102,12 @@ func printCluster(e *env, cl *sdk.Cluster) {
 	}
 	tw.Flush()
 	fmt.Fprintln(e.stdout, "\n* the node that answered")
+	for _, m := range cl.Members {
+		if len(m.Unmovable) > 0 {
+			fmt.Fprintf(e.stdout, "%s is draining but keeps %d pinned sandboxes no alive member's labels match: %s\n",
+				m.ID, len(m.Unmovable), strings.Join(m.Unmovable, ", "))
+		}
+	}
 }
 
 // role is a member's part in raft: leader, voter, or non-voter (it replicates the

@@ -53,6 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	nodeID := fs.String("node-id", "", "node `id` (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	join := fs.String("join", "", "HTTP `address` (host:port or http://host:port) of any cluster member to join, with an admin --token the cluster accepts; a node that has joined once resumes from --data without it")
+	deadServer := fs.Duration("dead-server-timeout", gateway.DefaultDeadServerTimeout, "how long a cluster member may be gone (`duration`) before the leader removes it from the raft configuration, a non-voter taking a dead voter's seat; negative disables")
 	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")
 	policy := fs.String("policy", "", "policy plugin `file` (.wasm), reloaded when it changes")
 	policyConfig := fs.String("policy-config", "", "`file` of configuration bytes for the plugin's init")
@@ -87,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen, Join: *join,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
-		SandboxNetwork: *network, DiskImages: *diskImages,
+		SandboxNetwork: *network, DiskImages: *diskImages, DeadServerTimeout: *deadServer,
 	}
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sandgate/sandgate/cluster"
+)
+
+// TestDrainMovesPinnedSandbox: a and b carry pool=x. Two sandboxes are pinned to a:
+// one in pool x, one by a selector only a matches. Draining a hands the first to b
+// like a partition: its WebSocket (attached through c) closes with 1012, its
+// process ends on a and is recorded exited, and its log on b has sandbox.moved
+// {"planned": true} from a to b. The second stays on a and still answers; every
+// node's GET /v1/cluster lists it as unmovable on a, and a counts as drained.
+func TestDrainMovesPinnedSandbox(t *testing.T) {
+	tr := newTrio(t, func(i int, c *Config) {
+		c.RebalanceRate = 1000
+		if i > 0 { // b and a
+			c.Labels["pool"] = "x"
+		}
+	})
+	a, b, c := tr.node("a"), tr.node("b"), tr.node("c")
+	pool := map[string]string{"pool": "x"}
+	var moving string
+	for i := 0; moving == ""; i++ {
+		sb := "pinmove-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+		tr.onLeader(func(l *cluster.Node) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			as, err := l.Pin(ctx, sb, pool)
+			if err == nil && as.Owner == "a" {
+				moving = sb
+			}
+			return err
+		})
+	}
+	stuck := "pinstuck"
+	tr.pin(stuck, "a")
+	eventually(t, clusterPatience, moving+" placed on a everywhere", func() bool {
+		for _, n := range tr.nodes {
+			if o, _, ok := n.srv.cluster.Owner(moving); !ok || o != "a" {
+				return false
+			}
+		}
+		return true
+	})
+	c.sandbox(moving)
+	c.sandbox(stuck)
+	var p processJSON
+	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+moving+"/processes",
+		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
+	ws := c.dialWS("/v1/sandboxes/" + moving + "/processes/" + p.ID + "/ws")
+	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
+	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(moving) == 1 })
+
+	// What may legitimately turn the planned move into an unplanned one on a loaded
+	// machine: a's lease lapsing, or a's hook outliving the gate's window.
+	var fenced atomic.Bool
+	var slowHook atomic.Int64 // nanoseconds of the hook that handled the pinned sandbox
+	fence := func() { fenced.Store(true); a.srv.fence() }
+	a.srv.hooks.onFence.Store(&fence)
+	hook := func(ctx context.Context, h cluster.Handoff) {
+		began := time.Now()
+		a.srv.handOff(ctx, h)
+		if slices.Contains(h.Sandboxes, moving) {
+			slowHook.Store(int64(time.Since(began)))
+		}
+	}
+	a.srv.hooks.onHandoff.Store(&hook)
+
+	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
+	if st := ws.readUntil(t, clusterPatience, func(*wsClient) bool { return false }); st != websocket.StatusServiceRestart {
+		t.Fatalf("websocket closed with %v, want 1012", st)
+	}
+	eventually(t, clusterPatience, moving+" owned by b everywhere", func() bool {
+		for _, n := range tr.nodes {
+			if o, _, ok := n.srv.cluster.Owner(moving); !ok || o != "b" {
+				return false
+			}
+		}
+		return true
+	})
+	var got processJSON
+	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/processes/"+p.ID, nil).json(t, &got)
+	if got.Status != "exited" {
+		t.Errorf("process after the planned move: %q, want exited", got.Status)
+	}
+	var list struct {
+		Events []struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		} `json:"events"`
+	}
+	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/events?since=0", nil).json(t, &list)
+	var moved []map[string]any
+	for _, e := range list.Events {
+		if e.Type == "sandbox.moved" {
+			moved = append(moved, e.Data)
+		}
+	}
+	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != "b" {
+		raw, _ := json.Marshal(moved)
+		took := time.Duration(slowHook.Load())
+		if len(moved) == 1 && (fenced.Load() || took >= a.srv.handoffs.window) {
+			t.Skipf("sandbox.moved %s: unplanned because a was fenced (%v) or its hook took %v, past the window of %v (a loaded machine)",
+				raw, fenced.Load(), took, a.srv.handoffs.window)
+		}
+		t.Fatalf("sandbox.moved events: %s, want one planned from a to b", raw)
+	}
+
+	// The sandbox no other node matches stays on a, is served, and is reported.
+	if o, _, _ := c.srv.cluster.Owner(stuck); o != "a" {
+		t.Fatalf("%s moved to %q; no other node matches it", stuck, o)
+	}
+	var ex execJSON
+	c.must(http.StatusOK, "POST", "/v1/sandboxes/"+stuck+"/exec", map[string]any{"command": "echo still"}).json(t, &ex)
+	if ex.Stdout != "still\n" {
+		t.Fatalf("exec in the unmovable sandbox: %+v", ex)
+	}
+	for _, n := range tr.nodes {
+		eventually(t, clusterPatience, "a drained in "+string(n.srv.cluster.ID())+"'s table", func() bool { return n.srv.cluster.Drained("a") })
+		var info clusterJSON
+		n.must(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &info)
+		for _, m := range info.Members {
+			want := []string{}
+			if m.ID == "a" {
+				want = []string{stuck}
+			}
+			if !slices.Equal(m.Unmovable, want) {
+				t.Fatalf("%s's view of %s: unmovable %v, want %v", n.srv.cluster.ID(), m.ID, m.Unmovable, want)
+			}
+			if m.ID == "a" && (m.Pins != 1 || m.Status != "draining" || m.Partitions != 0) {
+				t.Fatalf("%s's view of a: %+v, want draining with no partition and one pin", n.srv.cluster.ID(), m)
+			}
+		}
+	}
+}
+
+// poolDenyPolicy puts a create labelled want=Z in the pool zone=Z, like zonePolicy, and
+// on a node with deny set refuses every create.
+type poolDenyPolicy struct{ deny bool }
+
+func (p poolDenyPolicy) Route(ctx context.Context, r RouteRequest) RouteDecision {
+	if p.deny && r.Route == "POST /v1/sandboxes" {
+		return RouteDecision{Allow: false, Status: http.StatusForbidden, Reason: "not on this node"}
+	}
+	return zonePolicy{}.Route(ctx, r)
+}
+
+// TestFailedPoolCreateDropsPin: n3 is the only zone=b node and its policy refuses
+// every create. A create through n1 in pool zone=b pins the sandbox to n3, whose
+// policy then denies it: the client gets the 403, and the pin is gone from every
+// node's table (the sweep is an hour away here, so only the failure path can have
+// removed it).
+func TestFailedPoolCreateDropsPin(t *testing.T) {
+	tc := newTestClusterWith(t, 3, func(i int, c *Config) {
+		c.Policy = poolDenyPolicy{}
+		c.Labels = map[string]string{"zone": "a"}
+		c.OrphanPinGrace = time.Hour
+		if i == 3 {
+			c.Labels = map[string]string{"zone": "b"}
+			c.Policy = poolDenyPolicy{deny: true}
+		}
+	})
+	n1 := tc.nodes[0]
+	r := n1.do("POST", "/v1/sandboxes", map[string]any{"id": "denied", "labels": map[string]string{"want": "b"}})
+	if r.status != http.StatusForbidden {
+		t.Fatalf("create denied on the pinned node: %d %s, want 403", r.status, r.body)
+	}
+	eventually(t, clusterPatience, "the pin of the denied create gone everywhere", func() bool {
+		for _, n := range tc.nodes {
+			if _, ok := n.srv.cluster.PinOf("denied"); ok {
+				return false
+			}
+		}
+		return true
+	})
+}

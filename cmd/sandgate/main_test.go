@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/leakcheck"
 )
 
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) {
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		ln.Close() // open the runtime's netpoller fds before leakcheck's baseline
 	}
+	leakcheck.Also(func() string { clustertest.Cleanup(); return "" })
 	leakcheck.Main(m)
 }
 

@@ -224,6 +224,20 @@ func (f *cmdFlags) fail(ctx context.Context, e *env, err error) int {
 	return exitSandgate
 }
 
+// reportGap tells the user that the output bytes [from, to) of a stream will not be
+// printed. Either the process's output buffer dropped them before they were read, or
+// the node that kept them stopped running the process: a drain or a crash moved its
+// sandbox, and output stays in the old node's buffer (the new owner has the process's
+// exit, not its output). raw frames the line for a terminal in raw mode.
+func reportGap(e *env, from, to int64, raw bool) {
+	pre, post := "", "\n"
+	if raw {
+		pre, post = "\r\n", "\r\n"
+	}
+	fmt.Fprintf(e.stderr, "%ssandgate %s: %d bytes of output [%d, %d) lost: they left the output buffer, "+
+		"or the node the sandbox moved from, before they could be read%s", pre, e.command, to-from, from, to, post)
+}
+
 // kvFlag is a repeatable k=v flag.
 type kvFlag map[string]string
 

@@ -128,7 +128,7 @@ func TestLogs(t *testing.T) {
 		{"buffered only", []string{"logs", "sb1", "proc_a"}, "abc", "DEF"},
 		{"follow to exit", []string{"logs", "-f", "sb1", "proc_a"}, "abcghi", "DEF"},
 		{"flag after args", []string{"logs", "sb1", "proc_a", "-f"}, "abcghi", "DEF"},
-		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) left the buffer\nDEF"},
+		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) lost: they left the output buffer, or the node the sandbox moved from, before they could be read\nDEF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +176,9 @@ func TestAttach(t *testing.T) {
 		{"detach with ctrl-]", []string{"attach", "sb1", "main"}, []string{"pwd\r", "x\x1dignored"}, 0, "$ ", "[detached from sb1/main]", "pwd\r|x",
 			"GET /v1/sandboxes/sb1/terminals/main"},
 		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 125, "", "use --create", "", ""},
+		{"gap is reported", []string{"attach", "sb1", "gappy"}, nil, 0, "abfg",
+			"sandgate attach: 3 bytes of output [2, 5) lost: they left the output buffer, or the node the sandbox moved from, before they could be read\n",
+			"", "GET /v1/sandboxes/sb1/terminals/gappy/ws?offset=0"},
 		{"create", []string{"attach", "--create", "--offset", "7", "sb1", "other"}, []string{"exit\r"}, 5, "$ exit", "", "exit\r",
 			"PUT /v1/sandboxes/sb1/terminals/other Bearer secret {}"},
 	}

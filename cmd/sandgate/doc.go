@@ -25,4 +25,12 @@
 // SDK, which reconnects after a drop or a 1012 close from the offset or seq reached;
 // the CLI lets it retry for about 30 s (streamRetries), long enough for a node
 // restart.
+//
+// A planned move of a sandbox (a drain of its node) ends its running processes, and
+// their output buffers stay on the old node. So exec, exec -t and logs -f print every
+// byte their streams delivered, once, then report the bytes written after the old
+// node closed the streams as lost (a byte range on stderr, as for output the buffer
+// dropped), and exit as for any process that ended: exec with 128+N for the signal
+// that ended it, logs with 0. attach stays attached: the terminal starts a new shell
+// on the new owner, which attach announces. events -f prints sandbox.moved.
 package main

@@ -35,9 +35,13 @@ func TestUsage(t *testing.T) {
 		{"attach --help", []string{"attach", "--help"}, 0, "Ctrl-]", "", true},
 		{"sandboxes extra arg", []string{"sandboxes", "x"}, 125, "", "wrong number of arguments", true},
 		{"cluster --help", []string{"cluster", "--help"}, 0, "--json", "", true},
-		{"serve bad flag", []string{"serve", "--no-such-flag"}, 2, "", "flag provided but not defined", true},
-		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 2, "", "unknown runtime", true},
-		{"serve --help", []string{"serve", "--help"}, 0, "", "--policy", true},
+		// serve's help and errors look like every other command's.
+		{"serve bad flag", []string{"serve", "--no-such-flag"}, 125, "", "sandgate serve: flag provided but not defined: -no-such-flag\nusage: sandgate serve [flags]", true},
+		{"serve extra argument", []string{"serve", "now"}, 125, "", "sandgate serve: unexpected argument \"now\"\nusage: sandgate serve", true},
+		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 125, "", "sandgate serve: unknown runtime", true},
+		{"serve --help", []string{"serve", "--help"}, 0, "usage: sandgate serve [flags]", "", true},
+		{"serve -h", []string{"serve", "-h"}, 0, "\n  --policy file\n", "", true},
+		{"help serve", []string{"help", "serve"}, 0, "\n  --listen address\n", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

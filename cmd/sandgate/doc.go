@@ -17,7 +17,8 @@
 // a request the gateway refused (its code and message are printed), an unreachable
 // gateway. 130 when interrupted. `exec` exits with the command's own exit code
 // (128+N when killed by signal N, 124 when its --timeout killed it) and `attach` with
-// the terminal shell's, when it exited. serve keeps its own codes (2 for a bad flag).
+// the terminal shell's, when it exited. serve exits 125 for a bad command line or
+// configuration too, and 1 when it fails after starting.
 //
 // # Streams
 //

@@ -84,21 +84,25 @@ func TestStreamsResumeAfterDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A sandbox on a partition the rebalance already gave away from the leader:
-	// its owner is then its rendezvous owner, and only the drain moves it.
+	// A sandbox on a partition the rebalance already gave to the node that joined
+	// last (the other follower if that one leads): that node is its partition's
+	// final rendezvous owner, so only the drain moves it.
+	owner := cl.Nodes[2]
+	if owner.ID == info.Leader {
+		owner = cl.Nodes[1]
+	}
 	c0 := sdk.New(cl.Nodes[0].URL(), cl.Token, nil)
 	var sb string
-	var owner *clustertest.Node
-	for i := 0; owner == nil; i++ {
+	for i := 0; sb == ""; i++ {
 		if i == 1000 {
-			t.Fatal("1000 sandboxes, each owned by the leader")
+			t.Fatalf("1000 sandboxes, none owned by %s", owner.ID)
 		}
 		s, _, err := c0.CreateSandbox(ctx, sdk.CreateSandboxRequest{ID: fmt.Sprintf("mv%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Node != info.Leader {
-			sb, owner = s.ID, cl.Node(s.Node)
+		if s.Node == owner.ID {
+			sb = s.ID
 		}
 	}
 	c := sdk.New(owner.URL(), cl.Token, nil)

@@ -158,12 +158,14 @@ type moveCluster struct {
 	owner, via *clustertest.Node
 }
 
-// startMoveCluster starts three nodes and creates a sandbox owned by a node that
-// is not the leader: draining the leader would add an election to the move, and
-// right after the start the leader still owns most partitions, which its drain
-// would move at the rebalance rate (64 a second). Sandboxes are created until one
-// lands on a partition the rebalance already gave to another node; that node is its
-// partition's rendezvous owner, so nothing but the drain moves it.
+// startMoveCluster starts three nodes and creates a sandbox owned by the node that
+// joined last (or, when that one leads, the other follower): draining the leader
+// would add an election to the move, and right after the start the leader still owns
+// most partitions, which its drain would move at the rebalance rate (64 a second).
+// Sandboxes are created until one lands on a partition the rebalance already gave to
+// that node. The last node to join is its partitions' final rendezvous owner, so
+// nothing but the drain moves the sandbox (a partition that went to the second node
+// before the third joined may still move on to the third).
 func startMoveCluster(t *testing.T, prefix string) *moveCluster {
 	t.Helper()
 	c := clustertest.Start(t, &clustertest.Config{Token: cliToken})
@@ -172,6 +174,10 @@ func startMoveCluster(t *testing.T, prefix string) *moveCluster {
 	info, err := c.Info(ctx, c.Nodes[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	target := c.Nodes[2]
+	if target.ID == info.Leader {
+		target = c.Nodes[1]
 	}
 	for i := range 1000 {
 		sb := fmt.Sprintf("%s%d", prefix, i)
@@ -185,7 +191,7 @@ func startMoveCluster(t *testing.T, prefix string) *moveCluster {
 		if err != nil {
 			t.Fatalf("create %s: %v", sb, err)
 		}
-		if rec.Node == "" || rec.Node == info.Leader {
+		if rec.Node != target.ID {
 			continue
 		}
 		m := &moveCluster{c: c, sb: sb, owner: c.Node(rec.Node)}
@@ -199,7 +205,7 @@ func startMoveCluster(t *testing.T, prefix string) *moveCluster {
 		}
 		return m
 	}
-	t.Fatal("1000 sandboxes, each owned by the leader")
+	t.Fatalf("1000 sandboxes, none owned by %s", target.ID)
 	return nil
 }
 

@@ -238,14 +238,14 @@ func (m *moveCluster) drain(t *testing.T) string {
 	}
 }
 
-// outputOffset returns the output_offset of process proc, asked through via.
-func (m *moveCluster) outputOffset(t *testing.T, proc string) (int64, string) {
+// outputOffset returns the output_offset and status of process proc, asked through n.
+func (m *moveCluster) outputOffset(t *testing.T, proc string, n *clustertest.Node) (int64, string) {
 	t.Helper()
 	var p struct {
 		Status       string `json:"status"`
 		OutputOffset int64  `json:"output_offset"`
 	}
-	resp, err := m.via.Do(t.Context(), "GET", "/v1/sandboxes/"+m.sb+"/processes/"+proc, nil)
+	resp, err := n.Do(t.Context(), "GET", "/v1/sandboxes/"+m.sb+"/processes/"+proc, nil)
 	if err == nil {
 		err = resp.JSON(200, &p)
 	}
@@ -304,7 +304,7 @@ func TestCLIStreamsResumeAfterDrain(t *testing.T) {
 	if code := logs.wait(t); code != 0 {
 		t.Errorf("logs -f: exit %d, stderr %q", code, logs.stderr.String())
 	}
-	end, status := m.outputOffset(t, proc.ID)
+	end, status := m.outputOffset(t, proc.ID, m.via)
 	if status != "exited" {
 		t.Errorf("process after the drain: %s", status)
 	}
@@ -401,7 +401,7 @@ func execEnd(t *testing.T, m *moveCluster, word string) int64 {
 	}
 	for _, p := range list.Processes {
 		if p.Command == counter(word) {
-			end, status := m.outputOffset(t, p.ID)
+			end, status := m.outputOffset(t, p.ID, m.via)
 			if status != "exited" {
 				t.Errorf("exec process %s after the drain: %s", word, status)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,8 @@ func TestEnvAndFlags(t *testing.T) {
 	}{
 		{"unreachable gives a hint", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1"}, []string{"ps", "sb1"}, 125, "is a gateway running at http://127.0.0.1:1"},
 		{"--addr overrides env", map[string]string{"SANDGATE_ADDR": "127.0.0.1:2"}, []string{"ps", "--addr", "http://127.0.0.1:1", "sb1"}, 125, "http://127.0.0.1:1"},
+		{"every address is tried", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1, http://127.0.0.1:2"}, []string{"ps", "sb1"}, 125,
+			"is a gateway running at http://127.0.0.1:1, http://127.0.0.1:2?"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +86,29 @@ func TestEnvAndFlags(t *testing.T) {
 				t.Fatalf("got %+v, want code %d and stderr ~%q", r, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestSeveralAddresses: with several addresses, a command goes to the first one that
+// can be reached.
+func TestSeveralAddresses(t *testing.T) {
+	t.Parallel()
+	g := &fakeGateway{}
+	srv := httptest.NewServer(g.handler())
+	t.Cleanup(srv.Close)
+	for _, flag := range []bool{false, true} {
+		list := "127.0.0.1:1," + strings.TrimPrefix(srv.URL, "http://")
+		vars, args := map[string]string{"SANDGATE_ADDR": list, "SANDGATE_TOKEN": "secret"}, []string{"ps", "sb1"}
+		if flag {
+			vars, args = map[string]string{"SANDGATE_TOKEN": "secret"}, []string{"ps", "--addr", list, "sb1"}
+		}
+		r := runWithEnv(t, vars, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "proc_a") {
+			t.Fatalf("ps through %q (flag %v): %+v", list, flag, r)
+		}
+	}
+	if got := g.requests(); strings.Count(got, "GET /v1/sandboxes/sb1/processes") != 2 {
+		t.Fatalf("requests %q, want two ps", got)
 	}
 }
 

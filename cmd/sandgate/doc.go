@@ -34,4 +34,9 @@
 // dropped), and exit as for any process that ended: exec with 128+N for the signal
 // that ended it, logs with 0. attach stays attached: the terminal starts a new shell
 // on the new owner, which attach announces. events -f prints sandbox.moved.
+//
+// $SANDGATE_ADDR (or --addr) may list several members' addresses, separated by
+// commas (as etcdctl's --endpoints): a request that cannot connect goes to the next
+// one (sdk.Options.Endpoints), so a stream also resumes through another node when
+// the one it talks to stops.
 package main

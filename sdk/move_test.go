@@ -184,7 +184,7 @@ func TestStreamsResumeAfterDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer term.Close()
-	termOut := func(want string) (restarted bool) {
+	termOut := func(want string) {
 		t.Helper()
 		var seen bytes.Buffer
 		for !strings.Contains(seen.String(), want) {
@@ -192,10 +192,8 @@ func TestStreamsResumeAfterDrain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("terminal, waiting for %q: %v; got %q", want, err, seen.String())
 			}
-			restarted = restarted || ev.Restarted
 			seen.Write(ev.Data)
 		}
-		return restarted
 	}
 	if err := term.Write(ctx, []byte("echo before-$((1+1))\n")); err != nil {
 		t.Fatal(err)
@@ -270,13 +268,21 @@ func TestStreamsResumeAfterDrain(t *testing.T) {
 		t.Errorf("the process attachment made %d connections: it was never closed by the move", wsLog.conns)
 	}
 
-	// The terminal: a new shell behind the same id, announced as such.
+	// The terminal: a new shell behind the same id, announced as such. The test types
+	// once the new shell has printed something (its prompt): a shell may drop what
+	// was typed before it set its terminal up.
+	for restarted, printed := false, false; !printed; {
+		ev, err := term.Next(ctx)
+		if err != nil {
+			t.Fatalf("terminal, waiting for the new shell: %v", err)
+		}
+		restarted = restarted || ev.Restarted
+		printed = restarted && len(ev.Data) > 0
+	}
 	if err := term.Write(ctx, []byte("echo after-$((2+3))\n")); err != nil {
 		t.Fatal(err)
 	}
-	if !termOut("after-5") {
-		t.Error("the terminal's new shell came without Restarted")
-	}
+	termOut("after-5")
 
 	// The event log: sandbox.moved, planned, and every event once, in order.
 	var last int64

@@ -14,11 +14,13 @@ import (
 
 // refusedURL returns the URL of a loopback port that was free a moment ago: nothing
 // listens there, so connecting is refused.
-func refusedURL(t *testing.T) string {
-	t.Helper()
+func refusedURL(t *testing.T) string { return refusedURLTB(t) }
+
+func refusedURLTB(tb testing.TB) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
@@ -136,4 +138,38 @@ func TestProcessOutputFailsOver(t *testing.T) {
 	if i, _ := c.eps.current(); i != 1 {
 		t.Fatalf("endpoint in use: %d, want 1", i)
 	}
+}
+
+// BenchmarkEndpointsRequest: the cost of knowing several endpoints on the request
+// path (an atomic load) against one, both on a live first endpoint, measured in
+// interleaved rounds so that the load of a shared machine hits both alike. It reports
+// ns per request of each and their ratio (three/one).
+func BenchmarkEndpointsRequest(b *testing.B) {
+	srv := httptest.NewServer(&reqLog{})
+	b.Cleanup(srv.Close)
+	one := New(srv.URL, "tok", &Options{HTTPClient: srv.Client()})
+	three := New(srv.URL, "tok", &Options{HTTPClient: srv.Client(), Endpoints: []string{refusedURLTB(b), refusedURLTB(b)}})
+	const round = 100
+	var spent [2]time.Duration
+	n := 0
+	for b.Loop() {
+		order := []int{0, 1}
+		if n/round%2 == 1 {
+			order = []int{1, 0} // alternate which goes first
+		}
+		for _, k := range order {
+			c := []*Client{one, three}[k]
+			began := time.Now()
+			for range round {
+				if _, err := c.GetSandbox(b.Context(), "sb1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[k] += time.Since(began)
+		}
+		n += round
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(n), "ns/req-one")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(n), "ns/req-three")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "three/one")
 }

@@ -14,9 +14,11 @@ import (
 // of this node to another member (a drain, or a rebalance), the cluster node calls
 // cluster.Config.OnHandoff, which is Server.handOff:
 //
-//  1. The streams of the partitions' sandboxes end: WebSockets close with 1012
-//     (service restart) and SSE streams finish; clients reconnect through any node
-//     and are held until the new owner serves.
+//  1. The gate below opens for the partitions' sandboxes active here, then their
+//     streams end: WebSockets close with 1012 (service restart) and SSE streams
+//     finish; clients reconnect through any node and are held until the new owner
+//     serves. (Ending a stream is a turn of its actor, which must find the gate
+//     open: see handOff.)
 //  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
@@ -132,13 +134,18 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	moving := func(sb string) bool {
 		return (parts[cluster.PartitionOf(sb)] || pinned[sb]) && errors.Is(s.cluster.Admit(sb), cluster.ErrHandoff)
 	}
-	stopped := s.streams.stopWhere(moving)
+	// The gate opens for every activation to end before anything else happens here:
+	// ending the streams detaches their clients, which are turns of the actors, and
+	// a turn the gate did not let through would find the epoch moved and halt the
+	// activation without saving, as in a crash (its processes recorded as lost).
 	var ids []string
 	for _, sb := range s.node.ActiveSandboxes() {
 		if moving(sb) {
 			ids = append(ids, sb)
+			s.handoffs.begin(sb, until)
 		}
 	}
+	stopped := s.streams.stopWhere(moving)
 	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
 		"pinned", len(h.Sandboxes), "active", len(ids), "streams", stopped)
 	work := make(chan string)
@@ -148,7 +155,6 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 		go func() {
 			defer wg.Done()
 			for sb := range work {
-				s.handoffs.begin(sb, until)
 				if err := s.node.Deactivate(ctx, sb); err != nil {
 					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
 				}
@@ -156,10 +162,16 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 			}
 		}()
 	}
-	for _, sb := range ids {
+	for i, sb := range ids {
 		select {
 		case work <- sb:
 		case <-ctx.Done():
+			for _, rest := range ids[i:] {
+				s.handoffs.end(rest)
+			}
+			close(work)
+			wg.Wait()
+			return
 		}
 	}
 	close(work)

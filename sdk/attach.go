@@ -145,7 +145,8 @@ func (c *Client) Attach(ctx context.Context, sb string, kind AttachKind, id stri
 	return a, nil
 }
 
-// dial opens one connection from the current offset.
+// dial opens one connection from the current offset. A connection that cannot be
+// made is tried on the next endpoint, each at most once (endpoints.go).
 func (a *Attachment) dial(ctx context.Context) (*websocket.Conn, error) {
 	q := url.Values{}
 	a.mu.Lock()
@@ -153,19 +154,27 @@ func (a *Attachment) dial(ctx context.Context) (*websocket.Conn, error) {
 		q.Set("offset", strconv.FormatInt(a.offset, 10))
 	}
 	a.mu.Unlock()
-	u, err := a.c.endpoint(q, a.path...)
-	if err != nil {
-		return nil, err
-	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: a.c.hc, HTTPHeader: a.c.header()})
-	if err != nil {
-		if resp != nil && resp.StatusCode >= 400 {
-			return nil, decodeError(resp)
+	for attempt := 1; ; attempt++ {
+		u, i, err := a.c.endpoint(q, a.path...)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("sdk: failed to attach to %s: %w", u, err)
+		conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: a.c.hc, HTTPHeader: a.c.header()})
+		if err != nil {
+			if resp != nil && resp.StatusCode >= 400 {
+				return nil, decodeError(resp)
+			}
+			if ctx.Err() == nil && unreachable(err) {
+				a.c.eps.failed(i)
+				if attempt < len(a.c.eps.urls) {
+					continue
+				}
+			}
+			return nil, fmt.Errorf("sdk: failed to attach to %s: %w", u, err)
+		}
+		conn.SetReadLimit(maxFrame)
+		return conn, nil
 	}
-	conn.SetReadLimit(maxFrame)
-	return conn, nil
 }
 
 // run is the reader goroutine: it reads conn, then reconnects until the stream ends.

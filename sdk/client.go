@@ -30,12 +30,20 @@ type Options struct {
 	// RetryBackoff is the wait before the first reconnect; it doubles on each further
 	// attempt, up to 5 s. A Retry-After from the server takes precedence. Default 200 ms.
 	RetryBackoff time.Duration
+	// Endpoints are more base URLs of the same cluster (other members' addresses), in
+	// the order to try them after New's baseURL. A request that cannot connect to the
+	// endpoint in use goes at once to the next, and the client stays on the one that
+	// answered; streams reconnect the same way, so they outlive their node's stop.
+	// A request that reached a node is never sent to another (see endpoints.go).
+	// Default: none.
+	Endpoints []string
 }
 
-// Client talks to one gateway. It is safe for concurrent use by multiple goroutines;
-// it holds no per-call state.
+// Client talks to one gateway, or to the members of one cluster in turn (see
+// [Options.Endpoints]). It is safe for concurrent use by multiple goroutines; it
+// holds no per-call state.
 type Client struct {
-	base    *url.URL
+	eps     *endpoints
 	baseErr error
 	token   string
 	hc      *http.Client
@@ -46,8 +54,8 @@ type Client struct {
 
 // New returns a client for the gateway at baseURL (such as "http://127.0.0.1:7070";
 // a path prefix is kept) that authenticates with token (empty: no Authorization
-// header). opts may be nil. The caller's opts is not modified. A malformed baseURL is
-// reported by every call.
+// header). opts may be nil. The caller's opts is not modified. A malformed baseURL
+// (or endpoint) is reported by every call.
 func New(baseURL, token string, opts *Options) *Client {
 	var o Options
 	if opts != nil {
@@ -69,26 +77,19 @@ func New(baseURL, token string, opts *Options) *Client {
 	if c.backoff <= 0 {
 		c.backoff = 200 * time.Millisecond
 	}
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	switch {
-	case err != nil:
-		c.baseErr = fmt.Errorf("sdk: bad base URL %q: %w", baseURL, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		c.baseErr = fmt.Errorf("sdk: bad base URL %q: scheme must be http or https", baseURL)
-	case u.Host == "":
-		c.baseErr = fmt.Errorf("sdk: bad base URL %q: no host", baseURL)
-	}
-	c.base = u
+	c.eps, c.baseErr = parseEndpoints(baseURL, o.Endpoints)
 	return c
 }
 
-// endpoint builds the absolute URL of an API path made of escaped segments.
-func (c *Client) endpoint(query url.Values, segs ...string) (string, error) {
+// endpoint builds the absolute URL of an API path made of escaped segments, on the
+// endpoint in use, and returns that endpoint's index.
+func (c *Client) endpoint(query url.Values, segs ...string) (string, int, error) {
 	if c.baseErr != nil {
-		return "", c.baseErr
+		return "", 0, c.baseErr
 	}
+	i, base := c.eps.current()
 	var b strings.Builder
-	b.WriteString(strings.TrimRight(c.base.String(), "/"))
+	b.WriteString(strings.TrimRight(base.String(), "/"))
 	for _, s := range segs {
 		b.WriteByte('/')
 		b.WriteString(url.PathEscape(s))
@@ -97,7 +98,7 @@ func (c *Client) endpoint(query url.Values, segs ...string) (string, error) {
 		b.WriteByte('?')
 		b.WriteString(query.Encode())
 	}
-	return b.String(), nil
+	return b.String(), i, nil
 }
 
 // header returns the headers every request carries.
@@ -121,43 +122,56 @@ type request struct {
 }
 
 // send performs r and returns the response when its status is below 400; otherwise it
-// returns the decoded *Error. The caller closes the body.
+// returns the decoded *Error. The caller closes the body. A request that cannot
+// connect is sent to the next endpoint, each at most once (endpoints.go).
 func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
-	u, err := c.endpoint(r.query, r.path...)
-	if err != nil {
-		return nil, err
-	}
-	var body io.Reader
-	h := c.header()
-	switch {
-	case r.raw != nil:
-		body = r.raw
-		h.Set("Content-Type", "application/octet-stream")
-	case r.body != nil:
+	var payload []byte
+	if r.raw == nil && r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return nil, fmt.Errorf("sdk: failed to encode %s %s: %w", r.method, strings.Join(r.path, "/"), err)
 		}
-		body = bytes.NewReader(b)
-		h.Set("Content-Type", "application/json")
+		payload = b
 	}
-	for k, v := range r.header {
-		h[k] = v
+	for attempt := 1; ; attempt++ {
+		u, i, err := c.endpoint(r.query, r.path...)
+		if err != nil {
+			return nil, err
+		}
+		var body io.Reader
+		h := c.header()
+		switch {
+		case r.raw != nil:
+			body = r.raw
+			h.Set("Content-Type", "application/octet-stream")
+		case payload != nil:
+			body = bytes.NewReader(payload)
+			h.Set("Content-Type", "application/json")
+		}
+		for k, v := range r.header {
+			h[k] = v
+		}
+		req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+		if err != nil {
+			return nil, fmt.Errorf("sdk: failed to build request: %w", err)
+		}
+		req.Header = h
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			if ctx.Err() == nil && unreachable(err) {
+				c.eps.failed(i)
+				if attempt < len(c.eps.urls) && r.raw == nil {
+					continue
+				}
+			}
+			return nil, fmt.Errorf("sdk: %w", err)
+		}
+		if resp.StatusCode >= 400 {
+			defer resp.Body.Close()
+			return nil, decodeError(resp)
+		}
+		return resp, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
-	if err != nil {
-		return nil, fmt.Errorf("sdk: failed to build request: %w", err)
-	}
-	req.Header = h
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("sdk: %w", err)
-	}
-	if resp.StatusCode >= 400 {
-		defer resp.Body.Close()
-		return nil, decodeError(resp)
-	}
-	return resp, nil
 }
 
 // do performs r and decodes a JSON response into out (when out is non-nil). It returns

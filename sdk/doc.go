@@ -18,6 +18,15 @@
 //     [Attachment] that reads output, sends input, resize and signals, and reconnects
 //     with the byte offset it reached when the connection drops.
 //
+// # Clusters
+//
+// Any node of a cluster answers any request, so a client may be given several
+// members' addresses ([Options.Endpoints]): a request that cannot connect to one goes
+// to the next, and streams reconnect the same way, so they resume through another
+// node when theirs stops. Streams also resume after an ownership move (the server
+// closes them with 1012); a move that ended a process leaves its output on the old
+// node, so the bytes a stream had not delivered come as a gap before the exit.
+//
 // # Errors
 //
 // A request the gateway refuses returns an [*Error] carrying the HTTP status, the

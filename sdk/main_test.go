@@ -4,6 +4,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/leakcheck"
 )
 
@@ -13,5 +14,6 @@ func TestMain(m *testing.M) {
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		ln.Close()
 	}
+	leakcheck.Also(func() string { clustertest.Cleanup(); return "" }) // the binary move_test.go built
 	leakcheck.Main(m)
 }

@@ -48,7 +48,7 @@ type cmdFlags struct {
 // a description, printed by --help.
 func newFlags(e *env, name, usage string) *cmdFlags {
 	f := newLocalFlags(name, usage)
-	f.StringVar(&f.addr, "addr", "", "gateway address (default $SANDGATE_ADDR or "+defaultAddr+")")
+	f.StringVar(&f.addr, "addr", "", "gateway `address`, or several members' addresses separated by commas, tried in order when one cannot be reached (default $SANDGATE_ADDR or "+defaultAddr+")")
 	f.StringVar(&f.token, "token", "", "API token (default $SANDGATE_TOKEN)")
 	return f
 }
@@ -169,23 +169,36 @@ func (f *cmdFlags) parseError(e *env, err error) int {
 	return f.usageError(e, "%v", err)
 }
 
-// client builds the SDK client from the flags and the environment.
+// client builds the SDK client from the flags and the environment. The first address
+// is the SDK's base URL, the others its endpoints to fail over to.
 func (f *cmdFlags) client(e *env) *sdk.Client {
-	return sdk.New(f.address(e), f.tokenValue(e), &sdk.Options{MaxRetries: streamRetries, UserAgent: "sandgate-cli/" + version().short()})
+	addrs := f.addresses(e)
+	return sdk.New(addrs[0], f.tokenValue(e), &sdk.Options{
+		MaxRetries: streamRetries, UserAgent: "sandgate-cli/" + version().short(), Endpoints: addrs[1:],
+	})
 }
 
-func (f *cmdFlags) address(e *env) string {
-	addr := f.addr
-	if addr == "" {
-		addr = e.getenv("SANDGATE_ADDR")
+// addresses returns the gateway addresses of --addr or $SANDGATE_ADDR (a comma-separated
+// list, as etcdctl's --endpoints), each with a scheme; at least one.
+func (f *cmdFlags) addresses(e *env) []string {
+	list := f.addr
+	if list == "" {
+		list = e.getenv("SANDGATE_ADDR")
 	}
-	if addr == "" {
-		addr = defaultAddr
+	var out []string
+	for _, addr := range strings.Split(list, ",") {
+		if addr = strings.TrimSpace(addr); addr == "" {
+			continue
+		}
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		out = append(out, addr)
 	}
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	if len(out) == 0 {
+		out = []string{defaultAddr}
 	}
-	return addr
+	return out
 }
 
 func (f *cmdFlags) tokenValue(e *env) string {
@@ -218,10 +231,24 @@ func (f *cmdFlags) fail(ctx context.Context, e *env, err error) int {
 		fmt.Fprintf(e.stderr, "sandgate %s: %v\n", f.name, err)
 		var opErr *net.OpError
 		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			fmt.Fprintf(e.stderr, "  (is a gateway running at %s? set $SANDGATE_ADDR or --addr)\n", f.address(e))
+			fmt.Fprintf(e.stderr, "  (is a gateway running at %s? set $SANDGATE_ADDR or --addr)\n", strings.Join(f.addresses(e), ", "))
 		}
 	}
 	return exitSandgate
+}
+
+// reportGap tells the user that the output bytes [from, to) of a stream will not be
+// printed. Either the process's output buffer dropped them before they were read, or
+// the node that kept them stopped running the process: a drain or a crash moved its
+// sandbox, and output stays in the old node's buffer (the new owner has the process's
+// exit, not its output). raw frames the line for a terminal in raw mode.
+func reportGap(e *env, from, to int64, raw bool) {
+	pre, post := "", "\n"
+	if raw {
+		pre, post = "\r\n", "\r\n"
+	}
+	fmt.Fprintf(e.stderr, "%ssandgate %s: %d bytes of output [%d, %d) lost: they left the output buffer, "+
+		"or the node the sandbox moved from, before they could be read%s", pre, e.command, to-from, from, to, post)
 }
 
 // kvFlag is a repeatable k=v flag.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +36,13 @@ func TestUsage(t *testing.T) {
 		{"attach --help", []string{"attach", "--help"}, 0, "Ctrl-]", "", true},
 		{"sandboxes extra arg", []string{"sandboxes", "x"}, 125, "", "wrong number of arguments", true},
 		{"cluster --help", []string{"cluster", "--help"}, 0, "--json", "", true},
-		{"serve bad flag", []string{"serve", "--no-such-flag"}, 2, "", "flag provided but not defined", true},
-		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 2, "", "unknown runtime", true},
-		{"serve --help", []string{"serve", "--help"}, 0, "", "--policy", true},
+		// serve's help and errors look like every other command's.
+		{"serve bad flag", []string{"serve", "--no-such-flag"}, 125, "", "sandgate serve: flag provided but not defined: -no-such-flag\nusage: sandgate serve [flags]", true},
+		{"serve extra argument", []string{"serve", "now"}, 125, "", "sandgate serve: unexpected argument \"now\"\nusage: sandgate serve", true},
+		{"serve unknown runtime", []string{"serve", "--runtime", "vm"}, 125, "", "sandgate serve: unknown runtime", true},
+		{"serve --help", []string{"serve", "--help"}, 0, "usage: sandgate serve [flags]", "", true},
+		{"serve -h", []string{"serve", "-h"}, 0, "\n  --policy file\n", "", true},
+		{"help serve", []string{"help", "serve"}, 0, "\n  --listen address\n", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +75,8 @@ func TestEnvAndFlags(t *testing.T) {
 	}{
 		{"unreachable gives a hint", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1"}, []string{"ps", "sb1"}, 125, "is a gateway running at http://127.0.0.1:1"},
 		{"--addr overrides env", map[string]string{"SANDGATE_ADDR": "127.0.0.1:2"}, []string{"ps", "--addr", "http://127.0.0.1:1", "sb1"}, 125, "http://127.0.0.1:1"},
+		{"every address is tried", map[string]string{"SANDGATE_ADDR": "127.0.0.1:1, http://127.0.0.1:2"}, []string{"ps", "sb1"}, 125,
+			"is a gateway running at http://127.0.0.1:1, http://127.0.0.1:2?"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +86,29 @@ func TestEnvAndFlags(t *testing.T) {
 				t.Fatalf("got %+v, want code %d and stderr ~%q", r, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestSeveralAddresses: with several addresses, a command goes to the first one that
+// can be reached.
+func TestSeveralAddresses(t *testing.T) {
+	t.Parallel()
+	g := &fakeGateway{}
+	srv := httptest.NewServer(g.handler())
+	t.Cleanup(srv.Close)
+	for _, flag := range []bool{false, true} {
+		list := "127.0.0.1:1," + strings.TrimPrefix(srv.URL, "http://")
+		vars, args := map[string]string{"SANDGATE_ADDR": list, "SANDGATE_TOKEN": "secret"}, []string{"ps", "sb1"}
+		if flag {
+			vars, args = map[string]string{"SANDGATE_TOKEN": "secret"}, []string{"ps", "--addr", list, "sb1"}
+		}
+		r := runWithEnv(t, vars, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "proc_a") {
+			t.Fatalf("ps through %q (flag %v): %+v", list, flag, r)
+		}
+	}
+	if got := g.requests(); strings.Count(got, "GET /v1/sandboxes/sb1/processes") != 2 {
+		t.Fatalf("requests %q, want two ps", got)
 	}
 }
 
@@ -128,7 +158,7 @@ func TestLogs(t *testing.T) {
 		{"buffered only", []string{"logs", "sb1", "proc_a"}, "abc", "DEF"},
 		{"follow to exit", []string{"logs", "-f", "sb1", "proc_a"}, "abcghi", "DEF"},
 		{"flag after args", []string{"logs", "sb1", "proc_a", "-f"}, "abcghi", "DEF"},
-		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) left the buffer\nDEF"},
+		{"gap is reported", []string{"logs", "-f", "sb1", "proc_gap"}, "ghi", "sandgate logs: 3 bytes of output [0, 3) lost: they left the output buffer, or the node the sandbox moved from, before they could be read\nDEF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +206,9 @@ func TestAttach(t *testing.T) {
 		{"detach with ctrl-]", []string{"attach", "sb1", "main"}, []string{"pwd\r", "x\x1dignored"}, 0, "$ ", "[detached from sb1/main]", "pwd\r|x",
 			"GET /v1/sandboxes/sb1/terminals/main"},
 		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 125, "", "use --create", "", ""},
+		{"gap is reported", []string{"attach", "sb1", "gappy"}, nil, 0, "abfg",
+			"sandgate attach: 3 bytes of output [2, 5) lost: they left the output buffer, or the node the sandbox moved from, before they could be read\n",
+			"", "GET /v1/sandboxes/sb1/terminals/gappy/ws?offset=0"},
 		{"create", []string{"attach", "--create", "--offset", "7", "sb1", "other"}, []string{"exit\r"}, 5, "$ exit", "", "exit\r",
 			"PUT /v1/sandboxes/sb1/terminals/other Bearer secret {}"},
 	}

@@ -57,7 +57,7 @@ with the shell's exit code if the shell exits.`)
 		}
 		defer restore()
 	}
-	res := pump(ctx, e, a, pumpOptions{input: true, detach: true})
+	res := pump(ctx, e, a, pumpOptions{input: true, detach: true, raw: isTTY})
 	restore() // before printing
 	switch {
 	case res.detached:

@@ -123,7 +123,7 @@ func (x *execRun) run(ctx context.Context, req sdk.CreateProcessRequest, interac
 				return x.interrupted(ctx, fmt.Errorf("failed to write output: %w", err))
 			}
 		case sdk.OutputGap:
-			fmt.Fprintf(x.e.stderr, "sandgate exec: %d bytes of output [%d, %d) left the buffer before they could be read\n", ev.To-ev.From, ev.From, ev.To)
+			reportGap(x.e, ev.From, ev.To, false)
 		case sdk.OutputExit:
 			return x.exit(ev.ExitCode, ev.Signal)
 		}

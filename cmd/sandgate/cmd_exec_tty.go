@@ -40,7 +40,7 @@ func (x *execRun) runTTY(ctx context.Context, req sdk.CreateProcessRequest, inte
 	}
 	// Piped input ends: the command is told by an end-of-file character, as if typed.
 	// A terminal's input does not end; Ctrl-D typed there goes through as it is.
-	res := pump(ctx, x.e, a, pumpOptions{input: interactive, eof: !isTTY})
+	res := pump(ctx, x.e, a, pumpOptions{input: interactive, eof: !isTTY, raw: isTTY && interactive})
 	restore()
 	switch {
 	case res.exited:

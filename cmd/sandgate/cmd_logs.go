@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/sandgate/sandgate/sdk"
 )
@@ -51,7 +50,7 @@ the process exits, resuming by byte offset if the connection drops.`)
 				return 0
 			}
 		case sdk.OutputGap:
-			fmt.Fprintf(e.stderr, "sandgate logs: %d bytes of output [%d, %d) left the buffer\n", ev.To-ev.From, ev.From, ev.To)
+			reportGap(e, ev.From, ev.To, false)
 			if end >= 0 && ev.To >= end {
 				return 0
 			}

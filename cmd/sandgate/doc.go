@@ -17,7 +17,8 @@
 // a request the gateway refused (its code and message are printed), an unreachable
 // gateway. 130 when interrupted. `exec` exits with the command's own exit code
 // (128+N when killed by signal N, 124 when its --timeout killed it) and `attach` with
-// the terminal shell's, when it exited. serve keeps its own codes (2 for a bad flag).
+// the terminal shell's, when it exited. serve exits 125 for a bad command line or
+// configuration too, and 1 when it fails after starting.
 //
 // # Streams
 //
@@ -25,4 +26,17 @@
 // SDK, which reconnects after a drop or a 1012 close from the offset or seq reached;
 // the CLI lets it retry for about 30 s (streamRetries), long enough for a node
 // restart.
+//
+// A planned move of a sandbox (a drain of its node) ends its running processes, and
+// their output buffers stay on the old node. So exec, exec -t and logs -f print every
+// byte their streams delivered, once, then report the bytes written after the old
+// node closed the streams as lost (a byte range on stderr, as for output the buffer
+// dropped), and exit as for any process that ended: exec with 128+N for the signal
+// that ended it, logs with 0. attach stays attached: the terminal starts a new shell
+// on the new owner, which attach announces. events -f prints sandbox.moved.
+//
+// $SANDGATE_ADDR (or --addr) may list several members' addresses, separated by
+// commas (as etcdctl's --endpoints): a request that cannot connect goes to the next
+// one (sdk.Options.Endpoints), so a stream also resumes through another node when
+// the one it talks to stops.
 package main

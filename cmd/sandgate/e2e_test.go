@@ -10,34 +10,21 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
 )
 
-// binary is the sandgate binary built once for the end-to-end tests.
-var binary string
-
+// buildBinary returns the sandgate binary, built once per test binary (shared with
+// the cluster harness, whose Cleanup removes it at the end: see TestMain).
 func buildBinary(tb testing.TB) string {
 	tb.Helper()
-	if binary != "" {
-		return binary
-	}
-	dir, err := os.MkdirTemp("", "sandgate-bin-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path := filepath.Join(dir, "sandgate")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	binary = path
-	return path
+	return clustertest.Binary(tb)
 }
 
 // node is a `sandgate serve` subprocess.

@@ -112,7 +112,8 @@ commands:
 	}
 	fmt.Fprint(w, `
 Client commands talk to $SANDGATE_ADDR (default `+defaultAddr+`) with the token
-in $SANDGATE_TOKEN; --addr and --token override them.
+in $SANDGATE_TOKEN; --addr and --token override them. Several members' addresses,
+separated by commas, are tried in order when one cannot be reached.
 Run "sandgate <command> -h" for a command's flags.
 
 Exit codes: a command's own exit code for exec (and attach), 125 when sandgate

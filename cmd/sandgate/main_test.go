@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/leakcheck"
 )
 
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) {
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		ln.Close() // open the runtime's netpoller fds before leakcheck's baseline
 	}
+	leakcheck.Also(func() string { clustertest.Cleanup(); return "" })
 	leakcheck.Main(m)
 }
 
@@ -87,7 +89,7 @@ func (g *fakeGateway) handler() http.Handler {
 		g.mu.Lock()
 		made := slices.Contains(g.made, r.PathValue("t"))
 		g.mu.Unlock()
-		if r.PathValue("t") != "main" && !made {
+		if r.PathValue("t") != "main" && r.PathValue("t") != "gappy" && !made {
 			apiError(w, 404, "not_found", "no terminal")
 			return
 		}
@@ -112,6 +114,14 @@ func (g *fakeGateway) handler() http.Handler {
 		ctx := r.Context()
 		off := r.URL.Query().Get("offset")
 		conn.Write(ctx, websocket.MessageText, []byte(`{"type":"ready","offset":`+off+`}`))
+		if r.PathValue("t") == "gappy" { // two bytes, three lost, two more, the exit
+			conn.Write(ctx, websocket.MessageBinary, []byte("ab"))
+			conn.Write(ctx, websocket.MessageText, []byte(`{"type":"gap","from":2,"to":5}`))
+			conn.Write(ctx, websocket.MessageBinary, []byte("fg"))
+			conn.Write(ctx, websocket.MessageText, []byte(`{"type":"exit","exit_code":0}`))
+			conn.Close(websocket.StatusNormalClosure, "")
+			return
+		}
 		conn.Write(ctx, websocket.MessageBinary, []byte("$ "))
 		for {
 			typ, b, err := conn.Read(ctx)

@@ -36,14 +36,21 @@ const repeatWindow = 200 * time.Millisecond
 // signal forces an immediate exit, which kills every process tree first.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
+	fs.SetOutput(io.Discard) // errors and usage are printed below, in the client commands' style
+	printUsage := func(w io.Writer) {
 		var b strings.Builder
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
-		fs.SetOutput(stderr)
+		fs.SetOutput(io.Discard)
 		// Show flags as the docs spell them (--listen); Go's flag package accepts both.
-		fmt.Fprint(stderr, serveUsage+strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
+		fmt.Fprint(w, serveUsage+strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
+	}
+	// usageError reports a bad command line as every subcommand does: the message,
+	// then the usage, on stderr, and exit code 125.
+	usageError := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "sandgate serve: "+format+"\n", args...)
+		printUsage(stderr)
+		return exitSandgate
 	}
 	listen := fs.String("listen", "127.0.0.1:7070", "HTTP `address`")
 	data := fs.String("data", "./data", "data `directory`: actor storage and workspaces")
@@ -66,23 +73,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
 			return 0
 		}
-		return 2
+		return usageError("%v", err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	if *runtimeName != "" && *runtimeName != gateway.RuntimeNamespace && *runtimeName != gateway.RuntimeLocal {
-		fmt.Fprintf(stderr, "serve: unknown runtime %q (namespace or local)\n", *runtimeName)
-		return 2
+		return usageError("unknown runtime %q (namespace or local)", *runtimeName)
 	}
 
 	nodeLabels, err := parseLabels(*labels)
 	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
+		fmt.Fprintln(stderr, "sandgate serve:", err)
+		return exitSandgate
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
@@ -91,8 +97,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SandboxNetwork: *network, DiskImages: *diskImages, DeadServerTimeout: *deadServer,
 	}
 	if *policyConfig != "" && *policy == "" {
-		fmt.Fprintln(stderr, "serve: --policy-config needs --policy")
-		return 2
+		fmt.Fprintln(stderr, "sandgate serve: --policy-config needs --policy")
+		return exitSandgate
 	}
 	if *origins != "" {
 		cfg.AllowedOrigins = strings.Split(*origins, ",")
@@ -100,27 +106,27 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.PolicyFile = *policy
 	if *policyConfig != "" {
 		if cfg.PolicyConfig, err = os.ReadFile(*policyConfig); err != nil {
-			fmt.Fprintln(stderr, "serve:", err)
-			return 2
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			return exitSandgate
 		}
 	}
 	if *budget != "" {
 		bs, err := gateway.LoadBudgets(*budget)
 		if err != nil {
-			fmt.Fprintln(stderr, "serve:", err)
-			return 2
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			return exitSandgate
 		}
 		cfg.Defaults, cfg.Limits = bs.Default, bs.Max
 	}
 
 	if cfg.Tokens, err = gateway.ServeTokens(*token, *tokens); err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
+		fmt.Fprintln(stderr, "sandgate serve:", err)
+		return exitSandgate
 	}
 	switch {
 	case *maxPerTenant < 0:
-		fmt.Fprintf(stderr, "serve: --max-sandboxes-per-tenant must be 0 (no limit) or more, not %d\n", *maxPerTenant)
-		return 2
+		fmt.Fprintf(stderr, "sandgate serve: --max-sandboxes-per-tenant must be 0 (no limit) or more, not %d\n", *maxPerTenant)
+		return exitSandgate
 	case *maxPerTenant == 0:
 		cfg.MaxSandboxesPerTenant = -1 // Config's "no limit"; its 0 is the default
 	default:
@@ -136,7 +142,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	if len(cfg.Tokens) == 0 && gateway.IsLoopback(cfg.Listen) {
 		tok, err := gateway.LoadOrCreateToken(cfg.DataDir)
 		if err != nil {
-			fmt.Fprintln(stderr, "serve:", err)
+			fmt.Fprintln(stderr, "sandgate serve:", err)
 			return 1
 		}
 		cfg.Tokens = map[string]gateway.Principal{tok: {Tenant: gateway.DefaultTenant, Admin: true}}
@@ -144,19 +150,19 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	}
 	srv, err := gateway.New(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
+		fmt.Fprintln(stderr, "sandgate serve:", err)
 		return 1
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
+		fmt.Fprintln(stderr, "sandgate serve:", err)
 		_ = srv.Shutdown(context.Background())
 		return 1
 	}
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		if metricsLn, err = net.Listen("tcp", metricsAddr); err != nil {
-			fmt.Fprintln(stderr, "serve: --metrics-listen:", err)
+			fmt.Fprintln(stderr, "sandgate serve: --metrics-listen:", err)
 			ln.Close()
 			_ = srv.Shutdown(context.Background())
 			return 1
@@ -209,7 +215,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(stderr, "serve:", err)
+			fmt.Fprintln(stderr, "sandgate serve:", err)
 			_ = srv.Shutdown(context.Background())
 			<-metricsServed
 			return 1
@@ -233,7 +239,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 			<-served
 			<-metricsServed
 			if err != nil {
-				fmt.Fprintln(stderr, "serve: shutdown:", err)
+				fmt.Fprintln(stderr, "sandgate serve: shutdown:", err)
 				return 1
 			}
 			return 0
@@ -241,7 +247,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 			if time.Since(stopping) < repeatWindow {
 				continue
 			}
-			fmt.Fprintf(stderr, "serve: %s again: killing every process and exiting now\n", sig)
+			fmt.Fprintf(stderr, "sandgate serve: %s again: killing every process and exiting now\n", sig)
 			srv.Abort()
 			return 130
 		}

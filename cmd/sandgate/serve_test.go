@@ -14,8 +14,9 @@ import (
 	"testing"
 )
 
-// TestServeFlagErrors: bad tenancy flags stop serve before it starts, with exit code 2
-// and a message that says what is wrong.
+// TestServeFlagErrors: bad tenancy flags stop serve before it starts, with exit code
+// 125 (an error of sandgate itself, as for every subcommand) and a message that says
+// what is wrong.
 func TestServeFlagErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -47,8 +48,8 @@ func TestServeFlagErrors(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"--listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--data", t.TempDir()}, tt.args...)
 			code := cmdServe(context.Background(), args, &stdout, &stderr)
-			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
-				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			if code != exitSandgate || !strings.HasPrefix(stderr.String(), "sandgate serve: ") || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 125 and %q", code, stderr.String(), tt.want)
 			}
 		})
 	}
@@ -99,7 +100,7 @@ func (n *node) request(tb testing.TB, token, method, path, body string) (int, st
 }
 
 // TestServeBudget: the real binary takes the operator's defaults and maxima from
-// --budget: a sandbox gets the defaults, and a bad file stops serve with exit code 2
+// --budget: a sandbox gets the defaults, and a bad file stops serve with exit code 125
 // naming the field.
 func TestServeBudget(t *testing.T) {
 	dir := t.TempDir()
@@ -132,8 +133,8 @@ func TestServeBudget(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), `unknown field "default.pid"`) {
-		t.Fatalf("serve with a bad budget file: %v, stderr %q; want exit 2 naming default.pid", err, stderr.String())
+	if !errors.As(err, &exit) || exit.ExitCode() != exitSandgate || !strings.Contains(stderr.String(), `unknown field "default.pid"`) {
+		t.Fatalf("serve with a bad budget file: %v, stderr %q; want exit 125 naming default.pid", err, stderr.String())
 	}
 }
 

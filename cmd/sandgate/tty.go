@@ -62,6 +62,8 @@ func rawTerminal(ctx context.Context, fd int, a *sdk.Attachment) (restore func()
 type pumpOptions struct {
 	input  bool // copy stdin to the attachment
 	detach bool // Ctrl-] in the input detaches
+	// raw says the terminal is in raw mode: notices end their lines with "\r\n".
+	raw bool
 	// eof types the end of input (Ctrl-D) when stdin ends, so that a program reading a
 	// PTY whose input was piped sees end of file. It goes on the same WebSocket as the
 	// input, after it; a partial last line takes two, as on a terminal.
@@ -149,6 +151,8 @@ func pump(ctx context.Context, e *env, a *sdk.Attachment, o pumpOptions) pumpRes
 			if _, err := e.stdout.Write(ev.Data); err != nil {
 				res.err = err
 			}
+		case sdk.AttachGap:
+			reportGap(e, ev.From, ev.To, o.raw)
 		case sdk.AttachExit:
 			res.exited, res.code, res.signal = true, ev.ExitCode, ev.Signal
 		}

@@ -135,6 +135,8 @@ for ((i = 0; i < N; i++)); do
 done
 
 first=http://$HOST:${HTTP_PORTS[0]}
+all=$first
+for ((i = 1; i < N; i++)); do all+=",http://$HOST:${HTTP_PORTS[$i]}"; done
 echo
 SANDGATE_ADDR=$first "$BIN" cluster
 cat <<EOF
@@ -143,7 +145,8 @@ cluster: ready: $N nodes, every one an alive member.
 
   token:      $SANDGATE_TOKEN
   dashboard:  $first/?token=$SANDGATE_TOKEN
-  CLI:        export SANDGATE_ADDR=$first SANDGATE_TOKEN=$SANDGATE_TOKEN
+  CLI:        export SANDGATE_ADDR=$all SANDGATE_TOKEN=$SANDGATE_TOKEN
+              (every node: the CLI moves on to the next when one cannot be reached)
               $BIN create --id demo && $BIN exec demo -- uname -a
               $BIN cluster          (members, leader, term, partitions)
 

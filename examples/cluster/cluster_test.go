@@ -152,6 +152,14 @@ func TestClusterScript(t *testing.T) {
 			if len(token) != 32 || !strings.Contains(out, "?token="+token) {
 				t.Fatalf("no token printed; output:\n%s", out)
 			}
+			// The CLI line lists every node, so the CLI can move on when one stops.
+			var addrs []string
+			for _, p := range httpPorts {
+				addrs = append(addrs, "http://127.0.0.1:"+p)
+			}
+			if want := "export SANDGATE_ADDR=" + strings.Join(addrs, ",") + " "; !strings.Contains(out, want) {
+				t.Errorf("the CLI line lacks %q; output:\n%s", want, out)
+			}
 			for _, p := range httpPorts {
 				c := clusterOf(t, bin, "127.0.0.1:"+p, token)
 				alive := 0

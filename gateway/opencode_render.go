@@ -115,5 +115,3 @@ func isPtyNotFound(err error) bool {
 	var nf *actor.NotFoundError
 	return errors.As(err, &nf) && nf.What != "sandbox"
 }
-
-

@@ -7,7 +7,7 @@ import (
 )
 
 // TestSetProcessLabel: a label set on a running process is in its saved running
-// record (so a restart that ends it lists it with the label), and one set on an exited
+// record (so a crash that ends it unseen lists it with the label), and one set on an exited
 // process is in its saved exited record (so it outlives the runtime that ran it).
 func TestSetProcessLabel(t *testing.T) {
 	t.Parallel()
@@ -29,12 +29,12 @@ func TestSetProcessLabel(t *testing.T) {
 	_, err = n.SetProcessLabel(ctx, "lb", "proc_nope", "x")
 	wantErr(t, err, ErrNotFound)
 
-	closeNode(t, n)
+	crashNode(t, n.Node) // the running process's exit is not seen: its running record speaks
 	cfg := *n.cfg
 	n2 := reopen(t, &cfg, n.clock)
 	l := listed(t, n2, "lb")
 	if l[run.ID].Label != "second" || l[done.ID].Label != "b" {
-		t.Fatalf("after a restart: %+v", l)
+		t.Fatalf("after a crash: %+v", l)
 	}
 	// The record of a process whose runtime is gone takes a new label too.
 	if in, err = n2.SetProcessLabel(ctx, "lb", done.ID, "c"); err != nil || in.Label != "c" {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -309,4 +311,79 @@ func TestOpenCodeConnectAuth(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOpenCodeConnectSkipped: a client that stops reading for longer than the hold
+// bound is skipped; when it reads again it gets a control frame whose gap starts at
+// exactly the units it had received, and the text after it counts on to the server's
+// own end.
+func TestOpenCodeConnectSkipped(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{OutputBufferBytes: 64 << 10},
+		streamHoldBound: 200 * time.Millisecond, wsWriteTimeout: 2 * time.Minute})
+	ts.sandbox("oc1")
+	p := ts.createPty("oc1", `stty -echo; read x; yes 'héllo wörld 世界 😀' | head -c 8000000; echo END`)
+	// A small receive buffer, so that a client that reads nothing soon holds the
+	// server's writes up. 8 MB of output is some times what the server's socket can
+	// buffer (at most 4 MiB by Linux's default tcp_wmem) and the ring (64 KiB).
+	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.url, "http")+ocBase+"/"+p.ID+"/connect", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}},
+		HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(64 << 20)
+	defer conn.CloseNow()
+	c := &ptyConn{conn: conn}
+	c.readUntil(t, func(c *ptyConn) bool { return c.replied })
+	c.send(t, websocket.MessageText, "go\r")
+	// Read nothing until the process has exited: it went on without this client.
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/oc1/processes/"+p.ID+"?wait_ms=120000", nil)
+	var at []int64 // the units received before each control frame
+	got := int64(0)
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("read: %v", err)
+			}
+			break
+		}
+		if typ == websocket.MessageText {
+			got += units(string(data))
+			continue
+		}
+		var ctl ptyControl
+		if err := json.Unmarshal(data[1:], &ctl); err != nil {
+			t.Fatal(err)
+		}
+		c.controls = append(c.controls, ctl)
+		at = append(at, got)
+		if ctl.Gap != nil {
+			if ctl.Gap.From != got || ctl.Gap.To != ctl.Cursor || ctl.Cursor <= got {
+				t.Fatalf("gap %+v after %d units", ctl, got)
+			}
+			got = ctl.Cursor
+		}
+	}
+	gaps := 0
+	for _, ctl := range c.controls[1:] {
+		if ctl.Gap != nil {
+			gaps++
+		}
+	}
+	if gaps == 0 {
+		t.Fatalf("no gap for a client that read nothing: controls %+v", c.controls)
+	}
+	end, _ := dialPty(t, ts.url, ocBase+"/"+p.ID+"/connect?cursor=-1", testToken, nil)
+	end.toClose(t)
+	if want := end.controls[0].Cursor; got != want {
+		t.Fatalf("client counted %d units, the server's end is %d", got, want)
+	}
 }

@@ -65,11 +65,8 @@ func (s *Server) opencodeConnect(w http.ResponseWriter, r *http.Request) error {
 		release()
 		return ocErr(r, err)
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		InsecureSkipVerify: true, // checkHandshake judged the Origin, never trusting Host
-		CompressionMode:    websocket.CompressionDisabled,
-	})
-	if err != nil {
+	conn, _, ok := s.acceptWS(w, r) // small buffers; the Origin was judged above
+	if !ok {
 		release()
 		return nil // Accept answered the client
 	}
@@ -193,8 +190,8 @@ func (c *ptyCloser) get() (websocket.StatusCode, string) {
 // closeAtOnce upgrades and closes with code: a WebSocket client learns why only from
 // a close frame.
 func (s *Server) closeAtOnce(w http.ResponseWriter, r *http.Request, code websocket.StatusCode, reason string) error {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
+	conn, _, ok := s.acceptWS(w, r)
+	if !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)

@@ -34,6 +34,14 @@
 // back to clone, whose flags the filter can see). Processes run as root inside unless
 // [Config].UID and GID are set.
 //
+// That thread also reads the control socket, blocking in recvmsg outside Go's poller,
+// so a spawn request wakes the very thread that forks it; another thread waits in
+// waitid for exits rather than for SIGCHLD through Go's signal handling. Each cut a
+// wake-up (tens of microseconds on a busy machine) from every exec. Both hold a thread
+// while they wait, so before it is ready the init makes a few spare idle threads: its
+// thread count, which its pids group counts with the sandbox's processes, then stays
+// what it was at start instead of growing by one at some later spawn.
+//
 // # User namespace and workspace ownership
 //
 // With [Config].UserNS the init is also cloned into a new user namespace, which owns
@@ -102,8 +110,9 @@
 // # Protocol
 //
 // The server and the init talk over a SOCK_SEQPACKET socketpair (the init's end is its
-// fd 3). Each frame is one datagram holding one JSON object with an "op" and an "id";
-// a frame is at most 128 KiB. fds travel as SCM_RIGHTS on the frame they belong to.
+// fd 3). Each frame is one datagram holding one message with an "op" and an "id", in a
+// small binary encoding (codec_linux.go); a frame is at most 128 KiB. fds travel as
+// SCM_RIGHTS on the frame they belong to.
 //
 //	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)

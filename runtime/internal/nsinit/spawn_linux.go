@@ -20,24 +20,23 @@ type spawnJob struct {
 
 // spawnLoop runs on its own OS thread for the life of the init. It hardens that thread
 // (no_new_privs, an empty capability bounding set, no inheritable or ambient
-// capabilities, the seccomp filter) and then forks every sandbox process from it, so
-// each inherits exactly that state.
+// capabilities, the seccomp filter) and then serves the control socket from it
+// (serve), forking every sandbox process right where its request was read, so each
+// inherits exactly that state.
 //
 // Why a thread and not the whole init: syscall.AllThreadsSyscall would harden every
 // thread at once but refuses in a cgo binary, which sandgate is (net). seccomp, the
 // bounding set and no_new_privs are per thread and inherited by clone, and a goroutine
 // locked to its thread forks from that thread. The thread is never unlocked, so Go
 // never runs anything else on it; it ends with the process.
-func (ip *initProc) spawnLoop(ready chan<- error) {
+func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	goruntime.LockOSThread()
 	if err := hardenThread(); err != nil {
 		ready <- err
 		return
 	}
 	ready <- nil
-	for j := range ip.jobs {
-		ip.spawn(j)
-	}
+	ip.serve(done)
 }
 
 // hardenThread applies to the calling thread what every sandbox process inherits.
@@ -111,6 +110,10 @@ func (ip *initProc) spawn(j spawnJob) {
 	}
 	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY}
 	ip.ids[fr.ID] = pid
+	select {
+	case ip.kick <- struct{}{}:
+	default:
+	}
 	// The pidfd goes to the client, whose poll then sees the exit at once, without
 	// waiting for the exit frame to travel (the exit status still does).
 	var fds []int

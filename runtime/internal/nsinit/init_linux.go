@@ -57,6 +57,7 @@ type initProc struct {
 	lease *initLease
 	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
 	gid   uint32
+	paths pathCache // used by the spawner thread only
 
 	mu   sync.Mutex
 	kids map[int]kid

@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -86,7 +87,7 @@ func capLastCap() (int, error) {
 func (ip *initProc) spawn(j spawnJob) {
 	defer closeFDs(j.fds)
 	fr := j.fr
-	attr, argv0, err := ip.procAttr(fr, j.fds)
+	attr, argv0, cached, err := ip.procAttr(fr, j.fds)
 	if err != nil {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
@@ -100,6 +101,13 @@ func (ip *initProc) spawn(j spawnJob) {
 		return
 	}
 	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	if cached && errors.Is(err, unix.ENOENT) {
+		// Gone from the host's directory since it was cached: search again.
+		ip.paths.forget(fr.Argv[0], attr.Env)
+		if argv0, _, err = ip.paths.lookPath(fr.Argv[0], attr.Env, attr.Dir); err == nil {
+			pid, err = ip.forkIn(j, argv0, fr.Argv, attr)
+		}
+	}
 	ip.lease.release()
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
@@ -153,8 +161,9 @@ func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscal
 	return pid, err
 }
 
-// procAttr checks a spawn frame and turns it into ForkExec's arguments.
-func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, error) {
+// procAttr checks a spawn frame and turns it into ForkExec's arguments; cached says the
+// program's path came from the PATH cache.
+func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv0 string, cached bool, err error) {
 	stdio := 3
 	if fr.TTY {
 		stdio = 1
@@ -164,11 +173,11 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		want++
 	}
 	if len(fr.Argv) == 0 || fr.Extra < 0 || len(fds) != want {
-		return nil, "", fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
+		return nil, "", false, fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
 	}
 	if !fr.Cgroup && ip.lease != nil && ip.lease.freeze >= 0 {
 		// It would run in the init's own group, which the lease does not freeze.
-		return nil, "", fmt.Errorf("%w: a sandbox with a freeze group needs a cgroup for every spawn", ErrInvalidRequest)
+		return nil, "", false, fmt.Errorf("%w: a sandbox with a freeze group needs a cgroup for every spawn", ErrInvalidRequest)
 	}
 	env := fr.Env
 	if env == nil {
@@ -184,12 +193,11 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		// The description is shared with the process, which expects blocking I/O. (The
 		// client's are blocking already, as os/exec leaves them: one fcntl to check.)
 		if err := setBlocking(fd); err != nil {
-			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
+			return nil, "", false, fmt.Errorf("failed to make stdio blocking: %w", err)
 		}
 	}
-	argv0, err := lookPath(fr.Argv[0], env, dir)
-	if err != nil {
-		return nil, "", err
+	if argv0, cached, err = ip.paths.lookPath(fr.Argv[0], env, dir); err != nil {
+		return nil, "", false, err
 	}
 	sys := &syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}
 	files := []uintptr{uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0])}
@@ -204,34 +212,7 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
 		sys.Credential = &syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
 	}
-	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, nil
-}
-
-// lookPath finds name as execve would after the shell's PATH search, inside the
-// sandbox. A name with a slash is used as given (relative to dir).
-func lookPath(name string, env []string, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	pathEnv := DefaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	for _, d := range strings.Split(pathEnv, ":") {
-		if d == "" {
-			d = "."
-		}
-		p := path.Join(d, name)
-		if !path.IsAbs(p) {
-			p = path.Join(dir, p)
-		}
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("failed to find %s in PATH: %w", name, unix.ENOENT)
+	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, cached, nil
 }
 
 // setBlocking clears O_NONBLOCK on fd's description if it is set.

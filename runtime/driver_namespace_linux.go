@@ -85,11 +85,10 @@ func (h *nsHost) close() error {
 // start asks the init for the process, in the tree's group, with the tree's stdio or a
 // new PTY whose slave goes to the init.
 func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
-	procs, err := sp.tree.procsFile()
+	procs, err := sp.tree.procsFile() // the tree's: not closed here
 	if err != nil {
 		return nil, err
 	}
-	defer procs.Close()
 	req := nsinit.SpawnRequest{
 		Argv: sp.argv, Env: sp.env, Dir: h.s.guestPath(sp.dir),
 		Stdin: sp.stdin, Stdout: sp.stdout, Stderr: sp.stderr, Extra: sp.extra, Cgroup: procs,

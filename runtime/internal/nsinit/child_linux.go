@@ -27,7 +27,7 @@ type Child struct {
 // in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil,
-		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Lease: in.lease.until.Load()}
+		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Status: req.Status != nil, Lease: in.lease.until.Load()}
 	if len(req.Argv) == 0 {
 		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
 	}
@@ -45,6 +45,9 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	files = append(files, req.Extra...)
 	if req.Cgroup != nil {
 		files = append(files, req.Cgroup)
+	}
+	if req.Status != nil {
+		files = append(files, req.Status)
 	}
 	in.nullMu.RLock() // the /dev/null fd stays open until the request is sent
 	defer in.nullMu.RUnlock()

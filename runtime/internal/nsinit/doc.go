@@ -117,13 +117,16 @@
 //	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)
 //	init → server  ready                                   setup done; or error {err, errno}
-//	server → init  spawn    {id, argv, env, dir, tty, session, lease} + 3 fds (stdin,
-//	                        stdout, stderr) or 1 fd (a PTY slave, with tty set)
+//	server → init  spawn    {id, argv, env, dir, tty, session, extra, cgroup, status,
+//	                        lease} + 3 fds (stdin, stdout, stderr) or 1 fd (a PTY slave,
+//	                        with tty set), then the extra fds, the cgroup.procs and the
+//	                        status pipe, each if the frame says so
 //	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
 //	                        pidfd (SCM_RIGHTS); or error
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
-//	init → server  exit     {id, code, signal}            id: the spawn's id; once
+//	init → server  exit     {id, code, signal}            id: the spawn's id; once;
+//	                        first written to the status pipe, if any (8 bytes)
 //	server → init  lease    {lease}                       the new deadline; no reply
 //
 // The started frame carries the process in SCM_CREDENTIALS (the init, with

@@ -64,10 +64,12 @@ type initProc struct {
 	ids  map[uint64]int
 }
 
-// kid is a live spawned process: its spawn id, and whether it leads a session.
+// kid is a live spawned process: its spawn id, whether it leads a session, and the
+// pipe its status goes to (SpawnRequest.Status), or -1.
 type kid struct {
 	id      uint64
 	session bool
+	status  int
 }
 
 // homeFD is the init's own cgroup.procs when the config frame says so.
@@ -263,6 +265,10 @@ func (ip *initProc) reap() {
 		if spawned {
 			fr := &frame{Op: opExit, ID: k.id}
 			fr.Code, fr.Signal = siginfoStatus(&info)
+			if k.status >= 0 {
+				_, _ = unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+				_ = unix.Close(k.status)
+			}
 			_ = ip.c.send(fr, nil, nil)
 			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
 		}

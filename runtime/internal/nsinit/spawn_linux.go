@@ -85,8 +85,17 @@ func capLastCap() (int, error) {
 // spawn starts one process and answers with started (its pid, with SCM_CREDENTIALS
 // naming it so the client's kernel translates it to the host pid) or error.
 func (ip *initProc) spawn(j spawnJob) {
-	defer closeFDs(j.fds)
 	fr := j.fr
+	status := -1
+	if fr.Status && len(j.fds) > 0 {
+		status, j.fds = j.fds[len(j.fds)-1], j.fds[:len(j.fds)-1]
+	}
+	defer closeFDs(j.fds)
+	defer func() {
+		if status >= 0 { // not handed to a kid: the spawn failed
+			_ = unix.Close(status)
+		}
+	}()
 	attr, argv0, cached, err := ip.procAttr(fr, j.fds)
 	if err != nil {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
@@ -116,7 +125,8 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
 		return
 	}
-	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY}
+	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY, status: status}
+	status = -1
 	ip.ids[fr.ID] = pid
 	select {
 	case ip.kick <- struct{}{}:

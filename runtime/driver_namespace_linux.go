@@ -101,7 +101,7 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 	}
 	statusW := os.NewFile(uintptr(status[1]), "|status")
 	defer statusW.Close() // the init has its own copy once Spawn returns
-	req.Status = statusW
+	req.Status, req.NoWait = statusW, sp.oneShot
 	var master *os.File
 	if sp.pty != nil {
 		m, slave, err := pty.Open()
@@ -142,7 +142,8 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 // its group and session and reaps it.
 type nsLeader struct {
 	ch     *nsinit.Child
-	status int // the status pipe's read end (non-blocking); closed by reap
+	status int   // the status pipe's read end (non-blocking); closed by reap
+	notRun error // a oneShot start that failed, set by reap
 }
 
 // signalTimeout bounds a signal request to the init, which answers at once unless it
@@ -158,13 +159,27 @@ func (l *nsLeader) awaitExit()   { <-l.ch.Done() }
 // init, which kills what is left of the group and session as it reaps the leader: no
 // round trip to the init on the way out of every exec.
 func (l *nsLeader) signalTree(sig syscall.Signal, _ bool) {
-	if sig == syscall.SIGKILL && l.ch.Exited() {
+	if sig == syscall.SIGKILL && (l.statusReady() || l.ch.Exited()) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 	defer cancel()
 	_ = l.ch.Signal(ctx, sig) // ErrExited: the init has already ended the tree
 }
+
+// statusReady reports whether the status pipe is readable: the init wrote the status
+// (the leader exited), or closed it without one (its start failed, or the init is
+// gone). A oneShot leader has no pidfd for Child.Exited to poll.
+func (l *nsLeader) statusReady() bool {
+	if l.status < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(l.status), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents != 0
+}
+
+func (l *nsLeader) startErr() error { return l.notRun }
 
 // exitFD is a copy of the status pipe's read end: readable once the init saw the exit
 // and wrote the status (or, hung up, once the init is gone).
@@ -185,6 +200,12 @@ func (l *nsLeader) reap() waitStatus {
 	l.status = -1
 	if !ok || err != nil {
 		st, err = l.ch.Wait(context.Background())
+	}
+	if errors.Is(err, nsinit.ErrNotStarted) {
+		l.notRun = err
+		if errors.Is(err, nsinit.ErrLeaseExpired) {
+			l.notRun = ErrLeaseExpired // the sandbox is fenced: nothing may start
+		}
 	}
 	switch {
 	case err != nil:

@@ -18,7 +18,7 @@ import (
 //
 //	op        1 byte, an index into ops
 //	ID, Target                                 uvarint
-//	flags     1 byte: TTY, Session, Cgroup, Home, Status (bits 0-4)
+//	flags     1 byte: TTY, Session, Cgroup, Home, Status, NoWait (bits 0-5)
 //	Extra, FreezeFD, Lease, PID, Sig, Code, Signal, Errno   varint
 //	Err, Dir                                   string: uvarint length, bytes
 //	Argv      uvarint count, strings
@@ -34,6 +34,7 @@ const (
 	flagCgroup
 	flagHome
 	flagStatus
+	flagNoWait
 )
 
 // encodeFrame appends fr's encoding to b.
@@ -54,7 +55,7 @@ func encodeFrame(b []byte, fr *frame) ([]byte, error) {
 	for _, f := range []struct {
 		on  bool
 		bit byte
-	}{{fr.TTY, flagTTY}, {fr.Session, flagSession}, {fr.Cgroup, flagCgroup}, {fr.Home, flagHome}, {fr.Status, flagStatus}} {
+	}{{fr.TTY, flagTTY}, {fr.Session, flagSession}, {fr.Cgroup, flagCgroup}, {fr.Home, flagHome}, {fr.Status, flagStatus}, {fr.NoWait, flagNoWait}} {
 		if f.on {
 			flags |= f.bit
 		}
@@ -190,6 +191,7 @@ func decodeFrame(b []byte) (*frame, error) {
 	flags := d.byte("flags")
 	fr.TTY, fr.Session = flags&flagTTY != 0, flags&flagSession != 0
 	fr.Cgroup, fr.Home, fr.Status = flags&flagCgroup != 0, flags&flagHome != 0, flags&flagStatus != 0
+	fr.NoWait = flags&flagNoWait != 0
 	fr.Extra, fr.FreezeFD = d.int("extra"), d.int("freeze_fd")
 	fr.Lease = d.varint("lease")
 	fr.PID, fr.Sig, fr.Code, fr.Signal, fr.Errno = d.int("pid"), d.int("sig"), d.int("code"), d.int("signal"), d.int("errno")

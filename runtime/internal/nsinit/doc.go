@@ -118,11 +118,12 @@
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)
 //	init → server  ready                                   setup done; or error {err, errno}
 //	server → init  spawn    {id, argv, env, dir, tty, session, extra, cgroup, status,
-//	                        lease} + 3 fds (stdin, stdout, stderr) or 1 fd (a PTY slave,
+//	                        no_wait, lease} + 3 fds (stdin, stdout, stderr) or 1 fd (a PTY slave,
 //	                        with tty set), then the extra fds, the cgroup.procs and the
 //	                        status pipe, each if the frame says so
 //	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
-//	                        pidfd (SCM_RIGHTS); or error
+//	                        pidfd (SCM_RIGHTS); or error. A no_wait spawn (an exec)
+//	                        gets no started frame, only an error if it fails
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
 //	init → server  exit     {id, code, signal}            id: the spawn's id; once;

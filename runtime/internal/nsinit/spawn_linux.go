@@ -102,7 +102,9 @@ func (ip *initProc) spawn(j spawnJob) {
 		return
 	}
 	pidfd := -1
-	attr.Sys.PidFD = &pidfd
+	if !fr.NoWait {
+		attr.Sys.PidFD = &pidfd
+	}
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
 	if err := ip.lease.hold(fr.Lease); err != nil {
@@ -131,6 +133,9 @@ func (ip *initProc) spawn(j spawnJob) {
 	select {
 	case ip.kick <- struct{}{}:
 	default:
+	}
+	if fr.NoWait {
+		return // the client does not wait: no started frame
 	}
 	// The pidfd goes to the client, whose poll then sees the exit at once, without
 	// waiting for the exit frame to travel (the exit status still does).

@@ -64,3 +64,52 @@ func TestStatusPipe(t *testing.T) {
 		t.Fatalf("Wait after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestNoWait: a NoWait spawn returns before the init answers and gets no started
+// frame; the exit still comes through the status pipe and Wait, and a start that
+// fails ends the Child with ErrNotStarted and its cause.
+func TestNoWait(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{})
+	ctx := testCtx(t)
+	spawn := func(argv ...string) (*Child, *os.File) {
+		t.Helper()
+		r, w := mustPipe(t)
+		ch, err := in.Spawn(ctx, SpawnRequest{Argv: argv, Status: w, NoWait: true})
+		w.Close()
+		if err != nil {
+			r.Close()
+			t.Fatal(err)
+		}
+		return ch, r
+	}
+	ch, r := spawn("/bin/sh", "-c", "exit 5")
+	defer r.Close()
+	if ch.PID() != 0 {
+		t.Errorf("NoWait child has pid %d before any answer could come", ch.PID())
+	}
+	if !pollIn(t, int(r.Fd()), testTimeout) {
+		t.Fatal("status pipe not readable")
+	}
+	if st, ok, err := ReadStatus(int(r.Fd())); err != nil || !ok || st.Code != 5 {
+		t.Fatalf("ReadStatus = %+v, %v, %v; want code 5", st, ok, err)
+	}
+	if st, err := ch.Wait(ctx); err != nil || st.Code != 5 {
+		t.Fatalf("Wait = %+v, %v; want code 5", st, err)
+	}
+
+	ch, r = spawn("no-such-program-here")
+	defer r.Close()
+	if !pollIn(t, int(r.Fd()), testTimeout) {
+		t.Fatal("status pipe of a failed start not hung up")
+	}
+	if _, ok, err := ReadStatus(int(r.Fd())); ok || err != nil {
+		t.Fatalf("ReadStatus of a failed start: %v, %v; want none", ok, err)
+	}
+	if _, err := ch.Wait(ctx); !errors.Is(err, ErrNotStarted) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Wait of a failed start: %v, want ErrNotStarted and ENOENT", err)
+	}
+	if _, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, NoWait: true}); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("NoWait without Status: %v, want ErrInvalidRequest", err)
+	}
+}

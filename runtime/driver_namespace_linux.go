@@ -95,9 +95,15 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 	}
 	// The init writes the status to this pipe when the process exits: the leader's
 	// exit fd, and reap's answer, without waiting for the exit frame.
+	// Only the read end is non-blocking: the write end, blocking, stays off Go's poller
+	// (which a non-blocking file joins, to leave again at once for Spawn's Fd).
 	var status [2]int
-	if err := unix.Pipe2(status[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	if err := unix.Pipe2(status[:], unix.O_CLOEXEC); err != nil {
 		return nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(status[0], true); err != nil {
+		_, _ = unix.Close(status[0]), unix.Close(status[1])
+		return nil, os.NewSyscallError("fcntl", err)
 	}
 	statusW := os.NewFile(uintptr(status[1]), "|status")
 	defer statusW.Close() // the init has its own copy once Spawn returns

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -76,4 +77,67 @@ func BenchmarkLeaseExtend(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sandbox")
+}
+
+// BenchmarkExecDriversRuntime times Sandbox.Exec of `true` on a namespace-driver
+// sandbox, a local-driver one and a raw os/exec of `true`, in rotated order each
+// round, and reports the p50s and their ratios: the drivers' difference without the
+// HTTP server around it (gateway's BenchmarkExecDrivers).
+//
+//	go test -run '^$' -bench BenchmarkExecDriversRuntime -benchtime=1x ./runtime/
+func BenchmarkExecDriversRuntime(b *testing.B) {
+	requireContainment(b)
+	ctx := context.Background()
+	var sbs [2]*Sandbox
+	for i, d := range []Driver{NamespaceDriver{}, LocalDriver{}} {
+		s, err := New(&Config{Dir: b.TempDir(), Driver: d})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			if err := s.Close(cctx); err != nil {
+				b.Error(err)
+			}
+		}()
+		sbs[i] = s
+	}
+	run := func(s *Sandbox) func() {
+		return func() {
+			if res, err := s.Exec(ctx, ExecOptions{Argv: []string{"true"}}); err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res.ExitCode, string(res.Stderr))
+			}
+		}
+	}
+	ways := []func(){
+		func() {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		},
+		run(sbs[0]),
+		run(sbs[1]),
+	}
+	for _, w := range ways {
+		w() // the namespace sandbox's init is running already; this warms the rest
+	}
+	const rounds = 300
+	took := make([][]time.Duration, len(ways))
+	for b.Loop() {
+		for i := 0; i < rounds; i++ {
+			for j := range ways {
+				k := (i + j) % len(ways)
+				t0 := time.Now()
+				ways[k]()
+				took[k] = append(took[k], time.Since(t0))
+			}
+		}
+	}
+	raw, ns, local := float64(p50(took[0])), float64(p50(took[1])), float64(p50(took[2]))
+	b.ReportMetric(raw/1e3, "raw-p50-µs")
+	b.ReportMetric(ns/1e3, "ns-p50-µs")
+	b.ReportMetric(local/1e3, "local-p50-µs")
+	b.ReportMetric(ns/local, "ns/local-p50")
+	b.ReportMetric(local/raw, "local/raw-p50")
 }

@@ -25,9 +25,13 @@ const maxSpare = 4
 type spareGroup struct {
 	dir        string
 	fd, events int
+	procs      *os.File // its cgroup.procs, or nil (procsFile)
 }
 
 func (g spareGroup) close() {
+	if g.procs != nil {
+		_ = g.procs.Close()
+	}
 	_ = unix.Close(g.events)
 	_ = unix.Close(g.fd)
 }
@@ -82,7 +86,7 @@ func (c *sandboxCgroup) reuseLocked() *treeCgroup {
 		g := c.spare[n-1]
 		c.spare = c.spare[:n-1]
 		c.spareMu.Unlock()
-		t := &treeCgroup{c: c, dir: g.dir, fd: g.fd, events: g.events}
+		t := &treeCgroup{c: c, dir: g.dir, fd: g.fd, events: g.events, procs: g.procs}
 		t.mu.Lock()
 		empty := t.emptyLocked()
 		t.empty = false // the new tree's own state starts now
@@ -116,8 +120,8 @@ func (c *sandboxCgroup) keep(t *treeCgroup) bool {
 	if c.destroyed || len(c.spare) >= maxSpare || t.events < 0 || t.killed || c.killed.Load() {
 		return false
 	}
-	c.spare = append(c.spare, spareGroup{dir: t.dir, fd: t.fd, events: t.events})
-	t.fd, t.events = -1, -1
+	c.spare = append(c.spare, spareGroup{dir: t.dir, fd: t.fd, events: t.events, procs: t.procs})
+	t.fd, t.events, t.procs = -1, -1, nil
 	return true
 }
 
@@ -139,6 +143,7 @@ type treeCgroup struct {
 	mu     sync.Mutex // guards the fds, which remove closes
 	fd     int        // the group's directory, open from newTree until remove
 	events int        // its cgroup.events, opened at the first kill or remove; -1 before
+	procs  *os.File   // its cgroup.procs, opened by the first procsFile; nil before
 	empty  bool       // cgroup.events said "populated 0"; only read once the leader started
 	killed bool       // cgroup.kill was written: the group cannot be reused
 }
@@ -154,19 +159,28 @@ func (t *treeCgroup) attach(cmd *exec.Cmd) {
 	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, t.fd
 }
 
-// procsFile opens the group's cgroup.procs for writing: what a process that is to
-// start in the group writes itself into (the namespace driver's init does).
+// procsFile returns the group's cgroup.procs, open for writing: what a process that is
+// to start in the group writes itself into (the namespace driver's init does). The
+// tree owns it (the caller does not close it) and a spare group keeps it for its next
+// tree, which saves an open and a close on every exec.
 func (t *treeCgroup) procsFile() (*os.File, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: a process tree needs a cgroup", ErrNoCgroups)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.procs != nil {
+		return t.procs, nil
+	}
+	if t.fd < 0 {
+		return nil, fmt.Errorf("failed to open process cgroup: %w", ErrClosed)
+	}
 	fd, err := unix.Openat(t.fd, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("open", err))
 	}
-	return os.NewFile(uintptr(fd), t.dir+"/cgroup.procs"), nil
+	t.procs = os.NewFile(uintptr(fd), t.dir+"/cgroup.procs")
+	return t.procs, nil
 }
 
 // kill sends SIGKILL to every process in the group, at once.
@@ -251,6 +265,10 @@ func (t *treeCgroup) remove() {
 
 // closeLocked closes the group's fds.
 func (t *treeCgroup) closeLocked() {
+	if t.procs != nil {
+		_ = t.procs.Close()
+		t.procs = nil
+	}
 	if t.events >= 0 {
 		_ = unix.Close(t.events)
 		t.events = -1

@@ -66,3 +66,37 @@ func TestCgroupTreeReuse(t *testing.T) {
 		t.Errorf("groups %q, want one spare", got)
 	}
 }
+
+// TestCgroupTreeProcsKept: a tree's cgroup.procs is opened once and kept with its group
+// as a spare, so the next tree on that group needs no open (the namespace driver hands
+// it to the init on every spawn).
+func TestCgroupTreeProcsKept(t *testing.T) {
+	requireContainment(t)
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	t1, err := s.cg.newTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1, err := t1.procsFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := t1.procsFile(); err != nil || again != f1 {
+		t.Fatalf("second procsFile: %p, %v; want the first, %p", again, err, f1)
+	}
+	dir := t1.dir
+	t1.remove() // empty: kept as a spare, with its cgroup.procs
+	t2, err := s.cg.newTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t2.remove()
+	f2, err := t2.procsFile()
+	if err != nil || t2.dir != dir || f2 != f1 {
+		t.Fatalf("next tree: group %s, procs %p, %v; want %s reused with %p", t2.dir, f2, err, dir, f1)
+	}
+	if _, err := t1.procsFile(); err == nil {
+		t.Fatal("the removed tree still hands out its group's cgroup.procs")
+	}
+}

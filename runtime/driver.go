@@ -69,6 +69,10 @@ type spawn struct {
 	// with it as the controlling terminal; start sets master. Without pty the
 	// leader leads a new process group.
 	pty *WinSize
+	// oneShot says the caller is an exec, which needs no pid and learns of a failed
+	// start from the leader (startErr) once it has ended: start may return before the
+	// process is known to have started.
+	oneShot bool
 	// tree is the tree's cgroup, which the leader starts in; nil without cgroups.
 	tree *treeCgroup
 	// master is the PTY's master, set by start: non-blocking and on Go's poller.
@@ -95,6 +99,8 @@ type leader interface {
 	// reap releases the exited leader and returns how it ended. The caller has
 	// killed what was left of its tree first.
 	reap() waitStatus
+	// startErr, after reap, says why a oneShot leader never started, or nil.
+	startErr() error
 }
 
 // waitStatus is how a leader ended.

@@ -78,6 +78,7 @@ func (l *localLeader) pid() int             { return l.cmd.Process.Pid }
 func (l *localLeader) hostPID() int         { return l.cmd.Process.Pid }
 func (l *localLeader) exitFD() (int, error) { return exitNotifier(l.pid()) }
 func (l *localLeader) awaitExit()           { _ = awaitExited(l.pid()) } // on error (never expected) reap still waits
+func (l *localLeader) startErr() error      { return nil }               // start waited for the exec
 func (l *localLeader) signalTree(sig syscall.Signal, session bool) {
 	pid := l.pid()
 	_ = syscall.Kill(-pid, sig) // ESRCH: the group is already empty

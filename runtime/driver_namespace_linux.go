@@ -85,34 +85,52 @@ func (h *nsHost) close() error {
 // start asks the init for the process, in the tree's group, with the tree's stdio or a
 // new PTY whose slave goes to the init.
 func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
-	procs, err := sp.tree.procsFile()
+	procs, err := sp.tree.procsFile() // the tree's: not closed here
 	if err != nil {
 		return nil, err
 	}
-	defer procs.Close()
 	req := nsinit.SpawnRequest{
 		Argv: sp.argv, Env: sp.env, Dir: h.s.guestPath(sp.dir),
 		Stdin: sp.stdin, Stdout: sp.stdout, Stderr: sp.stderr, Extra: sp.extra, Cgroup: procs,
 	}
+	// The init writes the status to this pipe when the process exits: the leader's
+	// exit fd, and reap's answer, without waiting for the exit frame.
+	// Only the read end is non-blocking: the write end, blocking, stays off Go's poller
+	// (which a non-blocking file joins, to leave again at once for Spawn's Fd).
+	var status [2]int
+	if err := unix.Pipe2(status[:], unix.O_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(status[0], true); err != nil {
+		_, _ = unix.Close(status[0]), unix.Close(status[1])
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	statusW := os.NewFile(uintptr(status[1]), "|status")
+	defer statusW.Close() // the init has its own copy once Spawn returns
+	req.Status, req.NoWait = statusW, sp.oneShot
 	var master *os.File
 	if sp.pty != nil {
 		m, slave, err := pty.Open()
 		if err != nil {
+			_ = unix.Close(status[0])
 			return nil, err
 		}
 		defer slave.Close() // the init has its own copy once Spawn returns
 		ws := &unix.Winsize{Col: sp.pty.Cols, Row: sp.pty.Rows}
 		if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, ws); err != nil {
 			_ = m.Close()
+			_ = unix.Close(status[0])
 			return nil, err
 		}
 		if master, err = pollable(m); err != nil {
+			_ = unix.Close(status[0])
 			return nil, err
 		}
 		req.TTY = slave
 	}
 	ch, err := h.in.Spawn(ctx, req)
 	if err != nil {
+		_ = unix.Close(status[0])
 		if master != nil {
 			_ = master.Close()
 		}
@@ -122,28 +140,32 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 		return nil, err
 	}
 	sp.master = master
-	return nsLeader{ch}, nil
+	return &nsLeader{ch: ch, status: status[0]}, nil
 }
 
 // nsLeader is a process spawned by the init, which reaps it: when it exits, the init
-// kills what is left of its group and session before reaping it, and reports how it
-// ended.
-type nsLeader struct{ ch *nsinit.Child }
+// writes how it ended to the status pipe and reports it, then kills what is left of
+// its group and session and reaps it.
+type nsLeader struct {
+	ch     *nsinit.Child
+	status int   // the status pipe's read end (non-blocking); closed by reap
+	notRun error // a oneShot start that failed, set by reap
+}
 
 // signalTimeout bounds a signal request to the init, which answers at once unless it
 // is gone (and then so is the process).
 const signalTimeout = 5 * time.Second
 
-func (l nsLeader) pid() int     { return l.ch.PID() }
-func (l nsLeader) hostPID() int { return l.ch.HostPID() }
-func (l nsLeader) awaitExit()   { <-l.ch.Done() }
+func (l *nsLeader) pid() int     { return l.ch.PID() }
+func (l *nsLeader) hostPID() int { return l.ch.HostPID() }
+func (l *nsLeader) awaitExit()   { <-l.ch.Done() }
 
 // signalTree asks the init to signal the group, and the session of a session leader.
 // A SIGKILL after the leader exited (procGroup.finish, on every exit) is left to the
 // init, which kills what is left of the group and session as it reaps the leader: no
 // round trip to the init on the way out of every exec.
-func (l nsLeader) signalTree(sig syscall.Signal, _ bool) {
-	if sig == syscall.SIGKILL && l.ch.Exited() {
+func (l *nsLeader) signalTree(sig syscall.Signal, _ bool) {
+	if sig == syscall.SIGKILL && (l.statusReady() || l.ch.Exited()) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
@@ -151,13 +173,46 @@ func (l nsLeader) signalTree(sig syscall.Signal, _ bool) {
 	_ = l.ch.Signal(ctx, sig) // ErrExited: the init has already ended the tree
 }
 
-// exitFD is the process's pidfd (nsinit.Child.ExitFD): readable once it exited.
-func (l nsLeader) exitFD() (int, error) { return l.ch.ExitFD() }
+// statusReady reports whether the status pipe is readable: the init wrote the status
+// (the leader exited), or closed it without one (its start failed, or the init is
+// gone). A oneShot leader has no pidfd for Child.Exited to poll.
+func (l *nsLeader) statusReady() bool {
+	if l.status < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(l.status), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents != 0
+}
 
-// reap returns the status the init reported. A process whose init went away first
-// died with the sandbox's pid namespace: it is reported killed.
-func (l nsLeader) reap() waitStatus {
-	st, err := l.ch.Wait(context.Background())
+func (l *nsLeader) startErr() error { return l.notRun }
+
+// exitFD is a copy of the status pipe's read end: readable once the init saw the exit
+// and wrote the status (or, hung up, once the init is gone).
+func (l *nsLeader) exitFD() (int, error) {
+	fd, err := unix.FcntlInt(uintptr(l.status), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("fcntl", err)
+	}
+	return fd, nil
+}
+
+// reap returns the status the init wrote to the pipe, or else (the pipe polled
+// before the exit, or the init gone) the one it reported. A process whose init went
+// away first died with the sandbox's pid namespace: it is reported killed.
+func (l *nsLeader) reap() waitStatus {
+	st, ok, err := nsinit.ReadStatus(l.status)
+	_ = unix.Close(l.status)
+	l.status = -1
+	if !ok || err != nil {
+		st, err = l.ch.Wait(context.Background())
+	}
+	if errors.Is(err, nsinit.ErrNotStarted) {
+		l.notRun = err
+		if errors.Is(err, nsinit.ErrLeaseExpired) {
+			l.notRun = ErrLeaseExpired // the sandbox is fenced: nothing may start
+		}
+	}
 	switch {
 	case err != nil:
 		return waitStatus{code: -1, sig: syscall.SIGKILL, ok: true}

@@ -86,7 +86,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if err != nil {
 		return ExecResult{}, err
 	}
-	sp := &spawn{argv: argv, dir: dir, env: s.environ(o.Env), stdout: out.outW, stderr: out.errW}
+	sp := &spawn{argv: argv, dir: dir, env: s.environ(o.Env), stdout: out.outW, stderr: out.errW, oneShot: true}
 	var feed *stdinFeed
 	if o.Stdin != nil {
 		if feed, err = newStdinFeed(o.Stdin); err != nil {
@@ -139,6 +139,9 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	})
 	if !st.ok {
 		return ExecResult{}, fmt.Errorf("failed to wait: %w", waitErr)
+	}
+	if err := l.startErr(); err != nil {
+		return notStarted(argv[0], err, begin)
 	}
 
 	res := ExecResult{

@@ -51,15 +51,24 @@ func BenchmarkInitMemory(b *testing.B) {
 }
 
 // initsOf returns the pids of the sandbox inits serve (pid) started: its children
-// whose argv[0] is sandgate-init.
+// whose argv[0] is sandgate-init. Each thread lists the children it forked, and the
+// inits are forked from one thread of their own, not the main one: every thread's list
+// is read.
 func initsOf(tb testing.TB, pid int) []int {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var kids []string
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		if err == nil {
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+	}
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
+	for _, f := range kids {
 		kid, _ := strconv.Atoi(f)
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kid))
 		if err == nil && strings.HasPrefix(string(cmdline), "sandgate-init\x00") {

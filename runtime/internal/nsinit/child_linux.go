@@ -18,7 +18,9 @@ type Child struct {
 	done    chan struct{}
 	status  ExitStatus
 	err     error
-	pidFD   int // the process's pidfd from the init, or -1; closed by finish (under the Init's mu)
+	pidFD   int    // the process's pidfd from the init, or -1; closed by finish (under the Init's mu)
+	name    string // argv[0], for a NoWait start's error
+	noWait  bool   // SpawnRequest.NoWait: started without an answer
 }
 
 // Spawn asks the init to start a process and waits, bounded by ctx, until it has
@@ -27,9 +29,13 @@ type Child struct {
 // in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil,
-		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Lease: in.lease.until.Load()}
+		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Status: req.Status != nil, NoWait: req.NoWait,
+		Lease: in.lease.until.Load()}
 	if len(req.Argv) == 0 {
 		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
+	}
+	if req.NoWait && req.Status == nil {
+		return nil, fmt.Errorf("failed to spawn: %w: NoWait without Status", ErrInvalidRequest)
 	}
 	var files []*os.File
 	if req.TTY != nil {
@@ -45,6 +51,9 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	files = append(files, req.Extra...)
 	if req.Cgroup != nil {
 		files = append(files, req.Cgroup)
+	}
+	if req.Status != nil {
+		files = append(files, req.Status)
 	}
 	in.nullMu.RLock() // the /dev/null fd stays open until the request is sent
 	defer in.nullMu.RUnlock()
@@ -62,19 +71,30 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 		// open file description, and most programs do not expect O_NONBLOCK.
 		fds[i] = int(f.Fd())
 	}
-	ch := &Child{in: in, done: make(chan struct{}), pidFD: -1}
+	ch := &Child{in: in, done: make(chan struct{}), pidFD: -1, name: req.Argv[0], noWait: req.NoWait}
+	if req.NoWait {
+		if err := in.post(fr, fds, ch); err != nil {
+			return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], err)
+		}
+		return ch, nil
+	}
 	r, err := in.request(ctx, fr, fds, ch)
 	if err != nil {
 		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], err)
 	}
-	if r.Op == opError && r.Err == ErrLeaseExpired.Error() {
-		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], ErrLeaseExpired)
-	}
 	if r.Op != opStarted {
-		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], errnoError(r))
+		return nil, fmt.Errorf("failed to spawn %s: %w", req.Argv[0], startError(r))
 	}
 	ch.pid, ch.hostPID = r.PID, r.hostPID
 	return ch, nil
+}
+
+// startError is the cause of a failed start as the init reported it.
+func startError(r *frame) error {
+	if r.Err == ErrLeaseExpired.Error() {
+		return ErrLeaseExpired
+	}
+	return errnoError(r)
 }
 
 // PID returns the process's pid inside the sandbox.

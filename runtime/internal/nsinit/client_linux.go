@@ -261,6 +261,11 @@ func (in *Init) readLoop() {
 		in.mu.Lock()
 		switch fr.Op {
 		case opStarted, opOK, opError:
+			if c := in.children[fr.ID]; c != nil && c.noWait && fr.Op == opError {
+				// A NoWait start that failed: nobody waits for the answer.
+				delete(in.children, fr.ID)
+				c.finish(ExitStatus{}, fmt.Errorf("failed to spawn %s: %w: %w", c.name, ErrNotStarted, startError(fr)))
+			}
 			if ch, ok := in.pending[fr.ID]; ok {
 				delete(in.pending, fr.ID)
 				if fr.Op == opStarted && cred != nil {
@@ -346,6 +351,28 @@ func (in *Init) request(ctx context.Context, fr *frame, fds []int, child *Child)
 		forget()
 		return nil, ctx.Err()
 	}
+}
+
+// post sends a NoWait spawn frame under a fresh id, registering child, without waiting
+// for an answer.
+func (in *Init) post(fr *frame, fds []int, child *Child) error {
+	in.mu.Lock()
+	if in.err != nil {
+		err := in.err
+		in.mu.Unlock()
+		return err
+	}
+	in.nextID++
+	fr.ID, child.id = in.nextID, in.nextID
+	in.children[fr.ID] = child
+	in.mu.Unlock()
+	if err := in.c.send(fr, fds, nil); err != nil {
+		in.mu.Lock()
+		delete(in.children, fr.ID)
+		in.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Close ends the sandbox: it closes the control socket, on which the init kills every

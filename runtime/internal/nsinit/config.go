@@ -170,6 +170,20 @@ type SpawnRequest struct {
 	// the opener's credentials are what the kernel checks). The init must have been
 	// started with Config.Cgroup.
 	Cgroup *os.File
+	// Status, if set, is the write end of a pipe: once the process has exited, the
+	// init writes its status there (ReadStatus reads it) and closes it, before it
+	// sends the exit frame. An exec that polls the read end learns how its command
+	// ended without waiting for that frame to be received and handed on by the
+	// Init's reader goroutine: one wake-up less on the way out of every exec.
+	Status *os.File
+	// NoWait makes Spawn return as soon as the request is sent, and the init answers
+	// only a failure (no started frame, no pidfd): an exec, which needs neither the
+	// pid nor a pidfd, does not wait for that frame's trip back (it arrived when a
+	// command such as true was about done) and each exec costs one frame less. The
+	// Child then has no PID, HostPID or ExitFD; a process that could not start ends
+	// it, and Wait returns an error wrapping ErrNotStarted and the cause (ENOENT,
+	// ErrLeaseExpired, ...). It requires Status, the only way to see the exit early.
+	NoWait bool
 }
 
 // DefaultPath is the PATH of a spawned process whose request has no Env.

@@ -34,6 +34,14 @@
 // back to clone, whose flags the filter can see). Processes run as root inside unless
 // [Config].UID and GID are set.
 //
+// That thread also reads the control socket, blocking in recvmsg outside Go's poller,
+// so a spawn request wakes the very thread that forks it; another thread waits in
+// waitid for exits rather than for SIGCHLD through Go's signal handling. Each cut a
+// wake-up (tens of microseconds on a busy machine) from every exec. Both hold a thread
+// while they wait, so before it is ready the init makes a few spare idle threads: its
+// thread count, which its pids group counts with the sandbox's processes, then stays
+// what it was at start instead of growing by one at some later spawn.
+//
 // # User namespace and workspace ownership
 //
 // With [Config].UserNS the init is also cloned into a new user namespace, which owns
@@ -102,19 +110,24 @@
 // # Protocol
 //
 // The server and the init talk over a SOCK_SEQPACKET socketpair (the init's end is its
-// fd 3). Each frame is one datagram holding one JSON object with an "op" and an "id";
-// a frame is at most 128 KiB. fds travel as SCM_RIGHTS on the frame they belong to.
+// fd 3). Each frame is one datagram holding one message with an "op" and an "id", in a
+// small binary encoding (codec_linux.go); a frame is at most 128 KiB. fds travel as
+// SCM_RIGHTS on the frame they belong to.
 //
 //	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)
 //	init → server  ready                                   setup done; or error {err, errno}
-//	server → init  spawn    {id, argv, env, dir, tty, session, lease} + 3 fds (stdin,
-//	                        stdout, stderr) or 1 fd (a PTY slave, with tty set)
+//	server → init  spawn    {id, argv, env, dir, tty, session, extra, cgroup, status,
+//	                        no_wait, lease} + 3 fds (stdin, stdout, stderr) or 1 fd (a PTY slave,
+//	                        with tty set), then the extra fds, the cgroup.procs and the
+//	                        status pipe, each if the frame says so
 //	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
-//	                        pidfd (SCM_RIGHTS); or error
+//	                        pidfd (SCM_RIGHTS); or error. A no_wait spawn (an exec)
+//	                        gets no started frame, only an error if it fails
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
-//	init → server  exit     {id, code, signal}            id: the spawn's id; once
+//	init → server  exit     {id, code, signal}            id: the spawn's id; once;
+//	                        first written to the status pipe, if any (8 bytes)
 //	server → init  lease    {lease}                       the new deadline; no reply
 //
 // The started frame carries the process in SCM_CREDENTIALS (the init, with

@@ -25,6 +25,9 @@ var (
 	// ErrLeaseExpired is returned by Spawn when the init's lease (Config.Lease) has run
 	// out: the sandbox is fenced until Renew gives it a deadline in the future.
 	ErrLeaseExpired = errors.New("nsinit: lease expired")
+	// ErrNotStarted is wrapped, with the cause, in the error Child.Wait returns for a
+	// SpawnRequest.NoWait process that could not be started.
+	ErrNotStarted = errors.New("nsinit: process not started")
 	// ErrProtocol is returned when the other end sent a frame that breaks the protocol.
 	ErrProtocol = errors.New("nsinit: protocol error")
 )

@@ -51,32 +51,36 @@ func Main() {
 type initProc struct {
 	c    *conn
 	cfg  Config
-	jobs chan spawnJob
-	home *os.File // the init's own cgroup.procs (Config.Cgroup), or nil
+	kick chan struct{} // a spawn forked: wakes the reaper if it found no children
+	home *os.File      // the init's own cgroup.procs (Config.Cgroup), or nil
 	// lease is the lease the init holds (Config.Lease), or nil. Set by setup.
 	lease *initLease
 	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
 	gid   uint32
+	paths pathCache // used by the spawner thread only
 
 	mu   sync.Mutex
 	kids map[int]kid
 	ids  map[uint64]int
 }
 
-// kid is a live spawned process: its spawn id, and whether it leads a session.
+// kid is a live spawned process: its spawn id, whether it leads a session, and the
+// pipe its status goes to (SpawnRequest.Status), or -1.
 type kid struct {
 	id      uint64
 	session bool
+	status  int
 }
 
 // homeFD is the init's own cgroup.procs when the config frame says so.
 const homeFD = 4
 
 func runInit() int {
-	// Signals first, so no child can exit unnoticed and SIGTERM is never fatal by
-	// default (a Go pid 1 would exit 2 without running our teardown).
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Signals first, so SIGTERM is never fatal by default (a Go pid 1 would exit 2
+	// without running our teardown). Exits are not signals: the reaper waits for them
+	// in waitid.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	if os.Getpid() != 1 {
 		fmt.Fprintln(os.Stderr, "nsinit: not pid 1 of a new pid namespace")
 		return 1
@@ -87,37 +91,31 @@ func runInit() int {
 		fmt.Fprintln(os.Stderr, "nsinit: failed to mark fds close-on-exec:", err)
 		return 1
 	}
-	c, err := newConn(ctlFD, "nsinit-control", initRecvBuf)
-	if err != nil {
-		return 1
-	}
-	ip := &initProc{c: c, jobs: make(chan spawnJob), kids: map[int]kid{}, ids: map[uint64]int{},
+	c := newBlockingConn(ctlFD, initRecvBuf)
+	ip := &initProc{c: c, kick: make(chan struct{}, 1), kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
-	if err := ip.setup(); err != nil {
+	done := make(chan int, 1)
+	if err := ip.setup(done); err != nil {
 		_ = c.send(errorFrame(0, err), nil, nil)
 		return 1
 	}
+	spareThreads(spareMs)
+	go ip.reapLoop()
 	if err := c.send(&frame{Op: opReady}, nil, nil); err != nil {
 		return 1
 	}
-	done := make(chan int, 1)
-	go ip.readLoop(done)
-	for {
-		select {
-		case code := <-done:
-			return ip.teardown(code)
-		case s := <-sigs:
-			if s == unix.SIGCHLD {
-				ip.reap()
-				continue
-			}
-			return ip.teardown(128 + int(s.(syscall.Signal)))
-		}
+	select {
+	case code := <-done:
+		return ip.teardown(code)
+	case s := <-sigs:
+		return ip.teardown(128 + int(s.(syscall.Signal)))
 	}
 }
 
-// setup reads the Config, builds the sandbox and starts the hardened spawner thread.
-func (ip *initProc) setup() error {
+// setup reads the Config, builds the sandbox and starts the hardened spawner thread,
+// which serves the control socket once the ready frame is sent and reports the exit
+// code on done when it closes.
+func (ip *initProc) setup(done chan<- int) error {
 	fr, fds, _, err := ip.c.recv()
 	if err != nil {
 		return err
@@ -151,13 +149,14 @@ func (ip *initProc) setup() error {
 		return fmt.Errorf("failed to chdir to /workspace: %w", err)
 	}
 	ready := make(chan error, 1)
-	go ip.spawnLoop(ready)
+	go ip.spawnLoop(ready, done)
 	return <-ready
 }
 
-// readLoop serves requests until the control socket closes or breaks, then reports the
-// exit code on done.
-func (ip *initProc) readLoop(done chan<- int) {
+// serve serves requests, on the spawner thread, until the control socket closes or
+// breaks, then reports the exit code on done. A spawn runs right here: the thread that
+// read it forks it, with no hand-off to another thread on the way.
+func (ip *initProc) serve(done chan<- int) {
 	for {
 		fr, fds, _, err := ip.c.recv()
 		if err != nil {
@@ -170,7 +169,7 @@ func (ip *initProc) readLoop(done chan<- int) {
 		}
 		switch fr.Op {
 		case opSpawn:
-			ip.jobs <- spawnJob{fr: fr, fds: fds}
+			ip.spawn(spawnJob{fr: fr, fds: fds})
 		case opSignal:
 			closeFDs(fds)
 			ip.signal(fr)
@@ -222,17 +221,39 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 	return nil
 }
 
+// reapLoop waits in waitid, on a thread of its own, until a child has exited, and
+// reaps. Waiting in the kernel rather than for SIGCHLD through Go's signal handling
+// sends the exit frame tens of microseconds sooner, which an exec waits for (its
+// status). With no child at all waitid fails at once: the loop then waits for the next
+// fork (kick). It runs for the life of the init (which ends with os.Exit).
+func (ip *initProc) reapLoop() {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, unix.ECHILD):
+			<-ip.kick
+		case err == nil:
+			ip.reap()
+		}
+	}
+}
+
 // reap collects every exited child, spawned or orphaned (re-parented to pid 1), and
 // reports the spawned ones. A spawned process that exited is first looked at without
-// being reaped: while it is a zombie its pid still names its process group and
-// session, and whatever is left of them is killed before it is reaped, as a process
-// tree ends with its leader.
+// being reaped: its exit frame goes out at once, with the status waitid showed, and
+// while it is a zombie its pid still names its process group and session, so
+// whatever is left of them is killed before it is reaped, as a process tree ends with
+// its leader.
 func (ip *initProc) reap() {
 	for {
 		// Under mu: a process forked but not yet announced must stay unreaped, or its
-		// pid could not be named in the started frame.
+		// pid could not be named in the started frame; and its exit frame must follow
+		// its started frame.
 		ip.mu.Lock()
-		pid, err := exitedChild()
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		pid := siginfoPID(&info)
 		if pid <= 0 || err != nil {
 			ip.mu.Unlock()
 			if errors.Is(err, unix.EINTR) {
@@ -242,31 +263,21 @@ func (ip *initProc) reap() {
 		}
 		k, spawned := ip.kids[pid]
 		if spawned {
+			fr := &frame{Op: opExit, ID: k.id}
+			fr.Code, fr.Signal = siginfoStatus(&info)
+			if k.status >= 0 {
+				_, _ = unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+				_ = unix.Close(k.status)
+			}
+			_ = ip.c.send(fr, nil, nil)
 			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
 		}
 		var ws unix.WaitStatus
-		_, err = unix.Wait4(pid, &ws, 0, nil)
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
 		delete(ip.kids, pid)
 		delete(ip.ids, k.id)
 		ip.mu.Unlock()
-		if err != nil || !spawned {
-			continue
-		}
-		fr := &frame{Op: opExit, ID: k.id, Code: ws.ExitStatus()}
-		if ws.Signaled() {
-			fr.Code, fr.Signal = -1, int(ws.Signal())
-		}
-		_ = ip.c.send(fr, nil, nil)
 	}
-}
-
-// exitedChild returns the pid of a child that has exited, without reaping it, or 0.
-func exitedChild() (int, error) {
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
-		return 0, err
-	}
-	return siginfoPID(&info), nil
 }
 
 // teardown kills everything in the sandbox and returns code. kill(-1) from pid 1

@@ -194,3 +194,27 @@ func TestOrphansReaped(t *testing.T) {
 		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
 	}
 }
+
+// TestExitStatus: the exit frame carries the status as waitid shows it before the
+// process is reaped: an exit code, or the signal that killed it.
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	in := startInit(t, Config{})
+	for _, tt := range []struct {
+		name string
+		cmd  string
+		want ExitStatus
+	}{
+		{"zero", "exit 0", ExitStatus{}},
+		{"code", "exit 3", ExitStatus{Code: 3}},
+		{"high code", "exit 255", ExitStatus{Code: 255}},
+		{"terminated", "kill -TERM $$", ExitStatus{Code: -1, Signal: unix.SIGTERM}},
+		{"killed", "kill -KILL $$", ExitStatus{Code: -1, Signal: unix.SIGKILL}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := run(t, in, "", "/bin/sh", "-c", tt.cmd).status; got != tt.want {
+				t.Errorf("status %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

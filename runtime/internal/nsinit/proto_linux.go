@@ -1,7 +1,6 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,32 +29,35 @@ const (
 // well below it.
 const maxFrame = 128 << 10
 
-// frame is one protocol message, JSON in one SOCK_SEQPACKET datagram.
+// frame is one protocol message, in one SOCK_SEQPACKET datagram (encoded as
+// codec_linux.go says).
 type frame struct {
-	Op      string   `json:"op"`
-	ID      uint64   `json:"id,omitempty"`
-	Target  uint64   `json:"target,omitempty"` // signal: the spawn's id
-	Config  *Config  `json:"config,omitempty"`
-	Argv    []string `json:"argv,omitempty"`
-	Env     []string `json:"env,omitempty"`
-	Dir     string   `json:"dir,omitempty"`
-	TTY     bool     `json:"tty,omitempty"`
-	Session bool     `json:"session,omitempty"`
-	Extra   int      `json:"extra,omitempty"`  // spawn: fds after the stdio, for fds 3...
-	Cgroup  bool     `json:"cgroup,omitempty"` // spawn: the last fd is a cgroup.procs to start in
+	Op      string
+	ID      uint64
+	Target  uint64 // signal: the spawn's id
+	Config  *Config
+	Argv    []string
+	Env     []string
+	Dir     string
+	TTY     bool
+	Session bool
+	Extra   int  // spawn: fds after the stdio, for fds 3...
+	Cgroup  bool // spawn: a cgroup.procs to start in follows the stdio and extra fds
+	Status  bool // spawn: the last fd is a pipe for the exit status (SpawnRequest.Status)
+	NoWait  bool // spawn: answer only a failure (SpawnRequest.NoWait)
 	// Home (config) says the init's fd 4 is its own group's cgroup.procs.
-	Home bool `json:"home,omitempty"`
+	Home bool
 	// FreezeFD (config) is the init's fd of the freeze group's cgroup.freeze, or 0.
-	FreezeFD int `json:"freeze_fd,omitempty"`
+	FreezeFD int
 	// Lease (lease, spawn) is the lease's deadline as the client knows it, in
 	// nanoseconds of CLOCK_BOOTTIME: the init extends its own to it first.
-	Lease  int64  `json:"lease,omitempty"`
-	PID    int    `json:"pid,omitempty"`
-	Sig    int    `json:"sig,omitempty"`
-	Code   int    `json:"code,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Err    string `json:"err,omitempty"`
-	Errno  int    `json:"errno,omitempty"`
+	Lease  int64
+	PID    int
+	Sig    int
+	Code   int
+	Signal int
+	Err    string
+	Errno  int
 
 	// hostPID is the pid of a started frame's SCM_CREDENTIALS, in the receiver's namespace.
 	hostPID int
@@ -64,19 +66,25 @@ type frame struct {
 }
 
 // conn is one end of the control socketpair. send is safe for concurrent use; recv
-// must be called from one goroutine at a time. Both go through Go's poller, so no
-// thread is pinned while waiting and Close unblocks them.
+// must be called from one goroutine at a time. On the server's end both go through
+// Go's poller, so no thread is pinned while waiting and Close unblocks them. The
+// init's end is blocking (newBlockingConn): its spawner thread waits in recvmsg
+// itself and wakes straight from the kernel, without the poller and a hand-off to
+// that thread (see spawnLoop).
 type conn struct {
-	f   *os.File
-	rc  syscall.RawConn
-	wmu sync.Mutex
-	buf []byte
-	oob []byte
+	f    *os.File
+	rc   syscall.RawConn // nil on a blocking conn
+	fd   int             // a blocking conn's fd
+	wmu  sync.Mutex
+	wbuf []byte // send's encoding buffer, under wmu
+	buf  []byte
+	oob  []byte
 }
 
 // Receive buffers: the init takes requests of up to maxFrame; the server only gets
 // small replies (error texts are cut to maxErr), so each Init costs it little memory.
 const (
+	smallFrame    = 4 << 10 // send keeps a buffer this big between frames
 	initRecvBuf   = maxFrame
 	serverRecvBuf = 8 << 10
 	maxErr        = 2 << 10
@@ -100,17 +108,21 @@ func newConn(fd int, name string, bufSize int) (*conn, error) {
 	}, nil
 }
 
-func (c *conn) Close() error { return c.f.Close() }
+// newBlockingConn wraps fd, left in blocking mode, without Go's poller: recv and send
+// block their thread. The init's end, which lives as long as the init.
+func newBlockingConn(fd, bufSize int) *conn {
+	return &conn{fd: fd, buf: make([]byte, bufSize), oob: make([]byte, unix.CmsgSpace(4*3)+unix.CmsgSpace(unix.SizeofUcred))}
+}
+
+func (c *conn) Close() error {
+	if c.rc == nil {
+		return unix.Close(c.fd)
+	}
+	return c.f.Close()
+}
 
 // send writes fr with fds (SCM_RIGHTS) and cred (SCM_CREDENTIALS) attached.
 func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
-	b, err := json.Marshal(fr)
-	if err != nil {
-		return fmt.Errorf("failed to encode a frame: %w", err)
-	}
-	if len(b) > maxFrame {
-		return ErrFrameTooLarge
-	}
 	var oob []byte
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
@@ -120,13 +132,29 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	b, err := encodeFrame(c.wbuf[:0], fr)
+	if err != nil {
+		return fmt.Errorf("failed to encode a %s frame: %w", fr.Op, err)
+	}
+	if len(b) > maxFrame {
+		return ErrFrameTooLarge
+	}
+	if cap(b) <= smallFrame {
+		c.wbuf = b // kept for the next frame; a big one is left to the GC
+	}
 	var serr error
-	err = c.rc.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
-		return !errors.Is(serr, unix.EAGAIN)
-	})
-	if err == nil {
-		err = serr
+	if c.rc == nil {
+		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
+			err = unix.Sendmsg(c.fd, b, oob, nil, unix.MSG_NOSIGNAL)
+		}
+	} else {
+		err = c.rc.Write(func(fd uintptr) bool {
+			serr = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
+			return !errors.Is(serr, unix.EAGAIN)
+		})
+		if err == nil {
+			err = serr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("failed to send a %s frame: %w", fr.Op, err)
@@ -138,13 +166,19 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 // close-on-exec; the caller owns them. It returns io.EOF once the peer closed.
 func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	var n, oobn, flags int
-	var rerr error
-	err := c.rc.Read(func(fd uintptr) bool {
-		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-		return !errors.Is(rerr, unix.EAGAIN)
-	})
-	if err == nil {
-		err = rerr
+	var err, rerr error
+	if c.rc == nil {
+		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
+			n, oobn, flags, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		}
+	} else {
+		err = c.rc.Read(func(fd uintptr) bool {
+			n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+			return !errors.Is(rerr, unix.EAGAIN)
+		})
+		if err == nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
@@ -167,14 +201,12 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	if n == 0 && oobn == 0 {
 		return nil, nil, nil, io.EOF
 	}
-	fr := &frame{}
+	var fr *frame
 	switch {
 	case perr != nil || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 		err = fmt.Errorf("%w: truncated frame", ErrProtocol)
 	default:
-		if uerr := json.Unmarshal(c.buf[:n], fr); uerr != nil {
-			err = fmt.Errorf("%w: %v", ErrProtocol, uerr)
-		}
+		fr, err = decodeFrame(c.buf[:n])
 	}
 	if err != nil {
 		closeFDs(fds)

@@ -1,7 +1,6 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -36,11 +35,14 @@ func FuzzRecv(f *testing.F) {
 		{Op: opExit, ID: 1, Code: -1, Signal: 9},
 		{Op: opConfig, Config: &Config{ID: "a", Workspace: "/w"}},
 	} {
-		b, _ := json.Marshal(fr)
+		b, err := encodeFrame(nil, &fr)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
 	}
-	f.Add([]byte("{"))
-	f.Add([]byte(`{"op":7}`))
+	f.Add([]byte{byte(len(ops))})
+	f.Add([]byte{2, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > serverRecvBuf {
 			return

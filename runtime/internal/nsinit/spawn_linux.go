@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -20,24 +21,23 @@ type spawnJob struct {
 
 // spawnLoop runs on its own OS thread for the life of the init. It hardens that thread
 // (no_new_privs, an empty capability bounding set, no inheritable or ambient
-// capabilities, the seccomp filter) and then forks every sandbox process from it, so
-// each inherits exactly that state.
+// capabilities, the seccomp filter) and then serves the control socket from it
+// (serve), forking every sandbox process right where its request was read, so each
+// inherits exactly that state.
 //
 // Why a thread and not the whole init: syscall.AllThreadsSyscall would harden every
 // thread at once but refuses in a cgo binary, which sandgate is (net). seccomp, the
 // bounding set and no_new_privs are per thread and inherited by clone, and a goroutine
 // locked to its thread forks from that thread. The thread is never unlocked, so Go
 // never runs anything else on it; it ends with the process.
-func (ip *initProc) spawnLoop(ready chan<- error) {
+func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	goruntime.LockOSThread()
 	if err := hardenThread(); err != nil {
 		ready <- err
 		return
 	}
 	ready <- nil
-	for j := range ip.jobs {
-		ip.spawn(j)
-	}
+	ip.serve(done)
 }
 
 // hardenThread applies to the calling thread what every sandbox process inherits.
@@ -85,15 +85,26 @@ func capLastCap() (int, error) {
 // spawn starts one process and answers with started (its pid, with SCM_CREDENTIALS
 // naming it so the client's kernel translates it to the host pid) or error.
 func (ip *initProc) spawn(j spawnJob) {
-	defer closeFDs(j.fds)
 	fr := j.fr
-	attr, argv0, err := ip.procAttr(fr, j.fds)
+	status := -1
+	if fr.Status && len(j.fds) > 0 {
+		status, j.fds = j.fds[len(j.fds)-1], j.fds[:len(j.fds)-1]
+	}
+	defer closeFDs(j.fds)
+	defer func() {
+		if status >= 0 { // not handed to a kid: the spawn failed
+			_ = unix.Close(status)
+		}
+	}()
+	attr, argv0, cached, err := ip.procAttr(fr, j.fds)
 	if err != nil {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
 	pidfd := -1
-	attr.Sys.PidFD = &pidfd
+	if !fr.NoWait {
+		attr.Sys.PidFD = &pidfd
+	}
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
 	if err := ip.lease.hold(fr.Lease); err != nil {
@@ -101,6 +112,13 @@ func (ip *initProc) spawn(j spawnJob) {
 		return
 	}
 	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	if cached && errors.Is(err, unix.ENOENT) {
+		// Gone from the host's directory since it was cached: search again.
+		ip.paths.forget(fr.Argv[0], attr.Env)
+		if argv0, _, err = ip.paths.lookPath(fr.Argv[0], attr.Env, attr.Dir); err == nil {
+			pid, err = ip.forkIn(j, argv0, fr.Argv, attr)
+		}
+	}
 	ip.lease.release()
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
@@ -109,8 +127,16 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
 		return
 	}
-	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY}
+	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY, status: status}
+	status = -1
 	ip.ids[fr.ID] = pid
+	select {
+	case ip.kick <- struct{}{}:
+	default:
+	}
+	if fr.NoWait {
+		return // the client does not wait: no started frame
+	}
 	// The pidfd goes to the client, whose poll then sees the exit at once, without
 	// waiting for the exit frame to travel (the exit status still does).
 	var fds []int
@@ -150,8 +176,9 @@ func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscal
 	return pid, err
 }
 
-// procAttr checks a spawn frame and turns it into ForkExec's arguments.
-func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, error) {
+// procAttr checks a spawn frame and turns it into ForkExec's arguments; cached says the
+// program's path came from the PATH cache.
+func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv0 string, cached bool, err error) {
 	stdio := 3
 	if fr.TTY {
 		stdio = 1
@@ -161,11 +188,11 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		want++
 	}
 	if len(fr.Argv) == 0 || fr.Extra < 0 || len(fds) != want {
-		return nil, "", fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
+		return nil, "", false, fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
 	}
 	if !fr.Cgroup && ip.lease != nil && ip.lease.freeze >= 0 {
 		// It would run in the init's own group, which the lease does not freeze.
-		return nil, "", fmt.Errorf("%w: a sandbox with a freeze group needs a cgroup for every spawn", ErrInvalidRequest)
+		return nil, "", false, fmt.Errorf("%w: a sandbox with a freeze group needs a cgroup for every spawn", ErrInvalidRequest)
 	}
 	env := fr.Env
 	if env == nil {
@@ -181,12 +208,11 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 		// The description is shared with the process, which expects blocking I/O. (The
 		// client's are blocking already, as os/exec leaves them: one fcntl to check.)
 		if err := setBlocking(fd); err != nil {
-			return nil, "", fmt.Errorf("failed to make stdio blocking: %w", err)
+			return nil, "", false, fmt.Errorf("failed to make stdio blocking: %w", err)
 		}
 	}
-	argv0, err := lookPath(fr.Argv[0], env, dir)
-	if err != nil {
-		return nil, "", err
+	if argv0, cached, err = ip.paths.lookPath(fr.Argv[0], env, dir); err != nil {
+		return nil, "", false, err
 	}
 	sys := &syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}
 	files := []uintptr{uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0])}
@@ -201,34 +227,7 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (*syscall.ProcAttr, string, e
 	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
 		sys.Credential = &syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
 	}
-	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, nil
-}
-
-// lookPath finds name as execve would after the shell's PATH search, inside the
-// sandbox. A name with a slash is used as given (relative to dir).
-func lookPath(name string, env []string, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	pathEnv := DefaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	for _, d := range strings.Split(pathEnv, ":") {
-		if d == "" {
-			d = "."
-		}
-		p := path.Join(d, name)
-		if !path.IsAbs(p) {
-			p = path.Join(dir, p)
-		}
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("failed to find %s in PATH: %w", name, unix.ENOENT)
+	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, cached, nil
 }
 
 // setBlocking clears O_NONBLOCK on fd's description if it is set.

@@ -1,0 +1,221 @@
+package nsinit
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+)
+
+// A frame travels in a small binary encoding rather than JSON: every exec sends a
+// spawn frame and gets a started and an exit frame back, and encoding and decoding
+// those three took 52 µs with encoding/json against 4.5 µs with this (BenchmarkCodec,
+// our 2-vCPU VM under load), on the way of every exec. Both ends are the same binary
+// (the init is the server re-executed), so the layout needs no version. The Config,
+// sent once per sandbox, stays JSON inside it. Unlike the JSON before, an empty Env
+// stays empty (nil is the default environment).
+//
+// Layout, in this order, every field present:
+//
+//	op        1 byte, an index into ops
+//	ID, Target                                 uvarint
+//	flags     1 byte: TTY, Session, Cgroup, Home, Status, NoWait (bits 0-5)
+//	Extra, FreezeFD, Lease, PID, Sig, Code, Signal, Errno   varint
+//	Err, Dir                                   string: uvarint length, bytes
+//	Argv      uvarint count, strings
+//	Env       uvarint count+1 (0 is nil: the default environment), strings
+//	Config    uvarint length+1 (0 is nil), JSON
+
+// ops are the frame ops by their wire index.
+var ops = [...]string{opConfig, opReady, opSpawn, opStarted, opSignal, opOK, opError, opExit, opLease}
+
+const (
+	flagTTY = 1 << iota
+	flagSession
+	flagCgroup
+	flagHome
+	flagStatus
+	flagNoWait
+)
+
+// encodeFrame appends fr's encoding to b.
+func encodeFrame(b []byte, fr *frame) ([]byte, error) {
+	op := -1
+	for i, o := range ops {
+		if o == fr.Op {
+			op = i
+		}
+	}
+	if op < 0 {
+		return nil, fmt.Errorf("%w: unknown op %q", ErrProtocol, fr.Op)
+	}
+	b = append(b, byte(op))
+	b = binary.AppendUvarint(b, fr.ID)
+	b = binary.AppendUvarint(b, fr.Target)
+	var flags byte
+	for _, f := range []struct {
+		on  bool
+		bit byte
+	}{{fr.TTY, flagTTY}, {fr.Session, flagSession}, {fr.Cgroup, flagCgroup}, {fr.Home, flagHome}, {fr.Status, flagStatus}, {fr.NoWait, flagNoWait}} {
+		if f.on {
+			flags |= f.bit
+		}
+	}
+	b = append(b, flags)
+	for _, v := range []int64{int64(fr.Extra), int64(fr.FreezeFD), fr.Lease, int64(fr.PID), int64(fr.Sig),
+		int64(fr.Code), int64(fr.Signal), int64(fr.Errno)} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = appendString(b, fr.Err)
+	b = appendString(b, fr.Dir)
+	b = binary.AppendUvarint(b, uint64(len(fr.Argv)))
+	for _, s := range fr.Argv {
+		b = appendString(b, s)
+	}
+	if fr.Env == nil {
+		b = append(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(fr.Env))+1)
+		for _, s := range fr.Env {
+			b = appendString(b, s)
+		}
+	}
+	if fr.Config == nil {
+		return append(b, 0), nil
+	}
+	cfg, err := json.Marshal(fr.Config)
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the config: %w", err)
+	}
+	b = binary.AppendUvarint(b, uint64(len(cfg))+1)
+	return append(b, cfg...), nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads an encoded frame; the first error sticks and later reads return
+// zeros.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: bad %s", ErrProtocol, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte(what string) byte {
+	if len(d.b) < 1 {
+		d.fail(what)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint(what string) int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int reads a varint that must fit an int32 (fds, pids, signals, codes, errnos).
+func (d *decoder) int(what string) int {
+	v := d.varint(what)
+	if int64(int32(v)) != v {
+		d.fail(what)
+		return 0
+	}
+	return int(v)
+}
+
+// bytes reads n bytes; n is at most what is left.
+func (d *decoder) bytes(n uint64, what string) []byte {
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string(what string) string { return string(d.bytes(d.uvarint(what), what)) }
+
+// strings reads n strings; each takes at least a byte, which bounds n by what is left.
+func (d *decoder) strings(n uint64, what string) []string {
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := make([]string, n)
+	for i := range v {
+		v[i] = d.string(what)
+	}
+	return v
+}
+
+// decodeFrame decodes one frame; an error wraps ErrProtocol.
+func decodeFrame(b []byte) (*frame, error) {
+	d := &decoder{b: b}
+	fr := &frame{}
+	if op := int(d.byte("op")); op < len(ops) {
+		fr.Op = ops[op]
+	} else {
+		d.fail("op")
+	}
+	fr.ID, fr.Target = d.uvarint("id"), d.uvarint("target")
+	flags := d.byte("flags")
+	fr.TTY, fr.Session = flags&flagTTY != 0, flags&flagSession != 0
+	fr.Cgroup, fr.Home, fr.Status = flags&flagCgroup != 0, flags&flagHome != 0, flags&flagStatus != 0
+	fr.NoWait = flags&flagNoWait != 0
+	fr.Extra, fr.FreezeFD = d.int("extra"), d.int("freeze_fd")
+	fr.Lease = d.varint("lease")
+	fr.PID, fr.Sig, fr.Code, fr.Signal, fr.Errno = d.int("pid"), d.int("sig"), d.int("code"), d.int("signal"), d.int("errno")
+	fr.Err, fr.Dir = d.string("err"), d.string("dir")
+	fr.Argv = d.strings(d.uvarint("argv"), "argv")
+	if n := d.uvarint("env"); n > 0 {
+		if fr.Env = d.strings(n-1, "env"); fr.Env == nil {
+			fr.Env = []string{} // empty, not the default
+		}
+	}
+	if n := d.uvarint("config"); n > 0 && d.err == nil {
+		cfg := d.bytes(n-1, "config")
+		if d.err == nil {
+			fr.Config = &Config{}
+			if err := json.Unmarshal(cfg, fr.Config); err != nil {
+				d.fail("config")
+			}
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("frame: trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return fr, nil
+}

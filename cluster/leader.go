@@ -75,6 +75,7 @@ func (n *Node) lead(ctx context.Context) {
 		return
 	}
 	n.live.setReady(term)
+	n.log.Info("cluster: leading", "term", term, "ready_after", n.now()-since)
 	var own sync.WaitGroup
 	own.Add(1)
 	go func() {

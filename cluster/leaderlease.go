@@ -117,7 +117,7 @@ func (n *Node) countFromLog(term uint64) {
 	if n.cfg.onFloor != nil {
 		n.cfg.onFloor(last.node, at)
 	}
-	n.log.Debug("cluster: previous leader's lease counted from its last entry", "node", last.node, "ago", n.now()-at)
+	n.log.Info("cluster: previous leader counted from its last lease entry", "node", last.node, "ago", n.now()-at)
 }
 
 // onlyTerms reports whether every entry of logs after index has term prev, up to the

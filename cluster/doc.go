@@ -126,7 +126,7 @@
 //  5. A new leader knows nobody's heartbeats, so it counts every member as heard at
 //     the moment it became leader: nothing moves for its first L + δ; except the
 //     previous leader, whose lease renewals are in the log (step 6).
-//  6. The leader's own lease: every L/6 the leader commits a lease entry naming
+//  6. The leader's own lease: every L/3 the leader commits a lease entry naming
 //     itself (cmdLeaderLease, ignorable by older versions), remembering when it
 //     submitted it, t; once the entry is applied its lease runs to t + L. A new
 //     leader commits one after its Barrier and grants no heartbeat, its own

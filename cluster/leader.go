@@ -69,10 +69,13 @@ func (n *Node) lead(ctx context.Context) {
 		n.log.Warn("cluster: failed to barrier as new leader", "err", err)
 		return
 	}
-	n.countFromLog(term)
+	prev, at, floored := n.countFromLog(term)
 	if err := n.renewOwnLease(ctx); err != nil {
 		n.log.Warn("cluster: failed to commit the leader's own lease", "err", err)
 		return
+	}
+	if floored {
+		n.floorPrevious(prev, at)
 	}
 	n.live.setReady(term)
 	n.log.Info("cluster: leading", "term", term, "ready_after", n.now()-since)

@@ -12,7 +12,7 @@ import (
 // was last renewed (see "Leases and fencing" in the package doc):
 //
 //   - A leader renews its own lease by committing a cmdLeaderLease entry naming itself,
-//     every L/6, from the first one it commits after its Barrier; it grants no
+//     every L/3, from the first one it commits after its Barrier; it grants no
 //     heartbeat before that first one has committed, and none to itself ever. Its
 //     lease then runs to the moment it submitted the entry + L.
 //   - Every replica notes, outside the replicated state, the last such entry it
@@ -87,37 +87,42 @@ const maxLeaseScan = 50_000
 // last lease entry rather than from its own start, when no leadership between that
 // entry's and this one committed anything (so none granted a lease): every entry of
 // earlier terms has been applied then, so the note is the last lease entry before
-// term.
-//   - Another member's entry: that member's leases all began no later than this
-//     replica applied it; its silence counts from then (a floor), but no earlier
-//     than L/2 + δ before now, so that a previous leader that is alive has at least
-//     L/2 to be heard from.
+// term. Call it before this leadership's own first lease entry.
 //   - This node's own entry: its last leadership, if this node kept its record, knew
 //     every lease granted up to its end, and nobody granted one since; the new one
 //     takes that record up (liveness.resume).
-func (n *Node) countFromLog(term uint64) {
+//   - Another member's entry: that member's leases all began no later than this
+//     replica applied it. countFromLog returns that member and that instant, for
+//     floorPrevious once this leadership is ready.
+func (n *Node) countFromLog(term uint64) (prev NodeID, at time.Duration, ok bool) {
 	last := n.fsm.leases.get()
 	if last.node == "" || last.term >= term {
-		return
+		return "", 0, false
 	}
 	if last.term+1 < term && !onlyTerms(n.store, last.index, last.term, term) {
-		return
+		return "", 0, false
 	}
 	if last.node == n.cfg.NodeID {
 		if n.live.resume(last.term) {
 			n.log.Debug("cluster: leadership resumed its last lease record", "term", last.term)
 		}
-		return
+		return "", 0, false
 	}
-	// The previous leader may be alive (it lost an election rather than died): it
-	// gets at least L/2 from now to be heard from before its partitions can move,
-	// which is later than the floor only when the election took longer than L/2 + δ.
-	at := max(last.at, n.now()+n.cfg.LeaseTTL/2-n.grace())
-	n.live.floor(last.node, at)
+	return last.node, last.at, true
+}
+
+// floorPrevious counts the previous leader's silence from at (see countFromLog), but
+// from no earlier than L/2 + δ before now, when this leadership is ready: a previous
+// leader that lost an election but lives then has at least L/2 to be heard from
+// before its partitions can move. At the defaults an election is shorter than that,
+// and the floor is the entry's apply.
+func (n *Node) floorPrevious(id NodeID, at time.Duration) {
+	at = max(at, n.now()+n.cfg.LeaseTTL/2-n.grace())
+	n.live.floor(id, at)
 	if n.cfg.onFloor != nil {
-		n.cfg.onFloor(last.node, at)
+		n.cfg.onFloor(id, at)
 	}
-	n.log.Info("cluster: previous leader counted from its last lease entry", "node", last.node, "ago", n.now()-at)
+	n.log.Info("cluster: previous leader counted from its last lease entry", "node", id, "ago", n.now()-at)
 }
 
 // onlyTerms reports whether every entry of logs after index has term prev, up to the
@@ -147,7 +152,8 @@ func onlyTerms(logs raft.LogStore, index, prev, cur uint64) bool {
 // renewOwnLease commits one cmdLeaderLease entry and, once it is applied, extends
 // this node's lease to its submission + L and counts itself heard then (a leader is
 // a member like the others: silent for L + δ, it is failed). While the heartbeat test
-// hook pauses the node the entry is committed but the lease is not extended.
+// hook pauses the node, or once it is removed (left), the entry is committed but the
+// lease is not extended.
 func (n *Node) renewOwnLease(ctx context.Context) error {
 	sent := n.now()
 	if err := n.apply(ctx, encodeLeaderLease(n.cfg.NodeID)); err != nil {
@@ -156,14 +162,19 @@ func (n *Node) renewOwnLease(ctx context.Context) error {
 	if n.hbPaused.Load() {
 		return nil
 	}
+	if m, ok := n.fsm.cur.Load().members[n.cfg.NodeID]; ok && m.Status == StatusLeft {
+		return nil // removed: no lease, as a heartbeat of a removed member is refused
+	}
 	n.live.touch(n.cfg.NodeID, sent)
 	n.lease.extend(sent + n.cfg.LeaseTTL)
 	return nil
 }
 
-// ownLease renews the leader's own lease every L/6 until ctx ends (the leadership).
+// ownLease renews the leader's own lease every L/3 until ctx ends (the leadership):
+// half the heartbeats' rate, since each renewal is a log entry every replica syncs,
+// and the lease still has 2/3 L to spare.
 func (n *Node) ownLease(ctx context.Context) {
-	t := time.NewTicker(n.cfg.LeaseTTL / 6)
+	t := time.NewTicker(n.cfg.LeaseTTL / 3)
 	defer t.Stop()
 	for {
 		select {

@@ -208,10 +208,11 @@
 // (about 1 s at the defaults), well inside L, so owners keep their leases through it.
 // With real processes at the defaults (BenchmarkFailover in internal/clustertest,
 // medians of five): a killed leader that owned a sandbox → the sandbox answers on a
-// survivor after 3.35-3.50 s, against 4.75-5.00 s when a new leader counted from its
-// own election (the build before, in the same runs); the new leader is ready after
-// 1.0-1.3 s and moves the dead leader's partitions 3.2-3.5 s after the kill. A
-// killed owner that did not lead: 3.3 s, unchanged.
+// survivor after 2.99 s (renewals every L/3; 3.35-3.50 s with renewals every L/6),
+// against 4.75-5.00 s when a new leader counted from its own election (the build
+// before, in the same runs); the new leader is ready after 1.0-1.3 s and moves the
+// dead leader's partitions 2.6-3.5 s after the kill. A killed owner that did not
+// lead: 3.2-3.3 s, unchanged.
 //
 // # Sandbox records
 //
@@ -419,6 +420,11 @@
 //   - Config.Multiplier is a float so tests can run the 500 ms profile at 0.1×.
 //   - A heartbeat grant carries the leader's table index and the node renews only
 //     once its replica has reached it (see above); the design notes did not say.
+//   - A leader renews its own lease by committing a log entry every L/3 rather than
+//     by a heartbeat to itself, and a new leader counts the previous leader from the
+//     last such entry rather than from its own election (Leases and fencing, step
+//     6): the failover of a leader that owned sandboxes no longer adds an election to
+//     L + δ. It costs one log entry a second per cluster at the defaults.
 //   - One VerifyLeader round serves every heartbeat waiting when it starts, instead
 //     of one round per 100 ms: the batch is as large as the load makes it, and an
 //     idle leader answers at once.

@@ -118,11 +118,13 @@ type Config struct {
 	// Test hooks. netUp, when set, reports whether the node's network is up; while it
 	// returns false no connection is made or accepted (see streamLayer.cut). observe
 	// is passed to the FSM. onLead is called when a leadership's liveness record
-	// starts, with its start time. beforeBatches is called on the FSM goroutine
+	// starts, with its start time; onFloor when it counts a member's silence from
+	// that member's last lease entry instead (leaderlease.go). beforeBatches is called on the FSM goroutine
 	// before each cmdBatches entry is applied (a test holds a replica behind with it).
 	netUp         func() bool
 	observe       func(*state)
 	onLead        func(since time.Duration)
+	onFloor       func(id NodeID, at time.Duration)
 	beforeBatches func(index uint64)
 	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
 	// block, for asymmetric partitions (see streamLayer.Dial).

@@ -108,10 +108,11 @@
 // valid node lease (Admit). L is Config.LeaseTTL (3 s), δ is Config.LeaseMargin
 // (0.5 s); every time below is read from the monotonic clock.
 //
-//  1. Every L/6 a node sends a heartbeat to the raft leader, on a connection to the
-//     leader's raft port (the listener routes a connection by its first byte: raft
-//     opens with its RPC types, heartbeats with their own). It remembers the send
-//     time t.
+//  1. Every L/6 a node that does not lead sends a heartbeat to the raft leader, on a
+//     connection to the leader's raft port (the listener routes a connection by its
+//     first byte: raft opens with its RPC types, heartbeats with their own). It
+//     remembers the send time t. The leader renews its own lease through the log
+//     instead (step 6).
 //  2. The leader answers "granted" only after a VerifyLeader that began after the
 //     heartbeat arrived: a quorum still followed it then. Heartbeats waiting together
 //     share one VerifyLeader round, so the cost is one round trip per batch, not per
@@ -128,7 +129,27 @@
 //     member has been silent for L + δ. A down member that heartbeats again is marked
 //     alive and gets partitions back only through the rate-limited rebalance.
 //  5. A new leader knows nobody's heartbeats, so it counts every member as heard at
-//     the moment it became leader: nothing moves for its first L + δ.
+//     the moment it became leader: nothing moves for its first L + δ; except the
+//     previous leader, whose lease renewals are in the log (step 6).
+//  6. The leader's own lease: every L/3 the leader commits a lease entry naming
+//     itself (cmdLeaderLease, ignorable by older versions), remembering when it
+//     submitted it, t; once the entry is applied its lease runs to t + L. A new
+//     leader commits one after its Barrier and grants no heartbeat, its own
+//     included, before that one has committed. Every replica notes, outside the
+//     replicated state, the last lease entry it applied: the leader's id, the
+//     entry's term and index, and when it applied it (its monotonic clock). A new
+//     leader, after its Barrier, looks at that note: if it names another member
+//     and no entry of a term between the note's and its own is in its log, it
+//     counts that member as heard when it applied the entry instead of at its own
+//     start (but no earlier than L/2 + δ before it is ready, so that a previous
+//     leader that lost an election but lives has L/2 to heartbeat to it; at the
+//     defaults an election is shorter than that, and the floor is the entry's
+//     apply). A member that heartbeats before the new leader is ready is not granted
+//     but counts as heard, which only delays moves. If it names this node itself, under the same condition, and this node
+//     kept the liveness record of its leadership of that term, the new leadership
+//     takes the record up (start, floors and grants). Otherwise it waits from its
+//     own start, as before. A restored snapshot, or an entry it cannot decode,
+//     clears the note.
 //
 // Why two nodes never admit one sandbox at once, given clocks whose rates differ by
 // much less than δ/L. Say the leader moves partition p from A to B.
@@ -147,6 +168,37 @@
 //   - A grant also waits for the new leader's Barrier: the index it carries then
 //     covers every entry of earlier terms.
 //
+// Why a new leader may count the previous leader O from its last lease entry e (step
+// 6). Every lease O holds began at one of these instants, and each is no later than
+// the new leader's apply of e, call it a:
+//   - O's own renewals. O's lease from an entry begins when O submitted it, before
+//     any replica received it, and a replica applies an entry only after receiving
+//     it. O extends its lease only from entries that committed in its term, and
+//     every committed entry is in the new leader's log (raft's election rule) and
+//     applied by its Barrier; e is the last of them, so the others came before it.
+//   - Grants O had as a follower of an earlier leader, before it led: confirmed by a
+//     quorum before O's election (see above), so before O submitted its first
+//     lease entry.
+//   - Grants by a leader after O's term: none. Such a leader commits its Barrier and
+//     then its own lease entry before it grants anything, so its entries, of a term
+//     after e's, would be in the log after e; the new leader checks that there are
+//     none. It checks entries of any kind, not only lease entries, so that a leader
+//     of an older version (which grants after its Barrier without a lease entry)
+//     during a rolling upgrade is not missed.
+//
+// So every lease O holds ends by a + L, clock drift aside, and the new leader moves
+// O's partitions only after a + L + δ. The note is local, never replicated, so a
+// replica that installed a snapshot (which may hold lease entries it never applied)
+// clears it; and a replica that stopped applying (Node.Err) still notes lease
+// entries, since a stale note would count from too early. The same argument covers
+// a leadership that takes up this node's own earlier record: that record bounds
+// every lease granted up to that leadership's end (every grant is recorded under the
+// lock that ending it takes), and nobody granted since. Fencing in the store is
+// unchanged: a move is still a new epoch, and an old owner's writes are refused once
+// it applies. A paused leader is no different from a paused follower: its lease
+// lapses at t + L whether or not it runs, and each sandbox's init holds the same
+// deadline (see below), so its processes freeze or die by then.
+//
 // What leases cannot cover: a process paused between its check and its write. Writes
 // carry Epoch, and the store refuses a batch whose epoch is not the partition's
 // current one (see Sandbox records). A server that is frozen cannot run OnFence
@@ -159,6 +211,13 @@
 // heartbeat, which is up to L/6 older than the kill, plus a commit. At the defaults
 // that is 3.0-3.5 s plus a commit. A killed leader is replaced in 0.09-0.12 s here
 // (about 1 s at the defaults), well inside L, so owners keep their leases through it.
+// With real processes at the defaults (BenchmarkFailover in internal/clustertest,
+// medians of five): a killed leader that owned a sandbox → the sandbox answers on a
+// survivor after 2.99 s (renewals every L/3; 3.35-3.50 s with renewals every L/6),
+// against 4.75-5.00 s when a new leader counted from its own election (the build
+// before, in the same runs); the new leader is ready after 1.0-1.3 s and moves the
+// dead leader's partitions 2.6-3.5 s after the kill. A killed owner that did not
+// lead: 3.2-3.3 s, unchanged.
 //
 // # Sandbox records
 //
@@ -395,6 +454,11 @@
 //   - Config.Multiplier is a float so tests can run the 500 ms profile at 0.1×.
 //   - A heartbeat grant carries the leader's table index and the node renews only
 //     once its replica has reached it (see above); the design notes did not say.
+//   - A leader renews its own lease by committing a log entry every L/3 rather than
+//     by a heartbeat to itself, and a new leader counts the previous leader from the
+//     last such entry rather than from its own election (Leases and fencing, step
+//     6): the failover of a leader that owned sandboxes no longer adds an election to
+//     L + δ. It costs one log entry a second per cluster at the defaults.
 //   - One VerifyLeader round serves every heartbeat waiting when it starts, instead
 //     of one round per 100 ms: the batch is as large as the load makes it, and an
 //     idle leader answers at once.

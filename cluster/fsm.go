@@ -35,6 +35,8 @@ type fsm struct {
 	// onValues, when set (Config.OnValues), is called on raft's FSM goroutine after
 	// the key/value table may have changed: a set-values command or a restore.
 	onValues func()
+	// leases is the last leader's lease entry applied here (leaderlease.go).
+	leases leaseNotes
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -49,6 +51,12 @@ func newFSM(log *slog.Logger, db *stateDB) *fsm {
 // leader's caller receives through the apply future.
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if len(l.Data) > 0 && cmdType(l.Data[0]) == cmdLeaderLease {
+		// Noted even on a replica that stopped applying: a stale note would let it,
+		// leading, count the last leader's lease from too early.
+		f.leases.note(l, mono())
 		return nil
 	}
 	if err := f.err(); err != nil {

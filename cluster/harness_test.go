@@ -20,6 +20,7 @@ type harness struct {
 	events []*leaseEvents
 	moves  *moveLog
 	leads  *leadLog
+	floors *floorLog
 	frozen atomic.Bool // while set, Busy reports every partition busy: no rebalance
 
 	histMu sync.Mutex
@@ -57,7 +58,7 @@ func (h *harness) history(sandbox string) string {
 // mod (when not nil) first, and waits until every node holds a lease.
 func newHarness(tb testing.TB, n int, mod func(*Config)) *harness {
 	tb.Helper()
-	h := &harness{tb: tb, moves: &moveLog{at: map[NodeID]map[int]time.Duration{}}, leads: &leadLog{}, hist: map[NodeID][]seenState{}}
+	h := &harness{tb: tb, moves: &moveLog{at: map[NodeID]map[int]time.Duration{}}, leads: &leadLog{}, floors: &floorLog{}, hist: map[NodeID][]seenState{}}
 	for i := 0; i < n; i++ {
 		h.down = append(h.down, &atomic.Bool{})
 		h.events = append(h.events, &leaseEvents{})
@@ -74,6 +75,7 @@ func newHarness(tb testing.TB, n int, mod func(*Config)) *harness {
 			h.histMu.Unlock()
 		}
 		cfg.onLead = func(since time.Duration) { h.leads.add(id, since) }
+		cfg.onFloor = func(of NodeID, at time.Duration) { h.floors.add(id, of, at) }
 		cfg.Busy = func(int) bool { return h.frozen.Load() }
 		if mod != nil {
 			mod(cfg)

@@ -140,8 +140,11 @@ func (n *Node) heartbeat() {
 		if n.hbPaused.Load() {
 			continue
 		}
-		addr, _ := n.raft.LeaderWithID()
-		if addr == "" {
+		addr, lid := n.raft.LeaderWithID()
+		if addr == "" || NodeID(lid) == n.cfg.NodeID {
+			// A leader renews its own lease through the log (leaderlease.go).
+			c.close()
+			c = nil
 			continue
 		}
 		if c != nil && c.addr != string(addr) {

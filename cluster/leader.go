@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -52,7 +53,10 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 // earlier leaders committed, so plans are computed from the real table and heartbeat
 // grants carry an index that covers every earlier term. The liveness record starts
 // before it: every member counts as heard when this leadership began, so nothing
-// moves for L + δ (the longest any lease granted by an earlier leader can run).
+// moves for L + δ (the longest any lease granted by an earlier leader can run),
+// except the previous leader's partitions when its last lease entry tells when its
+// lease began (countFromLog). Then the leader commits its own first lease entry,
+// and only then grants heartbeats.
 func (n *Node) lead(ctx context.Context) {
 	since := n.now()
 	n.live.start(since)
@@ -65,7 +69,23 @@ func (n *Node) lead(ctx context.Context) {
 		n.log.Warn("cluster: failed to barrier as new leader", "err", err)
 		return
 	}
+	prev, at, floored := n.countFromLog(term)
+	if err := n.renewOwnLease(ctx); err != nil {
+		n.log.Warn("cluster: failed to commit the leader's own lease", "err", err)
+		return
+	}
+	if floored {
+		n.floorPrevious(prev, at)
+	}
 	n.live.setReady(term)
+	n.log.Info("cluster: leading", "term", term, "ready_after", n.now()-since)
+	var own sync.WaitGroup
+	own.Add(1)
+	go func() {
+		defer own.Done()
+		n.ownLease(ctx)
+	}()
+	defer own.Wait() // after ctx ends: the loop below returns only then
 	t := time.NewTimer(reconcileTick)
 	defer t.Stop()
 	rate := float64(n.cfg.RebalanceRate)

@@ -15,23 +15,38 @@ import (
 //     every lease a node holds was vouched for by a quorum after it was asked for;
 //   - a partition leaves its owner only once that owner has been silent for L + δ,
 //     counted from its last granted heartbeat's arrival or from when this node became
-//     leader, whichever is later (so a new leader waits L + δ first);
+//     leader, whichever is later (so a new leader waits L + δ first), except for the
+//     previous leader when this node knows when that one last renewed its own lease
+//     (leaderlease.go): its count starts from then;
 //   - a grant carries the index of the leader's table, and a member being failed, or
 //     not alive and still owning something, is not granted until the entry that
 //     moves its partitions is applied, so no renewed lease rests on a stale table.
 
 // liveness is the leader's record of heartbeats, reset at each leadership gain.
 type liveness struct {
-	mu      sync.Mutex
-	ready   bool                     // leading, and the barrier of this term is done
-	term    uint64                   // the raft term of that barrier
-	since   time.Duration            // when this node became leader (mono)
+	mu    sync.Mutex
+	ready bool          // leading, and the barrier of this term is done
+	term  uint64        // the raft term of that barrier
+	since time.Duration // when this node became leader (mono)
+	// floors replace since for the members named: the previous leader, counted from
+	// this replica's apply of its last lease entry (see previousLease).
+	floors  map[NodeID]time.Duration
 	heard   map[NodeID]time.Duration // arrival of each member's last granted heartbeat
 	failing map[NodeID]bool          // members whose fail entry is being committed
 	// beat holds the members that had a heartbeat granted in this leadership: raft
 	// reached them (they know the leader) and they passed the node handshake both
 	// ways. Only they are promoted to voter.
 	beat map[NodeID]bool
+	// prev is this node's last leadership that reached its barrier, as it stopped:
+	// resume takes it up again when no other leadership came between.
+	prev *heardRecord
+}
+
+// heardRecord is what a leadership knew of every lease: see liveness.
+type heardRecord struct {
+	term          uint64
+	since         time.Duration
+	floors, heard map[NodeID]time.Duration
 }
 
 // start resets the record for a new leadership that began at now.
@@ -40,6 +55,7 @@ func (l *liveness) start(now time.Duration) {
 	defer l.mu.Unlock()
 	l.ready, l.term, l.since = false, 0, now
 	l.heard = map[NodeID]time.Duration{}
+	l.floors = map[NodeID]time.Duration{}
 	l.failing = map[NodeID]bool{}
 	l.beat = map[NodeID]bool{}
 }
@@ -59,11 +75,46 @@ func (l *liveness) setReady(term uint64) {
 	l.mu.Unlock()
 }
 
-// stop ends the leadership: no grants until the next start and barrier.
+// floor counts id as heard at at rather than at the leadership's start: every lease
+// it may hold ends by at + L.
+func (l *liveness) floor(id NodeID, at time.Duration) {
+	l.mu.Lock()
+	if l.floors != nil {
+		l.floors[id] = at
+	}
+	l.mu.Unlock()
+}
+
+// stop ends the leadership: no grants until the next start and barrier. A leadership
+// that was ready is kept for resume: every grant it made is in its record.
 func (l *liveness) stop() {
 	l.mu.Lock()
+	if l.ready {
+		l.prev = &heardRecord{term: l.term, since: l.since, floors: l.floors, heard: l.heard}
+	}
 	l.ready = false
 	l.mu.Unlock()
+}
+
+// resume takes up the record of this node's leadership of term prev, if it kept one:
+// a new leadership that knows no other granted a lease since (see countFromLog) may
+// count every member as that one did, from its start, its floors and the heartbeats
+// it granted. It reports whether it did.
+func (l *liveness) resume(prev uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.prev
+	if p == nil || p.term != prev || l.heard == nil {
+		return false
+	}
+	l.since = min(l.since, p.since)
+	for id, at := range p.floors {
+		l.floors[id] = at
+	}
+	for id, at := range p.heard {
+		l.heard[id] = max(l.heard[id], at)
+	}
+	return true
 }
 
 // touch counts a member as heard at now (a member that just joined).
@@ -76,9 +127,13 @@ func (l *liveness) touch(id NodeID, now time.Duration) {
 }
 
 // silentLocked is how long id has not been heard, counting from the leadership's
-// start at most.
+// start (or id's floor) at most.
 func (l *liveness) silentLocked(id NodeID, now time.Duration) time.Duration {
-	return now - max(l.heard[id], l.since)
+	from, ok := l.floors[id]
+	if !ok {
+		from = l.since
+	}
+	return now - max(l.heard[id], from)
 }
 
 // silent returns how long id has not been heard in this leadership (0 before the
@@ -132,6 +187,9 @@ func (l *liveness) nextDeadline(now, grace time.Duration) time.Duration {
 		}
 	}
 	consider(l.since)
+	for _, f := range l.floors {
+		consider(f)
+	}
 	for _, h := range l.heard {
 		consider(h)
 	}
@@ -163,6 +221,9 @@ func (n *Node) grant(id NodeID, arrival time.Duration) (verdict, uint64) {
 	if !n.IsLeader() {
 		return verdictNotLeader, 0
 	}
+	if id == n.cfg.NodeID {
+		return verdictRetry, 0 // a leader's own lease is renewed through the log only
+	}
 	if !n.verifyLeader() {
 		if n.ctx.Err() != nil {
 			return 0, 0
@@ -173,6 +234,12 @@ func (n *Node) grant(id NodeID, arrival time.Duration) (verdict, uint64) {
 	l := &n.live
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.ready && !l.failing[id] && l.heard != nil && arrival > l.heard[id] {
+		// Not granted, but the member is alive: counting it heard only delays moving
+		// its partitions, and gives a member that led before this leadership (and
+		// is counted from its last lease entry) time to be granted once it is ready.
+		l.heard[id] = arrival
+	}
 	if !l.ready || l.term != term || l.failing[id] {
 		return verdictRetry, 0
 	}

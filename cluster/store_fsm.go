@@ -138,6 +138,7 @@ func (s *snapshot) Release() { s.release() }
 // so the further one is right, and the entries after it replay idempotently.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.leases.clear() // the snapshot may hold lease entries this replica never applied
 	if err := f.restore(bufio.NewReaderSize(rc, 64<<10)); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("%w: snapshot truncated (%v)", ErrCorrupt, err)

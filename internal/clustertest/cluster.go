@@ -26,6 +26,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before it kills; 0 means 30 s.
 	StopTimeout time.Duration
+	// Binary is the sandgate executable the nodes run; "" means the one Binary builds
+	// from this tree. A benchmark sets it to compare another build in the same run.
+	Binary string
 }
 
 // Cluster is a set of serve processes started by Start. Its fields do not change
@@ -66,7 +69,9 @@ func start(tb testing.TB, cfg *Config) (*Cluster, error) {
 	tr := &http.Transport{DisableKeepAlives: true}
 	c.client = &http.Client{Transport: tr}
 	tb.Cleanup(tr.CloseIdleConnections) // registered first: runs after the nodes stop
-	Binary(tb)
+	if c.cfg.Binary == "" {
+		c.cfg.Binary = Binary(tb)
+	}
 	logs := tb.TempDir()
 	for i := range c.cfg.Nodes {
 		n := &Node{ID: "n" + strconv.Itoa(i+1), DataDir: tb.TempDir(), c: c}

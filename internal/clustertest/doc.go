@@ -6,6 +6,8 @@
 //
 //   - Binary builds cmd/sandgate once per test binary and returns its path; Cleanup
 //     removes it (call it from TestMain, as this package's own tests do).
+//     Config.Binary runs another executable instead (a benchmark comparing two
+//     builds side by side).
 //   - Start starts Config.Nodes nodes: node 1 bootstraps, nodes 2..N are started with
 //     --join pointing at node 1's HTTP address. Each node gets free loopback ports
 //     for --listen and --raft-listen, its own --data directory, --node-id n1..nN and

@@ -93,13 +93,13 @@ func (n *Node) start() (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "=== clustertest: %s %s\n", Binary(n.c.tb), strings.Join(n.args, " "))
+	fmt.Fprintf(log, "=== clustertest: %s %s\n", n.c.cfg.Binary, strings.Join(n.args, " "))
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		log.Close()
 		return err
 	}
-	cmd := exec.Command(Binary(n.c.tb), n.args...)
+	cmd := exec.Command(n.c.cfg.Binary, n.args...)
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	cmd.Stdout, cmd.Stderr = pw, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -29,6 +29,22 @@ func setup(t *testing.T, c *clustertest.Cluster, a, b *clustertest.Node, sb stri
 	if _, o := cl.do(a, "POST", "/v1/sandboxes", map[string]string{"id": sb}, http.StatusCreated); o != done {
 		t.Fatalf("failed to create sandbox %s through %s: %v", sb, a.ID, cl.errors)
 	}
+	return cl.begin(t, b)
+}
+
+// adopt is setup for a sandbox that already exists (created by the test to land on
+// a given node).
+func adopt(t *testing.T, c *clustertest.Cluster, b *clustertest.Node, sb string) *client {
+	t.Helper()
+	cl := &client{c: c, rec: linearize.NewRecorder(nil), sb: sb, ss: "s1"}
+	return cl.begin(t, b)
+}
+
+// begin creates the client's session through b and gives its registers their first
+// values.
+func (cl *client) begin(t *testing.T, b *clustertest.Node) *client {
+	t.Helper()
+	sb := cl.sb
 	if _, o := cl.do(b, "POST", "/v1/sandboxes/"+sb+"/sessions", map[string]string{"id": cl.ss}, http.StatusCreated); o != done {
 		t.Fatalf("failed to create session %s through %s: %v", cl.ss, b.ID, cl.errors)
 	}

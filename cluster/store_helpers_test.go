@@ -81,7 +81,9 @@ func writeIdempotent(n *Node, b *Batch) error {
 func get(tb testing.TB, n *Node, sb, key string) string {
 	tb.Helper()
 	out := "<nil>"
-	err := n.Read(context.Background(), sb, func(r Reader) error {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := n.Read(ctx, sb, func(r Reader) error {
 		if v := r.Get([]byte(key)); v != nil {
 			out = string(v)
 		}
@@ -97,7 +99,9 @@ func get(tb testing.TB, n *Node, sb, key string) string {
 func records(tb testing.TB, n *Node, sb string) string {
 	tb.Helper()
 	var out []string
-	err := n.Read(context.Background(), sb, func(r Reader) error {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := n.Read(ctx, sb, func(r Reader) error {
 		r.Scan(nil, nil, func(k, v []byte) bool { out = append(out, string(k)+"="+string(v)); return true })
 		return nil
 	})

@@ -19,8 +19,24 @@ func TestStoreReadYourWrites(t *testing.T) {
 	f, sb := followerOwner(t, nodes)
 	g := gates[indexOf(nodes, f)]
 	g.shut()
+	// A write whose outcome is unknown (an election under load) makes the next read
+	// wait until the replica settles it, which the shut gate forbids: the property
+	// cannot be observed in such a run.
+	write := func(b *Batch) {
+		t.Helper()
+		err := writeRetry(f, b)
+		if errors.Is(err, ErrIndeterminate) {
+			g.open()
+			t.Skipf("a write's outcome was unknown (%v): reads wait for the held replica", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	mustWrite(t, f, sb, "a", "1", "b", "2")
+	first := put(sb, "a", "1", "b", "2")
+	first.Epoch = f.Epoch(sb)
+	write(first)
 	if got := records(t, f, sb); got != "[a=1 b=2]" {
 		t.Fatalf("right after the write %s reads %s", f.ID(), got)
 	}
@@ -30,9 +46,7 @@ func TestStoreReadYourWrites(t *testing.T) {
 	b := wipe(sb, "c", "3")
 	b.Epoch = f.Epoch(sb)
 	b.Ops = append(b.Ops, Op{Key: []byte("a"), Delete: true})
-	if err := writeIdempotent(f, b); err != nil {
-		t.Fatal(err)
-	}
+	write(b)
 	if got := records(t, f, sb); got != "[c=3]" {
 		t.Fatalf("after a pending DeleteSandbox %s reads %s", f.ID(), got)
 	}

@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// Workspace archives: a workspace as a tar stream, to move it to another node.
+//
+// PackWorkspace writes what a workspace holds as the runtime lays it out: directories,
+// regular files and symlinks, with their modes, owners and modification times.
+// Symlinks travel as links, never followed: the walk reads the directory through an
+// os.Root, so nothing outside the workspace is read however its links point. Other
+// kinds of file (FIFOs, sockets, devices) are left out; hard links arrive as copies.
+//
+// UnpackWorkspace writes such a stream into a new directory beside the target and,
+// only once all of it arrived, syncs it to disk and renames it into place: a stream
+// that breaks leaves no part of itself behind, and what the target held before is
+// replaced whole or not at all.
+
+// PackOptions are the settings of one PackWorkspace call.
+type PackOptions struct {
+	// MaxBytes bounds the total size of the regular files; a workspace that holds
+	// more fails with ErrWorkspaceTooLarge before anything past the bound is sent.
+	// 0 means no bound.
+	MaxBytes int64
+}
+
+// PackStats says what PackWorkspace sent.
+type PackStats struct {
+	// Files, Dirs and Symlinks count the entries sent; Skipped the ones left out
+	// (FIFOs, sockets, devices).
+	Files, Dirs, Symlinks, Skipped int
+	// Bytes is the total size of the regular files.
+	Bytes int64
+}
+
+// PackWorkspace writes the workspace directory name of parent, a tar stream of it, to
+// w. name must be parent's own entry, not a symlink (see OpenWorkspaceIn); a missing
+// one is ErrFileNotFound. Nothing may write to the workspace meanwhile (its sandbox is
+// stopped): a file that changes size under the walk fails it.
+func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o PackOptions) (st PackStats, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: failed to pack workspace %q: %w", name, err)
+		}
+	}()
+	ws, err := OpenWorkspaceIn(parent, name)
+	if err != nil {
+		return st, err
+	}
+	defer ws.Close()
+	tw := tar.NewWriter(w)
+	root := ws.root
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		fi, err := root.Lstat(p)
+		if err != nil {
+			return err
+		}
+		return packEntry(tw, root, p, fi, &st, o.MaxBytes)
+	})
+	if err != nil {
+		return st, err
+	}
+	return st, tw.Close()
+}
+
+// packEntry writes one entry of the walk.
+func packEntry(tw *tar.Writer, root *os.Root, p string, fi fs.FileInfo, st *PackStats, max int64) error {
+	hdr, err := tar.FileInfoHeader(fi, "")
+	if err != nil {
+		return err
+	}
+	hdr.Name, hdr.Uname, hdr.Gname = p, "", ""
+	hdr.Format = tar.FormatPAX // long names, sub-second times
+	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+	switch {
+	case fi.IsDir():
+		hdr.Name += "/"
+		st.Dirs++
+		return tw.WriteHeader(hdr)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if hdr.Linkname, err = root.Readlink(p); err != nil {
+			return err
+		}
+		st.Symlinks++
+		return tw.WriteHeader(hdr)
+	case !fi.Mode().IsRegular():
+		st.Skipped++
+		return nil
+	}
+	if max > 0 && st.Bytes+fi.Size() > max {
+		return fmt.Errorf("%w: more than %d bytes of files", ErrWorkspaceTooLarge, max)
+	}
+	f, err := root.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		return fmt.Errorf("%w: %s was replaced while being packed", ErrInvalid, p)
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(tw, f, fi.Size()); err != nil {
+		return fmt.Errorf("failed to copy %s: %w", p, err)
+	}
+	st.Files++
+	st.Bytes += fi.Size()
+	return nil
+}
+
+// UnpackOptions are the settings of one UnpackWorkspace call.
+type UnpackOptions struct {
+	// MaxBytes bounds the total size of the regular files received; past it the
+	// unpack fails with ErrWorkspaceTooLarge and nothing is installed. 0 means no
+	// bound.
+	MaxBytes int64
+	// Chown gives entries the owners the stream names (numeric ids); it needs root.
+	Chown bool
+	// Install, when set, is called once the stream arrived whole and is on disk,
+	// just before the rename that installs it; an error from it installs nothing.
+	// The caller checks there that it still may replace the target.
+	Install func() error
+}
+
+// UnpackWorkspace reads a stream PackWorkspace wrote from r and installs it as the
+// workspace directory name of parent, replacing whatever was there (a directory of an
+// earlier stay, which must not be in use). The stream is unpacked into a new
+// directory of parent whose name starts with ".", synced, and renamed into place only
+// once it ended cleanly: a stream that breaks, is malformed or too large installs
+// nothing and leaves the target as it was. Entries are created through an os.Root of
+// that directory, so no name or link in the stream reaches outside it.
+func UnpackWorkspace(ctx context.Context, r io.Reader, parent, name string, o UnpackOptions) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: failed to unpack workspace %q: %w", name, err)
+		}
+	}()
+	if name == "" || name == "." || !fs.ValidPath(name) || strings.ContainsRune(name, '/') || name[0] == '.' {
+		return fmt.Errorf("%w: not one path element", ErrInvalid)
+	}
+	outer, err := os.OpenRoot(parent)
+	if err != nil {
+		return err
+	}
+	defer outer.Close()
+	tmp := ".incoming-" + name + "-" + sessRandHex(6)
+	if err := outer.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	installed := false
+	defer func() {
+		if !installed {
+			_ = outer.RemoveAll(tmp)
+		}
+	}()
+	root, err := outer.OpenRoot(tmp)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	files, err := unpackAll(ctx, tar.NewReader(r), root, o)
+	if err != nil {
+		return err
+	}
+	if err := syncTree(root, files); err != nil {
+		return err
+	}
+	if o.Install != nil {
+		if err := o.Install(); err != nil {
+			return err
+		}
+	}
+	if err := replaceDir(outer, tmp, name); err != nil {
+		return err
+	}
+	installed = true
+	return syncDir(outer, ".")
+}
+
+// unpackAll creates every entry of the stream under root and returns the regular
+// files written. Directory times are set last: their entries change them.
+func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptions) ([]string, error) {
+	type dirAttr struct {
+		name string
+		mode fs.FileMode
+		t    time.Time
+	}
+	var dirs []dirAttr
+	var files []string
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		p := strings.TrimSuffix(hdr.Name, "/")
+		if !fs.ValidPath(p) || p == "." {
+			return nil, fmt.Errorf("%w: entry name %q", ErrInvalid, hdr.Name)
+		}
+		mode := fs.FileMode(hdr.Mode) & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := root.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, err
+			}
+			dirs = append(dirs, dirAttr{p, mode, hdr.ModTime})
+		case tar.TypeSymlink:
+			if err := root.Symlink(hdr.Linkname, p); err != nil {
+				return nil, err
+			}
+		case tar.TypeReg:
+			if total += hdr.Size; o.MaxBytes > 0 && total > o.MaxBytes {
+				return nil, fmt.Errorf("%w: more than %d bytes of files", ErrWorkspaceTooLarge, o.MaxBytes)
+			}
+			if err := unpackFile(root, p, tr, hdr.Size); err != nil {
+				return nil, err
+			}
+			files = append(files, p)
+		default:
+			return nil, fmt.Errorf("%w: entry %q of type %q", ErrInvalid, hdr.Name, hdr.Typeflag)
+		}
+		if o.Chown {
+			if err := root.Lchown(p, hdr.Uid, hdr.Gid); err != nil {
+				return nil, err
+			}
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			// After the chown, which clears setuid and setgid bits. A directory's
+			// mode is set last: a read-only one would refuse its own entries.
+			if err := root.Chmod(p, mode); err != nil {
+				return nil, err
+			}
+			if err := root.Chtimes(p, hdr.ModTime, hdr.ModTime); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // children before parents
+		d := dirs[i]
+		if err := root.Chmod(d.name, d.mode); err != nil {
+			return nil, err
+		}
+		if err := root.Chtimes(d.name, d.t, d.t); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// unpackFile writes the size bytes of one regular file from r to a new file p.
+func unpackFile(root *os.Root, p string, r io.Reader, size int64) error {
+	f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.CopyN(f, r, size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceDir renames directory tmp of outer to name, moving an existing name aside
+// first and removing it once the new one is in place.
+func replaceDir(outer *os.Root, tmp, name string) error {
+	old := ""
+	if _, err := outer.Lstat(name); err == nil {
+		old = ".replaced-" + name + "-" + sessRandHex(6)
+		if err := outer.Rename(name, old); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := outer.Rename(tmp, name); err != nil {
+		if old != "" {
+			_ = outer.Rename(old, name)
+		}
+		return err
+	}
+	if old != "" {
+		_ = outer.RemoveAll(old)
+	}
+	return nil
+}
+
+// syncDir fsyncs directory p of root.
+func syncDir(root *os.Root, p string) error {
+	d, err := root.Open(p)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -127,6 +127,20 @@ func packEntry(tw *tar.Writer, root *os.Root, p string, fi fs.FileInfo, st *Pack
 	return nil
 }
 
+// Names of UnpackWorkspace's temporary directories in the workspaces' parent: no
+// sandbox id starts with a dot.
+const (
+	unpackTempPrefix     = ".incoming-"
+	unpackReplacedPrefix = ".replaced-"
+)
+
+// UnpackTemp reports whether name, an entry of a workspaces directory, is what an
+// UnpackWorkspace that did not finish (the process died) left behind: it may be
+// removed when no unpack into that directory runs.
+func UnpackTemp(name string) bool {
+	return strings.HasPrefix(name, unpackTempPrefix) || strings.HasPrefix(name, unpackReplacedPrefix)
+}
+
 // UnpackOptions are the settings of one UnpackWorkspace call.
 type UnpackOptions struct {
 	// MaxBytes bounds the total size of the regular files received; past it the
@@ -162,7 +176,7 @@ func UnpackWorkspace(ctx context.Context, r io.Reader, parent, name string, o Un
 		return err
 	}
 	defer outer.Close()
-	tmp := ".incoming-" + name + "-" + sessRandHex(6)
+	tmp := unpackTempPrefix + name + "-" + sessRandHex(6)
 	if err := outer.Mkdir(tmp, 0o755); err != nil {
 		return err
 	}
@@ -172,16 +186,7 @@ func UnpackWorkspace(ctx context.Context, r io.Reader, parent, name string, o Un
 			_ = outer.RemoveAll(tmp)
 		}
 	}()
-	root, err := outer.OpenRoot(tmp)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	files, err := unpackAll(ctx, tar.NewReader(r), root, o)
-	if err != nil {
-		return err
-	}
-	if err := syncTree(root, files); err != nil {
+	if err := unpackIn(ctx, r, outer, tmp, o); err != nil {
 		return err
 	}
 	if o.Install != nil {
@@ -194,6 +199,38 @@ func UnpackWorkspace(ctx context.Context, r io.Reader, parent, name string, o Un
 	}
 	installed = true
 	return syncDir(outer, ".")
+}
+
+// UnpackInto reads a stream PackWorkspace wrote from r into dir, an existing empty
+// directory (the root of a filesystem image being filled, say), and syncs it to disk.
+// It installs nothing: on an error dir holds part of the stream, and the caller, who
+// made dir, throws it away. o.Install is not called.
+func UnpackInto(ctx context.Context, r io.Reader, dir string, o UnpackOptions) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: failed to unpack workspace into %s: %w", dir, err)
+		}
+	}()
+	outer, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer outer.Close()
+	return unpackIn(ctx, r, outer, ".", o)
+}
+
+// unpackIn unpacks r into directory name of outer and syncs it.
+func unpackIn(ctx context.Context, r io.Reader, outer *os.Root, name string, o UnpackOptions) error {
+	root, err := outer.OpenRoot(name)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	files, err := unpackAll(ctx, tar.NewReader(r), root, o)
+	if err != nil {
+		return err
+	}
+	return syncTree(root, files)
 }
 
 // unpackAll creates every entry of the stream under root and returns the regular
@@ -290,7 +327,7 @@ func unpackFile(root *os.Root, p string, r io.Reader, size int64) error {
 func replaceDir(outer *os.Root, tmp, name string) error {
 	old := ""
 	if _, err := outer.Lstat(name); err == nil {
-		old = ".replaced-" + name + "-" + sessRandHex(6)
+		old = unpackReplacedPrefix + name + "-" + sessRandHex(6)
 		if err := outer.Rename(name, old); err != nil {
 			return err
 		}

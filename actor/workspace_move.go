@@ -306,3 +306,38 @@ func syncPath(p string) error {
 	}
 	return err
 }
+
+// Workspaces lists the sandboxes that have a workspace directory or a disk image on
+// this node, active or not, in no particular order: what a planned move of their
+// partitions streams to the new owner. (Extension.)
+func (n *Node) Workspaces() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if runtime.ValidID(id) && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	ents, err := os.ReadDir(n.workspacesDir())
+	if err != nil {
+		return nil, fmt.Errorf("actor: failed to list workspaces: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			add(e.Name())
+		}
+	}
+	if n.disks.present {
+		imgs, err := os.ReadDir(n.disksDir())
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("actor: failed to list workspace images: %w", err)
+		}
+		for _, e := range imgs {
+			if id, ok := strings.CutSuffix(e.Name(), ".img"); ok {
+				add(id)
+			}
+		}
+	}
+	return out, nil
+}

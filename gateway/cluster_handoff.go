@@ -20,7 +20,9 @@ import (
 //  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
-//  3. The hook returns; the cluster node reports to the leader, which gives the
+//  3. The workspace of each of them, and of every sandbox of the partitions it holds
+//     one of, is streamed to the new owner (workspace_move.go).
+//  4. The hook returns; the cluster node reports to the leader, which gives the
 //     partitions to the new owner at once.
 //
 // Step 2 writes while the table already refuses the sandboxes (cluster.ErrHandoff)
@@ -41,8 +43,9 @@ import (
 // more than the margin late. Writes are safe regardless: the store orders them
 // against the CompleteHandoff and refuses those after it.
 
-// handoffWorkers bounds how many activations one handoff ends at once: each may wait
-// for its processes' kill grace.
+// handoffWorkers bounds how many activations one handoff ends, and how many
+// workspaces it streams, at once: each may wait for its processes' kill grace, or
+// for a stream the new owner writes to disk.
 const handoffWorkers = 8
 
 // handoffGate is the actor's admission and epoch (actor.Config.Admission, Epoch):
@@ -54,6 +57,11 @@ type handoffGate struct {
 	pending atomic.Int64  // len(ending): the fast path skips the lock when 0
 	mu      sync.Mutex
 	ending  map[string]time.Time // sandbox → end of its window (monotonic)
+
+	// Workspaces arriving here for a planned move (workspace_move.go): their
+	// sandboxes are refused until the import ended.
+	arriving atomic.Int64 // len(incoming)
+	incoming map[string]bool
 }
 
 // newHandoffGate returns the gate of cn, whose node lease is lease.
@@ -63,6 +71,9 @@ func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
 
 // admit is actor.Config.Admission.
 func (g *handoffGate) admit(sb string) error {
+	if g.isArriving(sb) {
+		return cluster.ErrHandoff
+	}
 	err := g.cn.Admit(sb)
 	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) {
 		return nil
@@ -128,13 +139,28 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	}
 	stopped := s.streams.stopWhere(moving)
 	var ids []string
+	active := map[string]bool{}
 	for _, sb := range s.node.ActiveSandboxes() {
 		if moving(sb) {
 			ids = append(ids, sb)
+			active[sb] = true
+		}
+	}
+	nActive := len(ids)
+	send := s.cfg.WorkspaceMoveMax >= 0
+	if send { // and the workspaces of those it does not run (workspace_move.go)
+		stored, err := s.node.Workspaces()
+		if err != nil {
+			s.log.Error("failed to list workspaces to stream for a planned move: they are lost", "err", err)
+		}
+		for _, sb := range stored {
+			if !active[sb] && moving(sb) {
+				ids = append(ids, sb)
+			}
 		}
 	}
 	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
-		"active", len(ids), "streams", stopped)
+		"active", nActive, "workspaces", len(ids)-nActive, "streams", stopped)
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(handoffWorkers, len(ids)) {
@@ -142,11 +168,25 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 		go func() {
 			defer wg.Done()
 			for sb := range work {
-				s.handoffs.begin(sb, until)
-				if err := s.node.Deactivate(ctx, sb); err != nil {
-					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+				if active[sb] {
+					s.handoffs.begin(sb, until)
+					err := s.node.Deactivate(ctx, sb)
+					s.handoffs.end(sb)
+					if err != nil {
+						s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+						continue // its workspace may still be in use
+					}
 				}
-				s.handoffs.end(sb)
+				if send && moving(sb) {
+					began := time.Now()
+					st, err := s.sendWorkspace(ctx, h, sb)
+					if err != nil {
+						s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
+						continue
+					}
+					s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,
+						"took", time.Since(began))
+				}
 			}
 		}()
 	}

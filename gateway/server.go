@@ -49,6 +49,8 @@ type Server struct {
 	// tempSweeps holds a *sync.Once per sandbox whose workspace had its stale
 	// temporary files removed (see openWorkspace).
 	tempSweeps sync.Map
+	// moveBodyHook wraps the workspace streams this node sends (tests).
+	moveBodyHook moveBodyHook
 
 	// streamCtx is cancelled by Shutdown so SSE and WebSocket streams end.
 	streamCtx    context.Context

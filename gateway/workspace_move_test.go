@@ -244,3 +244,36 @@ func TestWorkspaceRouteRefusesTenants(t *testing.T) {
 		t.Fatalf("the workspace changed: %q", got)
 	}
 }
+
+// TestDrainWorkspaceOverBound drains a with two sandboxes: one whose files are over
+// Config.WorkspaceMoveMax, which arrives without its workspace (sandbox.moved names
+// it lost), and one under it that a no longer runs when the drain begins, whose
+// workspace a streams all the same.
+func TestDrainWorkspaceOverBound(t *testing.T) {
+	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000; c.WorkspaceMoveMax = 1 << 20 })
+	a, b := tr.node("a"), tr.node("b")
+	over, under := tr.ownedBy("wso", "a"), tr.ownedBy("wsu", "a")
+	b.sandbox(over)
+	b.sandbox(under)
+	b.must(http.StatusNoContent, "PUT", filesPath(over)+"?path=big.bin", make([]byte, 2<<20))
+	b.must(http.StatusNoContent, "PUT", filesPath(under)+"?path=small.txt", "small\n")
+	if err := a.srv.node.Deactivate(context.Background(), under); err != nil {
+		t.Fatal(err)
+	}
+	drainedMove(t, tr, over)
+	eventually(t, clusterPatience, under+" to be served by a new owner", func() bool {
+		o, _, ok := b.srv.cluster.Owner(under)
+		return ok && o != "a"
+	})
+	if got := string(b.must(http.StatusOK, "GET", filesPath(under)+"?path=small.txt", nil).body); got != "small\n" {
+		t.Fatalf("small.txt after the move: %q", got)
+	}
+	b.must(http.StatusNotFound, "GET", filesPath(over)+"?path=big.bin", nil)
+	for sb, want := range map[string]bool{over: true, under: false} {
+		moved := movedData(t, b, sb)
+		if len(moved) != 1 || slices.Contains(lostOf(moved[0]), "workspace") != want {
+			raw, _ := json.Marshal(moved)
+			t.Errorf("%s: sandbox.moved %s, want workspace lost: %v", sb, raw, want)
+		}
+	}
+}

@@ -3,8 +3,8 @@ package gateway
 import (
 	"fmt"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 // TestArrivingHammer marks workspaces as arriving and done from many goroutines while

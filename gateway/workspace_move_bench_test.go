@@ -98,14 +98,28 @@ func moveOnce(tb testing.TB, url string, secret []byte, src, name string) {
 // files (split over 1, 4 or 8 workspaces streamed at once, as a drain's workers do)
 // through the whole path over loopback HTTP, against `tar -cf - | tar -xf -` of the
 // same trees followed by `sync -f` (the stream syncs its filesystem too), rounds
-// interleaved. Run with -benchtime=1x.
+// interleaved; onto the disk, and onto /dev/shm to see the path's own cost. Run with
+// -benchtime=1x.
 func BenchmarkWorkspaceMove(b *testing.B) {
 	const total = 100 << 20
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	for _, conc := range []int{1, 4, 8} {
-		b.Run(fmt.Sprintf("streams=%d", conc), func(b *testing.B) {
+	cases := []struct {
+		conc int
+		mem  bool // the receiver writes to /dev/shm: the path's own cost, without the disk
+	}{{1, false}, {4, false}, {8, false}, {1, true}, {4, true}}
+	for _, tc := range cases {
+		conc := tc.conc
+		b.Run(fmt.Sprintf("streams=%d/memory=%v", conc, tc.mem), func(b *testing.B) {
 			src, dst := b.TempDir(), b.TempDir()
+			if tc.mem {
+				d, err := os.MkdirTemp("/dev/shm", "wsmove")
+				if err != nil {
+					b.Skipf("no /dev/shm: %v", err)
+				}
+				defer os.RemoveAll(d)
+				dst = d
+			}
 			var names []string
 			for i := range conc {
 				names = append(names, fmt.Sprintf("sb%d", i))
@@ -152,7 +166,7 @@ func BenchmarkWorkspaceMove(b *testing.B) {
 			b.ReportMetric(ours[1], "stream-MiB/s")
 			b.ReportMetric(raw[1], "tar-MiB/s")
 			b.ReportMetric(ours[1]/raw[1], "ratio")
-			b.Logf("streams=%d: stream %.0f MiB/s, tar|tar %.0f MiB/s (rounds: %.0f / %.0f)", conc, ours[1], raw[1], ours, raw)
+			b.Logf("streams=%d memory=%v: stream %.0f MiB/s, tar|tar %.0f MiB/s (rounds: %.0f / %.0f)", conc, tc.mem, ours[1], raw[1], ours, raw)
 		})
 	}
 }

@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"time"
 )
@@ -57,7 +59,10 @@ func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o Pack
 		return st, err
 	}
 	defer ws.Close()
-	tw := tar.NewWriter(w)
+	// Buffered: tar writes each header and each file in small pieces, and a pipe or
+	// connection behind w costs a handoff per write.
+	bw := bufio.NewWriterSize(w, tarBuffer)
+	tw := tar.NewWriter(bw)
 	root := ws.root
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -78,8 +83,14 @@ func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o Pack
 	if err != nil {
 		return st, err
 	}
-	return st, tw.Close()
+	if err := tw.Close(); err != nil {
+		return st, err
+	}
+	return st, bw.Flush()
 }
+
+// tarBuffer is the buffer between a tar stream and its reader or writer.
+const tarBuffer = 1 << 20
 
 // packEntry writes one entry of the walk.
 func packEntry(tw *tar.Writer, root *os.Root, p string, fi fs.FileInfo, st *PackStats, max int64) error {
@@ -226,7 +237,7 @@ func unpackIn(ctx context.Context, r io.Reader, outer *os.Root, name string, o U
 		return err
 	}
 	defer root.Close()
-	files, err := unpackAll(ctx, tar.NewReader(r), root, o)
+	files, err := unpackAll(ctx, tar.NewReader(bufio.NewReaderSize(r, tarBuffer)), root, o)
 	if err != nil {
 		return err
 	}
@@ -244,6 +255,8 @@ func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptio
 	var dirs []dirAttr
 	var files []string
 	var total int64
+	dc := &dirCache{top: root}
+	defer dc.close()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -260,21 +273,25 @@ func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptio
 			return nil, fmt.Errorf("%w: entry name %q", ErrInvalid, hdr.Name)
 		}
 		mode := fs.FileMode(hdr.Mode) & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		d, base, err := dc.in(p)
+		if err != nil {
+			return nil, err
+		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := root.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			if err := d.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 				return nil, err
 			}
 			dirs = append(dirs, dirAttr{p, mode, hdr.ModTime})
 		case tar.TypeSymlink:
-			if err := root.Symlink(hdr.Linkname, p); err != nil {
+			if err := d.Symlink(hdr.Linkname, base); err != nil {
 				return nil, err
 			}
 		case tar.TypeReg:
 			if total += hdr.Size; o.MaxBytes > 0 && total > o.MaxBytes {
 				return nil, fmt.Errorf("%w: more than %d bytes of files", ErrWorkspaceTooLarge, o.MaxBytes)
 			}
-			if err := unpackFile(root, p, tr, hdr.Size); err != nil {
+			if err := unpackFile(d, base, tr, hdr.Size); err != nil {
 				return nil, err
 			}
 			files = append(files, p)
@@ -282,21 +299,22 @@ func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptio
 			return nil, fmt.Errorf("%w: entry %q of type %q", ErrInvalid, hdr.Name, hdr.Typeflag)
 		}
 		if o.Chown {
-			if err := root.Lchown(p, hdr.Uid, hdr.Gid); err != nil {
+			if err := d.Lchown(base, hdr.Uid, hdr.Gid); err != nil {
 				return nil, err
 			}
 		}
 		if hdr.Typeflag == tar.TypeReg {
 			// After the chown, which clears setuid and setgid bits. A directory's
 			// mode is set last: a read-only one would refuse its own entries.
-			if err := root.Chmod(p, mode); err != nil {
+			if err := d.Chmod(base, mode); err != nil {
 				return nil, err
 			}
-			if err := root.Chtimes(p, hdr.ModTime, hdr.ModTime); err != nil {
+			if err := d.Chtimes(base, hdr.ModTime, hdr.ModTime); err != nil {
 				return nil, err
 			}
 		}
 	}
+	dc.close()
 	for i := len(dirs) - 1; i >= 0; i-- { // children before parents
 		d := dirs[i]
 		if err := root.Chmod(d.name, d.mode); err != nil {
@@ -307,6 +325,42 @@ func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptio
 		}
 	}
 	return files, nil
+}
+
+// dirCache keeps the directory of the last entry unpacked open, as an os.Root of its
+// own: a stream lists a directory's entries together, and making each by name in its
+// directory spares the walk from the top that every call on the top Root makes (one
+// openat per path element). Names still resolve inside the top Root only.
+type dirCache struct {
+	top  *os.Root
+	name string
+	r    *os.Root
+}
+
+// in returns the Root of p's directory and p's last element.
+func (c *dirCache) in(p string) (*os.Root, string, error) {
+	dir, base := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		return c.top, base, nil
+	}
+	if c.r != nil && c.name == dir {
+		return c.r, base, nil
+	}
+	c.close()
+	r, err := c.top.OpenRoot(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	c.name, c.r = dir, r
+	return r, base, nil
+}
+
+func (c *dirCache) close() {
+	if c.r != nil {
+		_ = c.r.Close()
+		c.r = nil
+	}
 }
 
 // unpackFile writes the size bytes of one regular file from r to a new file p.

@@ -181,9 +181,12 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 					began := time.Now()
 					st, err := s.sendWorkspace(ctx, h, sb)
 					if err != nil {
+						s.metrics.moves.WithLabelValues(moveSent, moveFailed).Inc()
 						s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
 						continue
 					}
+					s.metrics.moves.WithLabelValues(moveSent, moveOK).Inc()
+					s.metrics.moveBytes.Add(float64(st.Bytes))
 					s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,
 						"took", time.Since(began))
 				}

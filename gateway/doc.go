@@ -59,7 +59,10 @@
 // WebSockets with 1012 (streams_registry.go), and clients resume by offset. A planned
 // move (a drain or a rebalance: cluster.Config.OnHandoff) ends the old owner's
 // activations cleanly first, so the next owner records it as planned
-// (cluster_handoff.go; docs/design.md, "Planned moves").
+// (cluster_handoff.go; docs/design.md, "Planned moves"), and streams each moving
+// sandbox's workspace to the next owner over PUT /v1/cluster/workspaces/{sb}, a
+// node-to-node route outside the API that takes no token but a signature under the
+// cluster secret (workspace_move.go, node_auth.go).
 //
 // # Metrics
 //

@@ -53,6 +53,12 @@ const (
 	DefaultWorkspaceMoveMax = 4 << 30
 )
 
+// Labels of sandgate_workspace_moves_total.
+const (
+	moveSent, moveReceived = "sent", "received"
+	moveOK, moveFailed     = "ok", "failed"
+)
+
 // errMoveRefused is a workspace stream the new owner answered with an error.
 var errMoveRefused = errors.New("gateway: workspace stream refused")
 
@@ -165,6 +171,11 @@ func (s *Server) receiveWorkspace(w http.ResponseWriter, r *http.Request) error 
 			return nil
 		},
 	})
+	result := moveOK
+	if err != nil {
+		result = moveFailed
+	}
+	s.metrics.moves.WithLabelValues(moveReceived, result).Inc()
 	switch {
 	case err == nil:
 		s.log.Info("received a sandbox's workspace for a planned move", "sandbox", sb, "from", nr.from)

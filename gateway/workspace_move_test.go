@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/sandgate/sandgate/cluster"
 )
 
@@ -124,6 +126,19 @@ func TestDrainStreamsWorkspace(t *testing.T) {
 		t.Fatalf("sandbox.moved events: %s, want one planned to %s that lost nothing", raw, owner)
 	}
 	assertNoIncoming(t, tr.node(string(owner)))
+	wantMoves(t, tr.node("a"), moveSent, moveOK)
+	wantMoves(t, tr.node(string(owner)), moveReceived, moveOK)
+	if n := testutil.ToFloat64(tr.node("a").srv.metrics.moveBytes); n < float64(len(big)) {
+		t.Errorf("sandgate_workspace_move_bytes_total on a: %v, want at least %d", n, len(big))
+	}
+}
+
+// wantMoves checks that ts counted a workspace stream in direction with result.
+func wantMoves(t *testing.T, ts *testServer, direction, result string) {
+	t.Helper()
+	if n := testutil.ToFloat64(ts.srv.metrics.moves.WithLabelValues(direction, result)); n < 1 {
+		t.Errorf("sandgate_workspace_moves_total{%s,%s} on %s: %v", direction, result, ts.srv.cluster.ID(), n)
+	}
 }
 
 // TestDrainBrokenWorkspaceStream drains a while its workspace streams break after
@@ -169,6 +184,8 @@ func TestDrainBrokenWorkspaceStream(t *testing.T) {
 		t.Fatalf("the new owner's workspace holds %v, want nothing", dir.Entries)
 	}
 	assertNoIncoming(t, tr.node(string(owner)))
+	wantMoves(t, a, moveSent, moveFailed)
+	wantMoves(t, tr.node(string(owner)), moveReceived, moveFailed)
 }
 
 // errReader fails every read with err.

@@ -20,8 +20,9 @@ import (
 //  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
-//  3. The workspace of each of them, and of every sandbox of the partitions it holds
-//     one of, is streamed to the new owner (workspace_move.go).
+//  3. Once every one of them ended, the workspace of each, and of every sandbox of
+//     the partitions it holds one of, is streamed to the new owner
+//     (workspace_move.go).
 //  4. The hook returns; the cluster node reports to the leader, which gives the
 //     partitions to the new owner at once.
 //
@@ -161,37 +162,53 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	}
 	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
 		"active", nActive, "workspaces", len(ids)-nActive, "streams", stopped)
+	// Every activation ends before any workspace streams: a stream must not hold
+	// another sandbox's deactivation past the gate's window.
+	failed := map[string]bool{}
+	var mu sync.Mutex
+	inParallel(ctx, ids[:nActive], func(sb string) {
+		s.handoffs.begin(sb, until)
+		err := s.node.Deactivate(ctx, sb)
+		s.handoffs.end(sb)
+		if err != nil {
+			s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+			mu.Lock()
+			failed[sb] = true // its workspace may still be in use: it stays
+			mu.Unlock()
+		}
+	})
+	if !send {
+		return
+	}
+	inParallel(ctx, ids, func(sb string) {
+		if failed[sb] || !moving(sb) {
+			return
+		}
+		began := time.Now()
+		st, err := s.sendWorkspace(ctx, h, sb)
+		if err != nil {
+			s.metrics.moves.WithLabelValues(moveSent, moveFailed).Inc()
+			s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
+			return
+		}
+		s.metrics.moves.WithLabelValues(moveSent, moveOK).Inc()
+		s.metrics.moveBytes.Add(float64(st.Bytes))
+		s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,
+			"took", time.Since(began))
+	})
+}
+
+// inParallel calls f for each of ids on up to handoffWorkers goroutines and returns
+// when every call returned; once ctx is done, the ids not yet handed out are skipped.
+func inParallel(ctx context.Context, ids []string, f func(sb string)) {
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(handoffWorkers, len(ids)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for sb := range work {
-				if active[sb] {
-					s.handoffs.begin(sb, until)
-					err := s.node.Deactivate(ctx, sb)
-					s.handoffs.end(sb)
-					if err != nil {
-						s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
-						continue // its workspace may still be in use
-					}
-				}
-				if send && moving(sb) {
-					began := time.Now()
-					st, err := s.sendWorkspace(ctx, h, sb)
-					if err != nil {
-						s.metrics.moves.WithLabelValues(moveSent, moveFailed).Inc()
-						s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
-						continue
-					}
-					s.metrics.moves.WithLabelValues(moveSent, moveOK).Inc()
-					s.metrics.moveBytes.Add(float64(st.Bytes))
-					s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,
-						"took", time.Since(began))
-				}
+				f(sb)
 			}
-		}()
+		})
 	}
 	for _, sb := range ids {
 		select {

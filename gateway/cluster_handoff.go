@@ -21,7 +21,8 @@ import (
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
 //  3. Once every one of them ended, the workspace of each, and of every sandbox of
-//     the partitions it holds one of, is streamed to the new owner
+//     the partitions it holds one of, is announced to the new owner, which then
+//     waits for it before it serves the sandbox, and streamed in the background
 //     (workspace_move.go).
 //  4. The hook returns; the cluster node reports to the leader, which gives the
 //     partitions to the new owner at once.
@@ -59,10 +60,12 @@ type handoffGate struct {
 	mu      sync.Mutex
 	ending  map[string]time.Time // sandbox → end of its window (monotonic)
 
-	// Workspaces arriving here for a planned move (workspace_move.go): their
-	// sandboxes are refused until the import ended.
+	// Workspaces announced to this node by a planned move (workspace_arrivals.go):
+	// their sandboxes are refused until the import ended.
 	arriving atomic.Int64 // len(incoming)
-	incoming map[string]bool
+	incoming map[string]*arrival
+	// alive reports whether a member is alive (set once before the server serves).
+	alive func(cluster.NodeID) bool
 }
 
 // newHandoffGate returns the gate of cn, whose node lease is lease.
@@ -180,22 +183,13 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	if !send {
 		return
 	}
-	inParallel(ctx, ids, func(sb string) {
-		if failed[sb] || !moving(sb) {
-			return
+	var move []string
+	for _, sb := range ids {
+		if !failed[sb] && moving(sb) {
+			move = append(move, sb)
 		}
-		began := time.Now()
-		st, err := s.sendWorkspace(ctx, h, sb)
-		if err != nil {
-			s.metrics.moves.WithLabelValues(moveSent, moveFailed).Inc()
-			s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
-			return
-		}
-		s.metrics.moves.WithLabelValues(moveSent, moveOK).Inc()
-		s.metrics.moveBytes.Add(float64(st.Bytes))
-		s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,
-			"took", time.Since(began))
-	})
+	}
+	s.moveWorkspaces(h, move)
 }
 
 // inParallel calls f for each of ids on up to handoffWorkers goroutines and returns

@@ -115,6 +115,7 @@ func (s *Server) buildRoutes() {
 	// Node to node, signed with the cluster secret rather than a token (node_auth.go):
 	// not an API route, so not in the table the API's tests and spec walk.
 	s.mux.Handle(workspaceRoute, s.wrap(route{pattern: workspaceRoute, handle: s.receiveWorkspace, public: true}))
+	s.mux.Handle(announceRoute, s.wrap(route{pattern: announceRoute, handle: s.receiveAnnounce, public: true}))
 	unknown := s.wrap(route{pattern: "", handle: s.unknownRoute, public: true})
 	s.mux.Handle("/", unknown)
 	// ServeMux answers a path that is not in canonical form ("//", "/./", "/../", as

@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
@@ -17,38 +17,46 @@ import (
 
 // Workspaces in a planned move (docs/design.md, "Planned moves"). Files stay on the
 // node that wrote them, so when a handoff moves a sandbox whose old owner is alive, the
-// old owner streams its workspace to the new one before the new one runs it:
+// old owner streams its workspace to the new one, which does not run the sandbox
+// before it arrived:
 //
-//  1. The old owner's hook (handOff) ends the sandbox's activation, then exports the
-//     workspace (actor.Node.ExportWorkspace: a tar stream) and PUTs it to the new
-//     owner's HTTP address at /v1/cluster/workspaces/{sb}?epoch=<the handoff's>,
-//     signed with the cluster secret (node_auth.go). Sandboxes it holds a workspace
-//     of but does not run go the same way. Up to handoffWorkers at once.
-//  2. The new owner checks the signature, waits until its table has the handoff,
-//     and takes the sandbox only while the handoff gives it to this node at that
-//     epoch. From then until the import ends, its admission refuses the sandbox here
-//     (cluster.ErrHandoff, so requests are held), even once the leader completed the
-//     handoff: nothing runs the sandbox on a half-written workspace.
-//  3. actor.Node.ImportWorkspace unpacks the stream beside the target and, once it
-//     ended, its body MAC checked and the partition is still (or now) this node's,
-//     renames it into place. Anything else installs nothing and removes what an
-//     earlier stay here left, so the sandbox's sandbox.moved names the workspace lost
-//     as after a crash.
+//  1. The old owner's hook (handOff) ends the handoff's activations. Then it
+//     announces to the new owner, in one request, every sandbox of the handoff whose
+//     workspace it holds (POST /v1/cluster/workspaces), and returns, so the handoff
+//     is reported and completes without waiting for the streams.
+//  2. The new owner waits until its table has the handoff and takes each announced
+//     sandbox that the handoff gives it at that epoch: from then its admission
+//     refuses the sandbox (cluster.ErrHandoff: requests are held), even once the
+//     handoff completed, until its workspace arrived or failed, the announcement
+//     expired (moveTimeout without a stream), or the old owner is no longer alive.
+//  3. The old owner streams the announced workspaces in the background, up to
+//     handoffWorkers at once (workspace_move_send.go): each a tar stream
+//     (actor.Node.ExportWorkspace) PUT to /v1/cluster/workspaces/{sb}.
+//  4. The new owner takes a stream only for a sandbox announced to it and still
+//     waiting. actor.Node.ImportWorkspace unpacks it beside the target and, once it
+//     ended and its body MAC checked, renames it into place. Anything else installs
+//     nothing and removes what an earlier stay here left, so the sandbox's
+//     sandbox.moved names the workspace lost as after a crash.
 //
-// The old owner keeps its copy: a handoff can still be aborted (the target died) and
-// give the partition back. What it keeps is a leftover once the move completed; a
-// later planned move back to it replaces it.
+// Every request is signed with the cluster secret (node_auth.go); these routes take no
+// API token. The old owner keeps its copy: a handoff can still be aborted (the target
+// died) and give the partition back. What it keeps is a leftover once the move
+// completed; a later planned move back to it replaces it.
 
 const (
-	// workspaceRoute is the node-to-node route that receives a workspace.
+	// workspaceRoute receives one workspace; announceRoute the list of those coming.
 	workspaceRoute = "PUT /v1/cluster/workspaces/{sb}"
+	announceRoute  = "POST /v1/cluster/workspaces"
 	// diskBytesHeader carries the size of the workspace's disk image (0: none).
 	diskBytesHeader = "X-Sandgate-Disk-Bytes"
 	// moveCatchUp bounds how long the new owner waits for its table to show the
-	// handoff the old owner saw before it sent.
+	// handoff the old owner saw before it announced.
 	moveCatchUp = 5 * time.Second
-	// moveTimeout bounds one workspace stream.
+	// moveTimeout bounds one workspace stream, and how long an announced workspace
+	// is waited for.
 	moveTimeout = 10 * time.Minute
+	// maxAnnounce bounds an announcement's body: about 200,000 sandbox ids.
+	maxAnnounce = 16 << 20
 	// DefaultWorkspaceMoveMax is Config.WorkspaceMoveMax's default: 4 GiB of files.
 	DefaultWorkspaceMoveMax = 4 << 30
 )
@@ -59,70 +67,71 @@ const (
 	moveOK, moveFailed     = "ok", "failed"
 )
 
-// errMoveRefused is a workspace stream the new owner answered with an error.
+// errMoveRefused is a workspace stream or announcement the other node refused.
 var errMoveRefused = errors.New("gateway: workspace stream refused")
 
-// sendWorkspace streams sandbox sb's workspace to h's new owner. The sandbox must not
-// be active here.
-func (s *Server) sendWorkspace(ctx context.Context, h cluster.Handoff, sb string) (st runtime.PackStats, err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("failed to send the workspace of %s to %s: %w", sb, h.To, err)
-		}
-	}()
-	addr := s.fwd.addrOf(s.cluster, h.To)
-	if addr == "" {
-		return st, fmt.Errorf("%w: %s is not alive", errMoveRefused, h.To)
-	}
-	ctx, cancel := context.WithTimeout(ctx, moveTimeout)
-	defer cancel()
-	e, err := s.node.ExportWorkspace(ctx, sb)
-	if err != nil {
-		return st, err
-	}
-	defer e.Close()
-	pr, pw := io.Pipe()
-	packed := make(chan error, 1)
-	go func() {
-		var err error
-		st, err = e.Pack(ctx, pw, runtime.PackOptions{MaxBytes: s.cfg.WorkspaceMoveMax})
-		pw.CloseWithError(err)
-		packed <- err
-	}()
-	var body io.Reader = pr
-	if f := s.moveBodyHook.Load(); f != nil {
-		body = (*f)(sb, body)
-	}
-	u := "http://" + addr + "/v1/cluster/workspaces/" + sb + "?epoch=" + strconv.FormatUint(h.Epoch, 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, io.NopCloser(body))
-	if err != nil {
-		pr.CloseWithError(err)
-		<-packed
-		return st, err
-	}
-	req.Header.Set(diskBytesHeader, strconv.FormatInt(e.DiskBytes, 10))
-	req.Header.Set("Content-Type", "application/x-tar")
-	signNodeRequest(s.secret, req, string(s.cluster.ID()), time.Now())
-	resp, err := s.fwd.transport.RoundTrip(req)
-	pr.CloseWithError(errMoveRefused) // a receiver that answered early read no more
-	perr := <-packed
-	if err != nil {
-		return st, errors.Join(err, perr)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode != http.StatusNoContent {
-		return st, errors.Join(fmt.Errorf("%w: %s: %s", errMoveRefused, resp.Status, msg), perr)
-	}
-	return st, perr
+// announceJSON is the body of announceRoute, and of its answer (Sandboxes: those the
+// new owner waits for).
+type announceJSON struct {
+	Epoch     uint64   `json:"epoch"`
+	Sandboxes []string `json:"sandboxes"`
 }
 
-// receiveWorkspace is workspaceRoute, the new owner's side (see the top of this file).
+// nodeRefused answers a request whose node signature did not check.
+func (s *Server) nodeRefused(r *http.Request, err error) error {
+	s.log.Warn("refused a node-to-node request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+	return errorf(http.StatusUnauthorized, codeUnauthorized, "this route takes requests from cluster members only")
+}
+
+// receiveAnnounce is announceRoute, the new owner's side of step 2.
+func (s *Server) receiveAnnounce(w http.ResponseWriter, r *http.Request) error {
+	nr, err := verifyNodeRequest(s.secret, r, time.Now())
+	if err != nil {
+		return s.nodeRefused(r, err)
+	}
+	var a announceJSON
+	if err := json.NewDecoder(io.LimitReader(nr, maxAnnounce)).Decode(&a); err != nil {
+		return badRequest("invalid announcement: %v", err)
+	}
+	if err := nr.verify(); err != nil {
+		return s.nodeRefused(r, err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), moveCatchUp)
+	err = s.cluster.WaitApplied(ctx, a.Epoch)
+	cancel()
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "this node's table did not reach the handoff at %d: %v", a.Epoch, err)
+	}
+	self := s.cluster.ID()
+	until := time.Now().Add(moveTimeout)
+	taken := announceJSON{Epoch: a.Epoch, Sandboxes: []string{}}
+	for _, sb := range a.Sandboxes {
+		if !runtime.ValidID(sb) {
+			continue
+		}
+		p := s.cluster.Partition(cluster.PartitionOf(sb))
+		if p.State != cluster.PartitionHandoff || p.Next != self || p.Epoch != a.Epoch || p.Owner != cluster.NodeID(nr.from) {
+			continue // not handed to this node by the sender at that epoch (now)
+		}
+		if s.handoffs.announce(sb, a.Epoch, cluster.NodeID(nr.from), until) {
+			taken.Sandboxes = append(taken.Sandboxes, sb)
+		}
+	}
+	writeJSON(w, http.StatusOK, taken)
+	return nil
+}
+
+// failedReader fails every read with err: an import of it installs nothing and
+// removes what an earlier stay left.
+type failedReader struct{ err error }
+
+func (f failedReader) Read([]byte) (int, error) { return 0, f.err }
+
+// receiveWorkspace is workspaceRoute, the new owner's side of step 4.
 func (s *Server) receiveWorkspace(w http.ResponseWriter, r *http.Request) error {
 	nr, err := verifyNodeRequest(s.secret, r, time.Now())
 	if err != nil {
-		s.log.Warn("refused a workspace stream", "remote", r.RemoteAddr, "err", err)
-		return errorf(http.StatusUnauthorized, codeUnauthorized, "this route takes requests from cluster members only")
+		return s.nodeRefused(r, err)
 	}
 	sb := r.PathValue("sb")
 	epoch, err := strconv.ParseUint(r.URL.Query().Get("epoch"), 10, 64)
@@ -133,39 +142,27 @@ func (s *Server) receiveWorkspace(w http.ResponseWriter, r *http.Request) error 
 	if err != nil || disk < 0 {
 		return badRequest("%s must be a byte count", diskBytesHeader)
 	}
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	self, part := s.cluster.ID(), cluster.PartitionOf(sb)
-	toUs := func(installing bool) bool {
-		a := s.cluster.Partition(part)
-		if a.State == cluster.PartitionHandoff {
-			return a.Next == self && a.Epoch == epoch
-		}
-		// Completed meanwhile: this node has refused the sandbox since the stream
-		// began (arriving), so nothing ran it here yet.
-		return installing && a.Owner == self && a.Epoch > epoch
-	}
-	wait, stop := context.WithTimeout(ctx, moveCatchUp)
-	err = s.cluster.WaitApplied(wait, epoch)
-	stop()
-	if err != nil || !toUs(false) {
-		return errorf(http.StatusConflict, codeConflict, "sandbox %s is not being handed to this node at epoch %d", sb, epoch)
-	}
-	if !s.handoffs.arrive(sb) {
-		return errorf(http.StatusConflict, codeConflict, "a workspace of sandbox %s is already arriving", sb)
+	if !s.handoffs.receive(sb, epoch, cluster.NodeID(nr.from)) {
+		return errorf(http.StatusConflict, codeConflict, "no workspace of sandbox %s is awaited from %s at epoch %d", sb, nr.from, epoch)
 	}
 	defer s.handoffs.arrived(sb)
-	if !toUs(false) { // checked again now that this node refuses the sandbox
-		return errorf(http.StatusConflict, codeConflict, "sandbox %s is no longer being handed to this node", sb)
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	var body io.Reader = nr
+	if r.URL.Query().Get("abort") != "" { // the old owner could not read it (signed in the URI)
+		body = failedReader{fmt.Errorf("%w: the old owner could not send it", errMoveRefused)}
 	}
-	err = s.node.ImportWorkspace(ctx, sb, nr, actor.ImportOptions{
+	self, part := s.cluster.ID(), cluster.PartitionOf(sb)
+	err = s.node.ImportWorkspace(ctx, sb, body, actor.ImportOptions{
 		DiskBytes: disk,
 		MaxBytes:  s.cfg.WorkspaceMoveMax,
 		Install: func() error {
 			if err := nr.verify(); err != nil {
 				return err
 			}
-			if !toUs(true) {
+			// Nothing ran the sandbox here since the announcement; the partition
+			// must still be coming here, or be here.
+			if p := s.cluster.Partition(part); p.Owner != self && (p.State != cluster.PartitionHandoff || p.Next != self) {
 				return fmt.Errorf("%w: sandbox %s moved elsewhere during the stream", errMoveRefused, sb)
 			}
 			return nil
@@ -184,57 +181,8 @@ func (s *Server) receiveWorkspace(w http.ResponseWriter, r *http.Request) error 
 	case errors.Is(err, runtime.ErrWorkspaceTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "%v", err)
 	case errors.Is(err, errNodeAuth):
-		return errorf(http.StatusUnauthorized, codeUnauthorized, "%v", err)
+		return s.nodeRefused(r, err)
 	}
 	s.log.Warn("failed to receive a sandbox's workspace: it is lost", "sandbox", sb, "from", nr.from, "err", err)
 	return errorf(http.StatusServiceUnavailable, codeUnavailable, "%v", err)
 }
-
-// arrive marks sb's workspace as arriving: until arrived, admission refuses sb on this
-// node. It reports false when one already is.
-func (g *handoffGate) arrive(sb string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.incoming[sb] {
-		return false
-	}
-	if g.incoming == nil {
-		g.incoming = map[string]bool{}
-	}
-	g.incoming[sb] = true
-	g.arriving.Add(1)
-	return true
-}
-
-// arrived ends what arrive began.
-func (g *handoffGate) arrived(sb string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.incoming[sb] {
-		delete(g.incoming, sb)
-		g.arriving.Add(-1)
-	}
-}
-
-// isArriving reports whether sb's workspace is arriving. The common path takes no lock.
-func (g *handoffGate) isArriving(sb string) bool {
-	if g.arriving.Load() == 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.incoming[sb]
-}
-
-// serve is the request path's admission: the cluster's, except that a sandbox whose
-// workspace is arriving is held as one in handoff is.
-func (g *handoffGate) serve(sb string) error {
-	if g.isArriving(sb) {
-		return cluster.ErrHandoff
-	}
-	return g.cn.Admit(sb)
-}
-
-// moveBodyHook, when set (tests), wraps the body of each workspace stream this node
-// sends.
-type moveBodyHook = atomic.Pointer[func(sb string, r io.Reader) io.Reader]

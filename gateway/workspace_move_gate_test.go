@@ -6,35 +6,42 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/cluster"
 )
 
-// TestArrivingHammer marks workspaces as arriving and done from many goroutines while
-// others ask: a sandbox is reported arriving exactly while one import holds it, a
-// second import of it is refused meanwhile, and the lock-free fast path sees none
-// once all ended.
+// TestArrivingHammer announces and receives workspaces from many goroutines while
+// they ask: at most one stream of a sandbox is received at a time, a sandbox is
+// arriving while its stream is received, and the count the lock-free path reads
+// always matches the map.
 func TestArrivingHammer(t *testing.T) {
 	t.Parallel()
 	g := &handoffGate{ending: map[string]time.Time{}}
 	const workers, rounds = 8, 2000
-	var wg sync.WaitGroup
+	until := time.Now().Add(time.Hour)
+	var holders [4]atomic.Int32
 	var got atomic.Int64
+	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Go(func() {
-			sb := fmt.Sprintf("sb-%d", w%4) // two workers per sandbox: they contend
+			i := w % 4 // two workers per sandbox: they contend
+			sb := fmt.Sprintf("sb-%d", i)
 			for range rounds {
-				if !g.arrive(sb) {
+				g.announce(sb, 1, "x", until)
+				if !g.receive(sb, 1, "x") {
 					continue
 				}
 				got.Add(1)
-				if !g.isArriving(sb) {
-					errs <- fmt.Errorf("%s not arriving while held", sb)
+				if holders[i].Add(1) != 1 {
+					errs <- fmt.Errorf("%s received twice at once", sb)
 					return
 				}
-				if g.arrive(sb) {
-					errs <- fmt.Errorf("%s arrived twice at once", sb)
+				if !g.isArriving(sb) || g.announce(sb, 1, "x", until) {
+					errs <- fmt.Errorf("%s not arriving, or announced again, while received", sb)
 					return
 				}
+				holders[i].Add(-1)
 				g.arrived(sb)
 			}
 		})
@@ -45,9 +52,53 @@ func TestArrivingHammer(t *testing.T) {
 		t.Error(err)
 	}
 	if got.Load() == 0 {
-		t.Fatal("no import ever got a sandbox")
+		t.Fatal("no stream was ever received")
 	}
-	if n := g.arriving.Load(); n != 0 || len(g.incoming) != 0 {
-		t.Fatalf("after the hammer: %d arriving, %v", n, g.incoming)
+	if n := g.arriving.Load(); n != int64(len(g.incoming)) {
+		t.Fatalf("after the hammer: count %d, map %v", n, g.incoming)
+	}
+}
+
+// TestArrivalExpiry: an announced workspace is awaited only until its time and while
+// its sender is alive; once dropped it cannot be received, and one being received
+// stays arriving whatever happens to its sender.
+func TestArrivalExpiry(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		until     time.Duration
+		alive     bool
+		receive   bool // received before the checks
+		wantAwait bool
+	}{
+		{name: "awaited", until: time.Hour, alive: true, wantAwait: true},
+		{name: "past its time", until: -time.Second, alive: true},
+		{name: "sender gone", until: time.Hour, alive: false},
+		{name: "received, sender gone", until: time.Hour, alive: true, receive: true, wantAwait: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var alive atomic.Bool
+			alive.Store(true)
+			g := &handoffGate{ending: map[string]time.Time{}, alive: func(cluster.NodeID) bool { return alive.Load() }}
+			g.announce("sb", 7, "old", time.Now().Add(tt.until))
+			if tt.receive && !g.receive("sb", 7, "old") {
+				t.Fatal("not received")
+			}
+			alive.Store(tt.alive)
+			if got := g.isArriving("sb"); got != tt.wantAwait {
+				t.Fatalf("arriving %v, want %v", got, tt.wantAwait)
+			}
+			if !tt.wantAwait {
+				alive.Store(true) // back: what was dropped stays dropped
+				if g.isArriving("sb") || g.receive("sb", 7, "old") {
+					t.Fatal("a dropped announcement came back")
+				}
+			}
+			if !tt.receive && tt.wantAwait && (g.receive("sb", 8, "old") || g.receive("sb", 7, "other")) {
+				t.Fatal("received for another handoff or sender")
+			}
+		})
 	}
 }

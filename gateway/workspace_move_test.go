@@ -71,7 +71,10 @@ func drainedMove(t *testing.T, tr *trio, sb string) (owner cluster.NodeID, degra
 		}
 	}
 	a.srv.hooks.onHandoff.Store(&hook)
-	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
+	eventually(t, clusterPatience, "the drain to be accepted", func() bool {
+		r, err := b.send(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil)
+		return err == nil && r.status == http.StatusAccepted
+	})
 	eventually(t, clusterPatience, sb+" to be served by a new owner", func() bool {
 		o, _, ok := b.srv.cluster.Owner(sb)
 		if !ok || o == "a" {
@@ -84,6 +87,23 @@ func drainedMove(t *testing.T, tr *trio, sb string) (owner cluster.NodeID, degra
 	return owner, func() bool { return fenced.Load() || time.Duration(slowHook.Load()) >= a.srv.handoffs.window }
 }
 
+// mustSetUp is ts.must for a test's set-up in a trio, retried while the answer is 503:
+// a loaded machine sees elections right after the trio forms, and a write then may
+// be refused as of unknown outcome (every set-up request here is idempotent).
+func mustSetUp(t *testing.T, ts *testServer, want int, method, path string, body any) response {
+	t.Helper()
+	var r response
+	eventually(t, clusterPatience, method+" "+path, func() bool {
+		var err error
+		r, err = ts.send(testToken, method, path, body)
+		return err == nil && r.status != http.StatusServiceUnavailable
+	})
+	if r.status != want && !(want == http.StatusCreated && r.status == http.StatusOK) {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
+	}
+	return r
+}
+
 // TestDrainStreamsWorkspace writes files through the files API and a process (a
 // subdirectory, a symlink, an executable, a 10 MiB file) into a sandbox owned by a,
 // drains a, and reads them back through both other nodes, byte for byte, with the
@@ -93,14 +113,14 @@ func TestDrainStreamsWorkspace(t *testing.T) {
 	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000 })
 	b, c := tr.node("b"), tr.node("c")
 	sb := tr.ownedBy("ws", "a")
-	c.sandbox(sb)
+	mustSetUp(t, c, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb})
 	big := make([]byte, 10<<20)
 	_, _ = rand.Read(big)
 	files := filesPath(sb)
-	c.must(http.StatusNoContent, "PUT", files+"?path=sub/dir/a.txt", "hello\n")
-	c.must(http.StatusNoContent, "PUT", files+"?path=big.bin", big)
-	c.must(http.StatusNoContent, "PUT", files+"?path=run.sh&mode=0755", "#!/bin/sh\necho ran\n")
-	c.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "ln -s sub/dir/a.txt link && mkdir empty"})
+	mustSetUp(t, c, http.StatusNoContent, "PUT", files+"?path=sub/dir/a.txt", "hello\n")
+	mustSetUp(t, c, http.StatusNoContent, "PUT", files+"?path=big.bin", big)
+	mustSetUp(t, c, http.StatusNoContent, "PUT", files+"?path=run.sh&mode=0755", "#!/bin/sh\necho ran\n")
+	mustSetUp(t, c, http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "ln -sfn sub/dir/a.txt link && mkdir -p empty"})
 
 	owner, degraded := drainedMove(t, tr, sb)
 	for _, ts := range []*testServer{b, c} {
@@ -149,10 +169,10 @@ func TestDrainBrokenWorkspaceStream(t *testing.T) {
 	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000 })
 	a, b := tr.node("a"), tr.node("b")
 	sb := tr.ownedBy("wsb", "a")
-	b.sandbox(sb)
+	mustSetUp(t, b, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb})
 	files := filesPath(sb)
-	b.must(http.StatusNoContent, "PUT", files+"?path=first.txt", "first\n")
-	b.must(http.StatusNoContent, "PUT", files+"?path=big.bin", make([]byte, 4<<20))
+	mustSetUp(t, b, http.StatusNoContent, "PUT", files+"?path=first.txt", "first\n")
+	mustSetUp(t, b, http.StatusNoContent, "PUT", files+"?path=big.bin", make([]byte, 4<<20))
 	var broken atomic.Int32
 	cut := func(s string, r io.Reader) io.Reader {
 		if s != sb {
@@ -209,56 +229,76 @@ func assertNoIncoming(t *testing.T, ts *testServer) {
 
 func filesPath(sb string) string { return "/v1/sandboxes/" + sb + "/files" }
 
-// TestWorkspaceRouteRefusesTenants: the node-to-node workspace route takes no API
+// TestWorkspaceRouteRefusesTenants: the node-to-node workspace routes take no API
 // token, a tenant's or an admin's, nor a request signed with another secret or at
-// another time; a correctly signed one gets past the signature to the handoff check
-// (409: nothing is being handed to this node), and nothing is installed.
+// another time; a correctly signed one gets past the signature (a stream nobody
+// announced is 409, an announcement of a sandbox not being handed here awaits
+// nothing), and nothing is installed or held.
 func TestWorkspaceRouteRefusesTenants(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.sandbox("tgt")
 	ts.must(http.StatusNoContent, "PUT", filesPath("tgt")+"?path=keep.txt", "mine\n")
-	const uri = "/v1/cluster/workspaces/tgt?epoch=1"
 	wrong := bytes.Repeat([]byte("w"), 32)
+	routes := []struct {
+		method, uri, body string
+		signedOK          int
+	}{
+		{http.MethodPut, "/v1/cluster/workspaces/tgt?epoch=1", string(make([]byte, 1024)), http.StatusConflict},
+		{http.MethodPut, "/v1/cluster/workspaces/tgt?epoch=1&abort=1", "", http.StatusConflict},
+		{http.MethodPost, "/v1/cluster/workspaces", `{"epoch":1,"sandboxes":["tgt"]}`, http.StatusOK},
+	}
 	tests := []struct {
 		name   string
 		token  string
 		secret []byte
 		at     time.Time
-		want   int
+		ok     bool
 	}{
-		{name: "no credentials", want: http.StatusUnauthorized},
-		{name: "tenant token", token: testToken, want: http.StatusUnauthorized},
-		{name: "admin token", token: testAdminToken, want: http.StatusUnauthorized},
-		{name: "another secret", secret: wrong, at: time.Now(), want: http.StatusUnauthorized},
-		{name: "stale signature", secret: ts.srv.secret, at: time.Now().Add(-2 * nodeAuthSkew), want: http.StatusUnauthorized},
-		{name: "cluster secret", secret: ts.srv.secret, at: time.Now(), want: http.StatusConflict},
+		{name: "no credentials"},
+		{name: "tenant token", token: testToken},
+		{name: "admin token", token: testAdminToken},
+		{name: "another secret", secret: wrong, at: time.Now()},
+		{name: "stale signature", secret: ts.srv.secret, at: time.Now().Add(-2 * nodeAuthSkew)},
+		{name: "cluster secret", secret: ts.srv.secret, at: time.Now(), ok: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPut, ts.url+uri, bytes.NewReader(make([]byte, 1024)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set(diskBytesHeader, "0")
-			if tt.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tt.token)
-			}
-			if tt.secret != nil {
-				signNodeRequest(tt.secret, req, "x", tt.at)
-			}
-			resp, err := ts.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tt.want {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, body)
-			}
-		})
+	for _, rt := range routes {
+		for _, tt := range tests {
+			t.Run(rt.method+" "+rt.uri+" "+tt.name, func(t *testing.T) {
+				req, err := http.NewRequest(rt.method, ts.url+rt.uri, strings.NewReader(rt.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set(diskBytesHeader, "0")
+				if tt.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tt.token)
+				}
+				if tt.secret != nil {
+					signNodeRequest(tt.secret, req, "x", tt.at)
+				}
+				resp, err := ts.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := http.StatusUnauthorized
+				if tt.ok {
+					want = rt.signedOK
+				}
+				if resp.StatusCode != want {
+					t.Fatalf("status %d, want %d: %s", resp.StatusCode, want, body)
+				}
+				if rt.method == http.MethodPost && tt.ok && !strings.Contains(string(body), `"sandboxes":[]`) {
+					t.Fatalf("announcement answered %s, want nothing awaited", body)
+				}
+			})
+		}
 	}
 	if got := string(ts.must(http.StatusOK, "GET", filesPath("tgt")+"?path=keep.txt", nil).body); got != "mine\n" {
 		t.Fatalf("the workspace changed: %q", got)
+	}
+	if ts.srv.handoffs.isArriving("tgt") {
+		t.Fatal("tgt is held as arriving")
 	}
 }
 
@@ -270,10 +310,10 @@ func TestDrainWorkspaceOverBound(t *testing.T) {
 	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000; c.WorkspaceMoveMax = 1 << 20 })
 	a, b := tr.node("a"), tr.node("b")
 	over, under := tr.ownedBy("wso", "a"), tr.ownedBy("wsu", "a")
-	b.sandbox(over)
-	b.sandbox(under)
-	b.must(http.StatusNoContent, "PUT", filesPath(over)+"?path=big.bin", make([]byte, 2<<20))
-	b.must(http.StatusNoContent, "PUT", filesPath(under)+"?path=small.txt", "small\n")
+	mustSetUp(t, b, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": over})
+	mustSetUp(t, b, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": under})
+	mustSetUp(t, b, http.StatusNoContent, "PUT", filesPath(over)+"?path=big.bin", make([]byte, 2<<20))
+	mustSetUp(t, b, http.StatusNoContent, "PUT", filesPath(under)+"?path=small.txt", "small\n")
 	if err := a.srv.node.Deactivate(context.Background(), under); err != nil {
 		t.Fatal(err)
 	}
@@ -292,5 +332,84 @@ func TestDrainWorkspaceOverBound(t *testing.T) {
 			raw, _ := json.Marshal(moved)
 			t.Errorf("%s: sandbox.moved %s, want workspace lost: %v", sb, raw, want)
 		}
+	}
+}
+
+// gatedReader holds its first read until release is closed, and says when it began
+// waiting: a stream whose sender is slow to start.
+type gatedReader struct {
+	r       io.Reader
+	release <-chan struct{}
+	waiting *atomic.Bool
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.release != nil {
+		g.waiting.Store(true)
+		<-g.release
+		g.release = nil
+	}
+	return g.r.Read(p)
+}
+
+// TestDrainHoldsUntilWorkspaceArrives: the handoff completes while the workspace is
+// still on its way (the old owner announced it and reported at once), and the new
+// owner holds the sandbox's requests (503 past the hold timeout, never an empty
+// workspace) until the stream ended; then its files are there.
+func TestDrainHoldsUntilWorkspaceArrives(t *testing.T) {
+	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000 })
+	a, b := tr.node("a"), tr.node("b")
+	sb := tr.ownedBy("wsh", "a")
+	mustSetUp(t, b, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb})
+	mustSetUp(t, b, http.StatusNoContent, "PUT", filesPath(sb)+"?path=f.txt", "here\n")
+	release := make(chan struct{})
+	var waiting atomic.Bool
+	gate := func(s string, r io.Reader) io.Reader {
+		if s != sb {
+			return r
+		}
+		return &gatedReader{r: r, release: release, waiting: &waiting}
+	}
+	a.srv.moveBodyHook.Store(&gate)
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	eventually(t, clusterPatience, "the drain to be accepted", func() bool {
+		r, err := b.send(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil)
+		return err == nil && r.status == http.StatusAccepted
+	})
+	part := cluster.PartitionOf(sb)
+	eventually(t, clusterPatience, "the handoff to complete with the stream held", func() bool {
+		if !waiting.Load() {
+			return false
+		}
+		for _, n := range tr.nodes {
+			if p := n.srv.cluster.Partition(part); p.State != cluster.PartitionActive || p.Owner == "a" {
+				return false
+			}
+		}
+		return true
+	})
+	owner := tr.node(string(b.srv.cluster.Partition(part).Owner))
+	if !owner.srv.handoffs.isArriving(sb) {
+		t.Fatalf("%s does not hold %s while its workspace is on its way", owner.srv.cluster.ID(), sb)
+	}
+	// Held for the hold timeout (5 s), then 503: never served from an empty workspace.
+	if r := b.do("GET", filesPath(sb)+"?path=f.txt", nil); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("while the workspace streams: %d %s, want 503", r.status, r.body)
+	}
+	close(release)
+	released = true
+	eventually(t, clusterPatience, "the file on the new owner", func() bool {
+		r, err := b.send(testToken, "GET", filesPath(sb)+"?path=f.txt", nil)
+		return err == nil && r.status == http.StatusOK && string(r.body) == "here\n"
+	})
+	moved := movedData(t, b, sb)
+	if len(moved) != 1 || len(lostOf(moved[0])) != 0 {
+		raw, _ := json.Marshal(moved)
+		t.Fatalf("sandbox.moved %s, want one that lost nothing", raw)
 	}
 }

@@ -30,7 +30,7 @@ import (
 //     handoff completed, until its workspace arrived or failed, the announcement
 //     expired (moveTimeout without a stream), or the old owner is no longer alive.
 //  3. The old owner streams the announced workspaces in the background, up to
-//     handoffWorkers at once (workspace_move_send.go): each a tar stream
+//     handoffWorkers at once per node (workspace_move_send.go): each a tar stream
 //     (actor.Node.ExportWorkspace) PUT to /v1/cluster/workspaces/{sb}.
 //  4. The new owner takes a stream only for a sandbox announced to it and still
 //     waiting. actor.Node.ImportWorkspace unpacks it beside the target and, once it

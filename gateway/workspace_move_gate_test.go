@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -100,5 +101,48 @@ func TestArrivalExpiry(t *testing.T) {
 				t.Fatal("received for another handoff or sender")
 			}
 		})
+	}
+}
+
+// TestMoveRunnerBound runs many streams' worth of work on a moveRunner: never more
+// than handoffWorkers hold a slot at once, a cancelled wait gives up, and after close
+// nothing new starts.
+func TestMoveRunnerBound(t *testing.T) {
+	t.Parallel()
+	var m moveRunner
+	var now, peak atomic.Int32
+	ctx := t.Context()
+	for range 4 * handoffWorkers {
+		m.run(func() {
+			if !m.acquire(ctx) {
+				return
+			}
+			defer m.release()
+			n := now.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(time.Millisecond) // hold the slot while others try
+			now.Add(-1)
+		})
+	}
+	m.close()
+	if p := peak.Load(); p < 1 || p > handoffWorkers {
+		t.Fatalf("peak of %d streams at once, want 1..%d", p, handoffWorkers)
+	}
+	for range handoffWorkers {
+		if !m.acquire(ctx) {
+			t.Fatal("a free slot was refused")
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if m.acquire(cancelled) {
+		t.Fatal("acquired past the bound")
+	}
+	ran := false
+	m.run(func() { ran = true })
+	m.close()
+	if ran {
+		t.Fatal("a run started after close")
 	}
 }

@@ -39,6 +39,10 @@ func (s *Server) moveWorkspaces(h cluster.Handoff, ids []string) {
 	}
 	s.moves.run(func() {
 		inParallel(s.streamCtx, awaited, func(sb string) {
+			if !s.moves.acquire(s.streamCtx) {
+				return // shutting down: the new owner stops waiting when this node is gone
+			}
+			defer s.moves.release()
 			began := time.Now()
 			st, err := s.sendWorkspace(s.streamCtx, h, sb)
 			if err != nil {
@@ -162,14 +166,31 @@ func (s *Server) abortWorkspace(ctx context.Context, addr string, h cluster.Hand
 	return nil
 }
 
-// moveRunner runs the background workspace streams of a server. close stops new ones
-// and waits for those running (their context is the server's stream context, which
+// moveRunner runs the background workspace streams of a server, at most
+// handoffWorkers at once whatever the number of handoffs. close stops new ones and
+// waits for those running (their context is the server's stream context, which
 // Shutdown cancels first).
 type moveRunner struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+	sem    chan struct{} // made on first use
+	once   sync.Once
 }
+
+// acquire takes one of the server's stream slots, or reports false once ctx is done.
+func (m *moveRunner) acquire(ctx context.Context) bool {
+	m.once.Do(func() { m.sem = make(chan struct{}, handoffWorkers) })
+	select {
+	case m.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// release gives back a slot acquire took.
+func (m *moveRunner) release() { <-m.sem }
 
 // run starts f on a goroutine unless the runner is closed.
 func (m *moveRunner) run(f func()) {

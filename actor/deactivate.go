@@ -20,8 +20,9 @@ func (n *Node) Deactivate(ctx context.Context, sb string) error {
 	}
 	_, err := ask(ctx, a, func(a *sbActor) (struct{}, error) {
 		if a.rec != nil {
+			a.rec.Ended = len(a.sb.procs) > 0 // the next owner says processes were lost (moved.go)
 			a.endWork(true)
-			a.rec.Left = true // the next owner claims no loss of what ended here (moved.go)
+			a.rec.Left = true // the next owner claims no loss of what was not running here (moved.go)
 			a.saveRec()
 		}
 		a.deactivate = true

@@ -54,6 +54,9 @@
 //     index and the alarm heap re-read those sandboxes (changed.go).
 //   - [Node.Busy] and [Node.BusySandboxes] for the leader's rebalancing, which leaves
 //     busy sandboxes where they are (busy.go).
+//   - [Node.Deactivate], then [Node.ExportWorkspace] on the old owner and
+//     [Node.ImportWorkspace] on the new one, for a planned move: the workspace travels
+//     as a tar stream the gateway carries (workspace_move.go).
 //
 // An activation is bound to the epoch it was loaded at: a group of turns that finds
 // the epoch moved ends it like a fence and hands its requests to a fresh activation.
@@ -111,8 +114,9 @@
 //
 // Running processes do not survive Node.Close or a restart: they are ended and
 // process.exited is recorded (not by a node that may not run the sandbox any more).
-// Workspaces are local to a node: a moved sandbox starts with an empty one (and a
-// workspace image, Config.DiskImages, does not move at all). Commands of one session run in mailbox order (each waits
+// Workspaces are local to a node: a sandbox moved by a failover starts with an empty
+// one; only a planned move brings it along (ExportWorkspace, ImportWorkspace). Commands
+// of one session run in mailbox order (each waits
 // for the previous one, off the actor). Exec and session command timeouts are
 // wall-clock (the runtime's), not Config.Clock. Workspace handles are the caller's to
 // Close. A full mailbox refuses requests (ErrMailboxFull) rather than queueing them, so

@@ -30,7 +30,11 @@ import (
 //     node had, and is not claimed lost. What a node had stays on its disk.
 //
 // A planned move (Node.Deactivate) ends processes cleanly, recording their exits,
-// and marks the record Left, so "planned" is true and "processes" cannot be claimed.
+// and marks the record Left, so "planned" is true; "processes" is claimed when it
+// ended some (the record's Ended), since they do not run on here. Its workspace comes
+// along when the old owner streamed it (Node.ExportWorkspace, ImportWorkspace): an
+// import that arrived whole is never claimed lost, even when it is empty, and one that
+// failed left no workspace here, so the rule above claims it.
 // A record made before Node existed is not reported as moved.
 
 // ownerLostReason is the reason of process.exited for a process whose end its node
@@ -59,10 +63,12 @@ func (a *sbActor) arrive() {
 		if len(a.sb.lost) > 0 {
 			lost = append(lost, "processes")
 			reason = ownerLostReason
+		} else if a.rec.Left && a.rec.Ended {
+			lost = append(lost, "processes") // ended by the move, their exits recorded
 		}
 		dir := a.n.workspaceDir(a.id)
 		empty := dirEmpty(dir)
-		if empty && a.rec.Files {
+		if empty && a.rec.Files && !a.n.takeImported(a.id) {
 			lost = append(lost, "workspace")
 		}
 		if empty {
@@ -76,8 +82,9 @@ func (a *sbActor) arrive() {
 		a.emit("sandbox.moved", map[string]any{"from": from, "to": self, "lost": lost, "planned": a.rec.Left})
 	}
 	a.recordLost(reason)
+	a.n.takeImported(a.id)
 	if from != self || a.rec.Left {
-		a.rec.Node, a.rec.Left = self, false
+		a.rec.Node, a.rec.Left, a.rec.Ended = self, false, false
 		a.saveRec()
 		a.dirty = true
 	}

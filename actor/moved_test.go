@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,21 +44,28 @@ func movedEvents(t *testing.T, n *testNode, sb string) []map[string]any {
 }
 
 // TestSandboxMoved moves a sandbox from node a to node b, after a fence (unplanned)
-// or a Deactivate (planned), with and without work that wrote files: b posts
-// sandbox.moved saying what was lost, records processes a ended unseen as owner_lost,
-// and a later activation on b posts nothing more.
+// or a Deactivate (planned), with and without work that wrote files or still ran, and
+// with and without its workspace streamed from a to b (ExportWorkspace,
+// ImportWorkspace): b posts sandbox.moved saying what was lost, records processes a
+// ended unseen as owner_lost, and a later activation on b posts nothing more.
 func TestSandboxMoved(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
 		planned   bool
-		files     bool // run a process that writes a file on a
+		exec      string // run on a first ("" for nothing)
+		proc      bool   // a process still running at the move
+		stream    bool   // the workspace is streamed from a to b
 		wantLost  []string
-		wantOwner bool // a process.exited with owner_lost
+		wantOwner bool   // a process.exited with owner_lost
+		wantFile  string // content of f on b afterwards ("" for none)
 	}{
-		{name: "fenced", planned: false, files: true, wantLost: []string{"processes", "workspace"}, wantOwner: true},
-		{name: "planned", planned: true, files: true, wantLost: []string{"workspace"}},
-		{name: "planned-no-files", planned: true, files: false, wantLost: []string{}},
+		{name: "fenced", exec: "echo hi > f", proc: true, wantLost: []string{"processes", "workspace"}, wantOwner: true},
+		{name: "planned", planned: true, exec: "echo hi > f", proc: true, wantLost: []string{"processes", "workspace"}},
+		{name: "planned-streamed", planned: true, exec: "echo hi > f", proc: true, stream: true, wantLost: []string{"processes"}, wantFile: "hi\n"},
+		{name: "planned-streamed-empty", planned: true, exec: "true", stream: true, wantLost: []string{}},
+		{name: "planned-idle-files", planned: true, exec: "echo hi > f", wantLost: []string{"workspace"}},
+		{name: "planned-no-files", planned: true, wantLost: []string{}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,9 +74,12 @@ func TestSandboxMoved(t *testing.T) {
 			ctx := tctx(t)
 			mustCreate(t, a, "mv")
 			var p runtime.ProcessInfo
-			if tt.files {
-				_, err := a.Exec(ctx, "mv", runtime.ExecOptions{Command: "echo hi > f"})
+			if tt.exec != "" {
+				_, err := a.Exec(ctx, "mv", runtime.ExecOptions{Command: tt.exec})
 				must(t, err)
+			}
+			if tt.proc {
+				var err error
 				p, err = a.StartProcess(ctx, "mv", runtime.StartOptions{Argv: []string{"sleep", "300"}})
 				must(t, err)
 			}
@@ -77,6 +88,9 @@ func TestSandboxMoved(t *testing.T) {
 			} else {
 				a.Fence("lease expired")
 				eventually(t, 30*time.Second, "a's activation gone", func() bool { return a.ActiveActors() == 0 })
+			}
+			if tt.stream {
+				streamWorkspace(t, a.Node, b.Node, "mv")
 			}
 			ownA.deny.Store(true) // the table gives the sandbox to b
 			ownB.deny.Store(false)
@@ -97,13 +111,16 @@ func TestSandboxMoved(t *testing.T) {
 				t.Fatalf("sandbox.moved = %v, want lost %v planned %v", d, tt.wantLost, tt.planned)
 			}
 			reasons := exitReasons(t, b, "mv")
-			if got := reasons[p.ID] == ownerLostReason; tt.files && got != tt.wantOwner {
+			if got := reasons[p.ID] == ownerLostReason; tt.proc && got != tt.wantOwner {
 				t.Fatalf("process.exited reasons %v", reasons)
 			}
 			// The sandbox works on b, with a workspace, and a second activation
 			// there is not a move.
-			_, err = b.Exec(ctx, "mv", runtime.ExecOptions{Command: "true"})
+			res, err := b.Exec(ctx, "mv", runtime.ExecOptions{Command: "cat f 2>/dev/null; true"})
 			must(t, err)
+			if string(res.Stdout) != tt.wantFile {
+				t.Fatalf("f on b holds %q, want %q", res.Stdout, tt.wantFile)
+			}
 			passivateAll(t, b)
 			_, err = b.GetSandbox(ctx, "mv")
 			must(t, err)
@@ -118,6 +135,26 @@ func TestSandboxMoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// streamWorkspace moves sb's workspace from a to b, as a planned move does.
+func streamWorkspace(t *testing.T, a, b *Node, sb string) {
+	t.Helper()
+	ctx := tctx(t)
+	e, err := a.ExportWorkspace(ctx, sb)
+	must(t, err)
+	defer e.Close()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Pack(ctx, pw, runtime.PackOptions{})
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	err = b.ImportWorkspace(ctx, sb, pr, ImportOptions{DiskBytes: e.DiskBytes})
+	pr.CloseWithError(err)
+	must(t, <-done)
+	must(t, err)
 }
 
 // TestHammerMove moves sandboxes back and forth between two nodes on one store while

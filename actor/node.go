@@ -41,6 +41,7 @@ type Node struct {
 	closing    chan struct{}
 	syncing    map[string]bool     // ids whose indexes are being re-read → an activation started meanwhile
 	haltedRuns map[string]struct{} // halted with processes running: their exits are owner_lost (moved.go)
+	imported   map[string]struct{} // workspaces that arrived whole from their old owner (workspace_move.go)
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -65,7 +66,8 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
-		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{}}
+		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{},
+		imported: map[string]struct{}{}}
 	if n.store == nil {
 		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {
@@ -85,6 +87,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	}
 	n.sweep()             // end what a crash of this node left running
 	n.openDisks()         // then unmount the workspace images it left mounted
+	n.sweepMoves()        // and remove the workspace imports it left unfinished
 	n.recoverRunning(ctx) // then record those processes as exited
 	n.wg.Add(1)
 	go n.runChanges()

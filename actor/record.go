@@ -55,11 +55,13 @@ type sandboxRec struct {
 	Sessions     int               `json:"sessions,omitempty"`  // remembered sessions, for listing passivated sandboxes
 	Terminals    int               `json:"terminals,omitempty"` // remembered terminals
 	// Node is the node that last activated the sandbox, Left that it ended that
-	// activation cleanly for a move (Node.Deactivate), and Files that work which can
-	// write files ran since the workspace was last known empty (moved.go). Records
-	// made before them lack them: such a sandbox is not reported as moved.
+	// activation cleanly for a move (Node.Deactivate), Ended that processes were
+	// running then (it ended them), and Files that work which can write files ran
+	// since the workspace was last known empty (moved.go). Records made before them
+	// lack them: such a sandbox is not reported as moved.
 	Node  string `json:"node,omitempty"`
 	Left  bool   `json:"left,omitempty"`
+	Ended bool   `json:"ended,omitempty"`
 	Files bool   `json:"files,omitempty"`
 }
 

@@ -22,7 +22,11 @@ import (
 //  2. Each of their activations here ends as a planned move (actor.Node.Deactivate):
 //     its processes end and their exits are recorded, and its record is marked as
 //     left, so the next owner's sandbox.moved says "planned": true.
-//  3. The hook returns; the cluster node reports to the leader, which gives the
+//  3. Once every one of them ended, the workspace of each, and of every sandbox of
+//     the partitions it holds one of, is announced to the new owner, which then
+//     waits for it before it serves the sandbox, and streamed in the background
+//     (workspace_move.go).
+//  4. The hook returns; the cluster node reports to the leader, which gives the
 //     partitions to the new owner at once.
 //
 // Step 2 writes while the table already refuses the sandboxes (cluster.ErrHandoff)
@@ -43,8 +47,9 @@ import (
 // more than the margin late. Writes are safe regardless: the store orders them
 // against the CompleteHandoff and refuses those after it.
 
-// handoffWorkers bounds how many activations one handoff ends at once: each may wait
-// for its processes' kill grace.
+// handoffWorkers bounds how many activations one handoff ends, and how many
+// workspaces it streams, at once: each may wait for its processes' kill grace, or
+// for a stream the new owner writes to disk.
 const handoffWorkers = 8
 
 // handoffGate is the actor's admission and epoch (actor.Config.Admission, Epoch):
@@ -56,6 +61,13 @@ type handoffGate struct {
 	pending atomic.Int64  // len(ending): the fast path skips the lock when 0
 	mu      sync.Mutex
 	ending  map[string]time.Time // sandbox → end of its window (monotonic)
+
+	// Workspaces announced to this node by a planned move (workspace_arrivals.go):
+	// their sandboxes are refused until the import ended.
+	arriving atomic.Int64 // len(incoming)
+	incoming map[string]*arrival
+	// alive reports whether a member is alive (set once before the server serves).
+	alive func(cluster.NodeID) bool
 }
 
 // newHandoffGate returns the gate of cn, whose node lease is lease.
@@ -65,6 +77,9 @@ func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
 
 // admit is actor.Config.Admission.
 func (g *handoffGate) admit(sb string) error {
+	if g.isArriving(sb) {
+		return cluster.ErrHandoff
+	}
 	err := g.cn.Admit(sb)
 	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) {
 		return nil
@@ -139,39 +154,75 @@ func (s *Server) handOff(ctx context.Context, h cluster.Handoff) {
 	// a turn the gate did not let through would find the epoch moved and halt the
 	// activation without saving, as in a crash (its processes recorded as lost).
 	var ids []string
+	active := map[string]bool{}
 	for _, sb := range s.node.ActiveSandboxes() {
 		if moving(sb) {
 			ids = append(ids, sb)
+			active[sb] = true
 			s.handoffs.begin(sb, until)
 		}
 	}
+	nActive := len(ids)
 	stopped := s.streams.stopWhere(moving)
+	send := s.cfg.WorkspaceMoveMax >= 0
+	if send { // and the workspaces of those it does not run (workspace_move.go)
+		stored, err := s.node.Workspaces()
+		if err != nil {
+			s.log.Error("failed to list workspaces to stream for a planned move: they are lost", "err", err)
+		}
+		for _, sb := range stored {
+			if !active[sb] && moving(sb) {
+				ids = append(ids, sb)
+			}
+		}
+	}
 	s.log.Info("handing sandboxes over to another node", "to", h.To, "partitions", len(h.Partitions),
-		"pinned", len(h.Sandboxes), "active", len(ids), "streams", stopped)
+		"pinned", len(h.Sandboxes), "active", nActive, "workspaces", len(ids)-nActive, "streams", stopped)
+	// Every activation ends before any workspace streams: a stream must not hold
+	// another sandbox's deactivation past the gate's window.
+	failed := map[string]bool{}
+	var mu sync.Mutex
+	inParallel(ctx, ids[:nActive], func(sb string) {
+		err := s.node.Deactivate(ctx, sb)
+		s.handoffs.end(sb)
+		if err != nil {
+			s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
+			mu.Lock()
+			failed[sb] = true // its workspace may still be in use: it stays
+			mu.Unlock()
+		}
+	})
+	for _, sb := range ids[:nActive] {
+		s.handoffs.end(sb) // those the node's closing skipped
+	}
+	if !send || ctx.Err() != nil {
+		return
+	}
+	var move []string
+	for _, sb := range ids {
+		if !failed[sb] && moving(sb) {
+			move = append(move, sb)
+		}
+	}
+	s.moveWorkspaces(h, move)
+}
+
+// inParallel calls f for each of ids on up to handoffWorkers goroutines and returns
+// when every call returned; once ctx is done, the ids not yet handed out are skipped.
+func inParallel(ctx context.Context, ids []string, f func(sb string)) {
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(handoffWorkers, len(ids)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for sb := range work {
-				if err := s.node.Deactivate(ctx, sb); err != nil {
-					s.log.Warn("failed to end a sandbox's activation for a planned move", "sandbox", sb, "err", err)
-				}
-				s.handoffs.end(sb)
+				f(sb)
 			}
-		}()
+		})
 	}
-	for i, sb := range ids {
+	for _, sb := range ids {
 		select {
 		case work <- sb:
 		case <-ctx.Done():
-			for _, rest := range ids[i:] {
-				s.handoffs.end(rest)
-			}
-			close(work)
-			wg.Wait()
-			return
 		}
 	}
 	close(work)

@@ -153,6 +153,11 @@ type Config struct {
 	// unavailable, the WebSocket closed with 1013. Defaults to 5 s
 	// (runtime.DefaultInputTimeout).
 	InputTimeout time.Duration
+	// WorkspaceMoveMax bounds the files of one workspace that a planned move (a drain,
+	// a rebalance) streams to the sandbox's new owner; a workspace holding more is not
+	// moved, and its sandbox.moved names it lost. Zero means DefaultWorkspaceMoveMax
+	// (4 GiB); a negative value streams no workspace.
+	WorkspaceMoveMax int64
 }
 
 func withDefaults(cfg *Config) (Config, error) {
@@ -192,6 +197,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.WorkspaceMoveMax == 0 {
+		c.WorkspaceMoveMax = DefaultWorkspaceMoveMax
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = defaultMaxHeaderBytes

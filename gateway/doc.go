@@ -59,7 +59,11 @@
 // WebSockets with 1012 (streams_registry.go), and clients resume by offset. A planned
 // move (a drain or a rebalance: cluster.Config.OnHandoff) ends the old owner's
 // activations cleanly first, so the next owner records it as planned
-// (cluster_handoff.go; docs/design.md, "Planned moves").
+// (cluster_handoff.go; docs/design.md, "Planned moves"), then announces each moving
+// sandbox's workspace to the next owner, which holds the sandbox until it arrived, and
+// streams it there (POST /v1/cluster/workspaces, PUT /v1/cluster/workspaces/{sb}:
+// node-to-node routes outside the API that take no token but a signature under the
+// cluster secret; workspace_move*.go, workspace_arrivals.go, node_auth.go).
 //
 // # OpenCode
 //

@@ -115,7 +115,7 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 		owner, epoch, ok := s.cluster.Owner(sb)
 		switch {
 		case ok && owner == self:
-			err := s.cluster.Admit(sb)
+			err := s.handoffs.serve(sb)
 			if err == nil {
 				return body.restore(w, r, s.cfg.BodyReadTimeout), false, nil
 			}
@@ -219,7 +219,7 @@ func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) e
 		owner, epoch, _ := s.cluster.Owner(sb)
 		current := epoch >= want || s.cluster.TableIndex() >= want
 		if owner == self && current {
-			err := s.cluster.Admit(sb)
+			err := s.handoffs.serve(sb)
 			switch {
 			case err == nil:
 				return nil

@@ -30,6 +30,8 @@ type metrics struct {
 	wsClients  prometheus.Gauge
 	sseClients prometheus.Gauge
 	streamed   *prometheus.CounterVec
+	moves      *prometheus.CounterVec // workspace streams of planned moves
+	moveBytes  prometheus.Counter
 }
 
 // Stream transports, the values of route.stream.
@@ -77,10 +79,23 @@ func newMetrics() *metrics {
 			Help: "Process output bytes sent to clients, by transport (sse, websocket).",
 		}, []string{"transport"}),
 	}
+	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandgate_workspace_moves_total",
+		Help: "Workspace streams of planned moves, by direction (sent, received) and result (ok, failed: the new owner reports the workspace lost).",
+	}, []string{"direction", "result"})
+	m.moveBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sandgate_workspace_move_bytes_total",
+		Help: "Bytes of files in the workspaces this node sent in planned moves that arrived.",
+	})
+	for _, d := range []string{moveSent, moveReceived} {
+		for _, r := range []string{moveOK, moveFailed} {
+			m.moves.WithLabelValues(d, r)
+		}
+	}
 	for _, transport := range []string{streamSSE, streamWebSocket} {
 		m.streamed.WithLabelValues(transport) // export zeros before the first byte
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.sseLife, m.wsLife, m.wsClients, m.sseClients, m.streamed,
+	m.reg.MustRegister(m.requests, m.latency, m.sseLife, m.wsLife, m.wsClients, m.sseClients, m.streamed, m.moves, m.moveBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

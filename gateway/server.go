@@ -50,6 +50,10 @@ type Server struct {
 	// tempSweeps holds a *sync.Once per sandbox whose workspace had its stale
 	// temporary files removed (see openWorkspace).
 	tempSweeps sync.Map
+	// moveBodyHook wraps the workspace streams this node sends (tests).
+	moveBodyHook moveBodyHook
+	// moves runs the workspace streams of planned moves from this node.
+	moves moveRunner
 
 	// streamCtx is cancelled by Shutdown so SSE and WebSocket streams end.
 	streamCtx    context.Context
@@ -176,6 +180,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("failed to register metrics: %w", err)
 	}
 	s.streamCtx, s.cancelStream = context.WithCancel(context.Background())
+	gate.alive = memberUp(cn)
 	s.buildRoutes()
 	s.renewInitLease() // before the first request: a sandbox under an expired lease runs nothing
 	fence, changed, handOff := s.fence, s.sandboxesChanged, s.handOff
@@ -269,6 +274,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-gctx.Done():
 		s.log.Warn("streams still running after the shutdown grace; ending their processes")
 	}
+	s.moves.close() // cancelled with the streams' context, before the node closes
 	s.fwd.close()
 	if err := s.node.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("failed to close actor node: %w", err))

@@ -34,6 +34,9 @@ var (
 	// ErrDuplicateID is returned by Sandbox.Start when StartOptions.ID names a process
 	// that is still listed.
 	ErrDuplicateID = errors.New("runtime: process id already in use")
+	// ErrWorkspaceTooLarge is returned by PackWorkspace and UnpackWorkspace when the
+	// workspace's files exceed the bound they were given.
+	ErrWorkspaceTooLarge = errors.New("runtime: workspace too large to move")
 )
 
 // ErrNoCgroups is returned by Sandbox.Usage and Sandbox.SetLimits, and by New for a

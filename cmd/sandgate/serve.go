@@ -69,6 +69,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rootfs := fs.String("rootfs", "", "read-only root `directory` of the namespace runtime's sandboxes (default: the host's /usr, /etc, /opt, read-only)")
 	network := fs.String("sandbox-network", "", "a sandbox's network unless the policy grants another: none, loopback (the default) or host")
 	diskImages := fs.Bool("disk-images", true, "enforce budgets' disk_bytes with an ext4 image per sandbox mounted on its workspace (needs root, loop devices and mkfs.ext4; where they are missing the server says so at start and runs without quotas)")
+	moveMax := fs.Int64("workspace-move-max", gateway.DefaultWorkspaceMoveMax, "how many `bytes` of files a workspace may hold to move with its sandbox in a drain or rebalance; a larger one stays behind and its sandbox.moved says the workspace was lost; negative moves none")
 	metricsListen := fs.String("metrics-listen", "", "`address` to serve /metrics on without a token, for Prometheus (default: only on --listen, with a token)")
 	origins := fs.String("allowed-origins", "", "extra `hosts` (comma-separated, * wildcards) whose pages may open WebSockets; pages of the --listen address (and, for a loopback one, localhost, 127.0.0.1 and [::1] on its port) always may, and a server listening on all interfaces allows only these")
 	if err := fs.Parse(args); err != nil {
@@ -95,6 +96,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen, Join: *join,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
 		SandboxNetwork: *network, DiskImages: *diskImages, DeadServerTimeout: *deadServer,
+		WorkspaceMoveMax: *moveMax,
 	}
 	if *policyConfig != "" && *policy == "" {
 		fmt.Fprintln(stderr, "sandgate serve: --policy-config needs --policy")

@@ -55,6 +55,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	})
 	c.sandbox(moving)
 	c.sandbox(stuck)
+	mustSetUp(t, c, http.StatusNoContent, "PUT", filesPath(moving)+"?path=kept.txt", "pinned files move\n")
 	var p processJSON
 	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+moving+"/processes",
 		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
@@ -115,6 +116,13 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 				raw, fenced.Load(), took, a.srv.handoffs.window)
 		}
 		t.Fatalf("sandbox.moved events: %s, want one planned from a to b", raw)
+	}
+
+	if lost := lostOf(moved[0]); !slices.Equal(lost, []string{"processes"}) {
+		t.Fatalf("sandbox.moved lost %v, want only the processes: the workspace streams with the pin", lost)
+	}
+	if got := string(c.must(http.StatusOK, "GET", filesPath(moving)+"?path=kept.txt", nil).body); got != "pinned files move\n" {
+		t.Fatalf("kept.txt after the pinned sandbox moved: %q", got)
 	}
 
 	// The sandbox no other node matches stays on a, is served, and is reported.

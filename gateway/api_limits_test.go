@@ -18,7 +18,7 @@ func TestBodyLimits(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
 	ts.sandbox("lim")
-	ids := strings.NewReplacer("{sb}", "lim", "{p}", "p1", "{s}", "s1", "{t}", "t1", "{id}", "m1")
+	ids := strings.NewReplacer("{sb}", "lim", "{p}", "p1", "{s}", "s1", "{t}", "t1", "{id}", "m1", "{ptyID}", "p1")
 	overJSON := `{"x":"` + strings.Repeat("a", maxJSONBody) + `"}`
 	checked := 0
 	for _, rt := range (&Server{}).routeTable() {

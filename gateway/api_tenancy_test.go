@@ -110,7 +110,7 @@ func TestTenantSandboxRoutesAre404(t *testing.T) {
 	var msg struct{ ID any }
 	ts.raw(tokGlobex, "POST", "/v1/sandboxes/gx/messages", map[string]any{"data": map[string]any{"a": 1}}, nil, false).
 		want(t, http.StatusCreated).json(t, &msg)
-	vars := strings.NewReplacer("{p}", proc.ID, "{s}", "s1", "{t}", "t1", "{id}", fmt.Sprint(msg.ID))
+	vars := strings.NewReplacer("{p}", proc.ID, "{s}", "s1", "{t}", "t1", "{id}", fmt.Sprint(msg.ID), "{ptyID}", proc.ID)
 
 	// Were a request to get through, a DELETE would hide what the routes after it do:
 	// they go last, the sandbox's own last of all.

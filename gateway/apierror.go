@@ -55,14 +55,19 @@ type errorBody struct {
 
 // writeAPIError writes e in the contract's error shape.
 func writeAPIError(w http.ResponseWriter, e *apiError) {
-	if e.RetryAfter > 0 {
-		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-	}
+	setRetryAfter(w, e)
 	var body errorBody
 	body.Error.Code = e.Code
 	body.Error.Message = e.Message
 	writeJSON(w, e.Status, body)
+}
+
+// setRetryAfter sets the Retry-After header of e, if it has one.
+func setRetryAfter(w http.ResponseWriter, e *apiError) {
+	if e.RetryAfter > 0 {
+		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
 }
 
 // writeJSON writes v as the JSON response body with the given status.

@@ -125,5 +125,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return // headers already sent (a stream failed midway); nothing more to say
 	}
 	closeIfBodyUnread(w, r)
+	var oc *openCodeError
+	if errors.As(err, &oc) {
+		writeOpenCodeError(w, oc, e) // OpenCode's routes: both shapes in one body
+		return
+	}
 	writeAPIError(w, e)
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,22 @@ func (s *Server) checkRoute(r *http.Request, pattern string, labels map[string]s
 	return err
 }
 
+// checkRouteAs is checkRoute for a route asked about as another one (route.policyAs):
+// the method the policy sees is pattern's, not the request's.
+func (s *Server) checkRouteAs(r *http.Request, pattern string, command []string) error {
+	method := r.Method
+	if m, _, ok := strings.Cut(pattern, " "); ok && m != method && method != http.MethodHead {
+		method = m
+	}
+	_, err := s.decideRouteFor(r, method, pattern, nil, command)
+	return err
+}
+
 func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]string, command []string) (map[string]string, error) {
+	return s.decideRouteFor(r, r.Method, pattern, labels, command)
+}
+
+func (s *Server) decideRouteFor(r *http.Request, method, pattern string, labels map[string]string, command []string) (map[string]string, error) {
 	if s.cfg.Policy == nil {
 		return nil, nil
 	}
@@ -51,7 +67,7 @@ func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]
 		}
 	}
 	d := s.cfg.Policy.Route(r.Context(), RouteRequest{
-		Tenant: tenantOf(r.Context()), Method: r.Method, Route: pattern,
+		Tenant: tenantOf(r.Context()), Method: method, Route: pattern,
 		Sandbox: sb, Labels: labels, Command: command,
 	})
 	if d.Allow {

@@ -27,6 +27,13 @@ type route struct {
 	// policyInHandler routes call the routing policy themselves, once they know the
 	// command or labels the policy is asked about.
 	policyInHandler bool
+	// policyAs is the route the routing policy is asked about, when not this one: the
+	// OpenCode routes are asked as the process routes they map onto, so a policy
+	// written for those governs them too (opencode.go).
+	policyAs string
+	// ticket routes also accept ?ticket=, a connect ticket (opencode_ticket.go),
+	// checked and used up by the sandbox's owner.
+	ticket bool
 }
 
 // handlerFunc is an API handler. A returned error is rendered by writeError, the one
@@ -41,7 +48,7 @@ const (
 )
 
 func (s *Server) routeTable() []route {
-	return []route{
+	api := []route{
 		{pattern: "GET /healthz", handle: s.healthz, public: true},
 		{pattern: "GET /metrics", handle: s.serveMetrics},
 		{pattern: "GET /v1/openapi.json", handle: s.openAPI, public: true},
@@ -98,6 +105,8 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /v1/cluster/tokens", handle: s.clusterTokens},
 		{pattern: "POST /v1/cluster/pins", handle: s.clusterPin},
 	}
+	// OpenCode's PTY API: a mapping onto the process routes (opencode.go).
+	return append(api, s.openCodeRoutes()...)
 }
 
 func (s *Server) buildRoutes() {
@@ -118,6 +127,9 @@ func (s *Server) buildRoutes() {
 	// an empty id in a client makes) with a redirect in HTML; here it is the unknown
 	// route it names: 401 without a token, else 404, in the error shape.
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.openCodeCORS(w, r) {
+			return // a preflight (opencode_cors.go)
+		}
 		if p := r.URL.Path; p != "" && canonicalPath(p) != p {
 			unknown.ServeHTTP(w, r)
 			return
@@ -136,7 +148,7 @@ func canonicalPath(p string) string {
 }
 
 // pathIDs are the path variables that hold ids, validated before any handler runs.
-var pathIDs = []string{"sb", "p", "s", "t", "id"}
+var pathIDs = []string{"sb", "p", "s", "t", "id", "ptyID"}
 
 // wrap adds what every API request gets: a request id, auth, id validation, the routing
 // policy, metrics, logging and error rendering.
@@ -174,11 +186,18 @@ func (s *Server) wrap(rt route) http.Handler {
 }
 
 func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) error {
+	// ticket is a connect ticket that stands in for the token; the sandbox's owner
+	// checks it, once the request got there.
+	var ticket string
 	if !rt.public {
-		var err error
-		if r, err = s.authenticate(r, rt.queryToken); err != nil {
-			return err
+		authed, err := s.authenticate(r, rt.queryToken)
+		if err != nil {
+			if ticket = requestTicket(r, rt); ticket == "" {
+				return err
+			}
+			authed = r
 		}
+		r = authed
 	}
 	for _, name := range pathIDs {
 		if v := r.PathValue(name); v != "" && !runtime.ValidID(v) {
@@ -192,13 +211,23 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 			return err
 		}
 	}
+	if ticket != "" {
+		var err error
+		if r, err = s.useTicket(r, ticket); err != nil {
+			return err
+		}
+	}
 	if sb := r.PathValue("sb"); sb != "" && !rt.public {
 		if err := s.checkSandboxAccess(r, sb); err != nil {
 			return err
 		}
 	}
 	if !rt.public && !rt.policyInHandler {
-		if err := s.checkRoute(r, rt.pattern, nil, nil); err != nil {
+		pattern := rt.pattern
+		if rt.policyAs != "" {
+			pattern = rt.policyAs
+		}
+		if err := s.checkRouteAs(r, pattern, nil); err != nil {
 			return err
 		}
 	}
@@ -225,6 +254,8 @@ func idNoun(pathVar string) string {
 		return "session"
 	case "t":
 		return "terminal"
+	case "ptyID":
+		return "pty"
 	}
 	return "member"
 }

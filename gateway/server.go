@@ -38,6 +38,7 @@ type Server struct {
 	wsPumps   atomic.Int64    // WebSocket output goroutines running (see wsAttachment)
 	fwd       *forwarder      // forwarding to other nodes (forward.go)
 	streams   *streamRegistry // this node's streams by sandbox, ended when it moves
+	tickets   *ticketStore    // OpenCode connect tickets of this node's sandboxes
 	handoffs  *handoffGate    // the actor's admission: the cluster's, and planned moves
 	plugins   *plugins.Host   // nil without a policy plugin
 	reloads   chan uint64     // plugin generations put in service, for refreshBudgets
@@ -156,6 +157,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		wsWatch:   newWriteWatch(c.WSWriteTimeout),
 		fwd:       newForwarder(c.Logger),
 		streams:   newStreamRegistry(),
+		tickets:   newTicketStore(),
 		handoffs:  gate,
 		started:   time.Now(),
 	}

@@ -40,3 +40,14 @@ var (
 // Config with limits, when the sandbox runs without the cgroups they need (see
 // Containment).
 var ErrNoCgroups = errors.New("runtime: no cgroups for this sandbox")
+
+// Errors of a PTY process's text positions (Process.TextStart, TextEnd, TextSeek).
+var (
+	// ErrTextGone is returned by Process.TextSeek for a unit count older than what
+	// the ring retains; the oldest position a text reader can start at is returned
+	// with it.
+	ErrTextGone = errors.New("runtime: text position no longer retained")
+	// ErrNoText is returned by the text position methods of a process without a PTY:
+	// no text index is kept for pipes.
+	ErrNoText = errors.New("runtime: process has no pty, so no text index")
+)

@@ -133,10 +133,14 @@ func (s *Sandbox) spawn(ctx context.Context, id string, argv []string, dir strin
 	if err != nil {
 		return nil, err
 	}
+	out := newRing(s.cfg.OutputBufferBytes)
+	if o.PTY != nil {
+		out = newTextRing(s.cfg.OutputBufferBytes) // a terminal's output is text to its clients
+	}
 	p := &Process{
 		sb: s, id: id, argv: o.Argv, cwd: s.guestPath(dir), tag: o.Tag, label: o.Label,
 		session: o.Session, created: time.Now().UTC(), isPTY: o.PTY != nil,
-		g: &procGroup{session: o.PTY != nil, cg: tree}, ring: newRing(s.cfg.OutputBufferBytes),
+		g: &procGroup{session: o.PTY != nil, cg: tree}, ring: out,
 		done: make(chan struct{}), writing: make(chan struct{}, 1),
 	}
 	if o.Command != "" {

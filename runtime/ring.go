@@ -42,6 +42,7 @@ type ring struct {
 	exit    *ExitStatus
 	wait    chan struct{}  // non-nil while a reader waits
 	notify  map[any]func() // one-shot callbacks of readers that wait without a goroutine
+	text    *textIndex     // PTY rings only (see ring_text.go); nil otherwise
 
 	holders      map[*holder]struct{}
 	blockedSince time.Time     // when the writer found no room, while it has none
@@ -76,6 +77,9 @@ func (r *ring) append(stream Stream, p []byte, wake bool) int {
 	if n := len(r.tags); n == r.tagHead || r.tags[n-1].stream != stream {
 		r.tags = append(r.tags, streamTag{off: r.end, stream: stream})
 	}
+	if r.text != nil {
+		r.text.addLocked(r.end, p) // all of p, before a head the ring cannot keep is cut
+	}
 	if len(p) >= r.max { // everything retained so far is dropped, and p's head too
 		r.end += int64(len(p) - r.max)
 		r.start = r.end
@@ -91,6 +95,9 @@ func (r *ring) append(stream Stream, p []byte, wake bool) int {
 		r.start = r.end - size
 	}
 	r.pruneTagsLocked()
+	if r.text != nil {
+		r.text.pruneLocked(r.start)
+	}
 	room, _ := r.roomLocked(1)
 	if !wake {
 		r.mu.Unlock()
@@ -196,6 +203,9 @@ func (r *ring) close(st ExitStatus) {
 		return
 	}
 	r.exit = &st
+	if r.text != nil {
+		r.text.closeLocked()
+	}
 	r.wakeUnlock()
 }
 

@@ -68,7 +68,7 @@ function handshake(url, headers, onMessage, onClose, ms) {
       refused.status = res.statusCode;
       refused.body = '';
       res.on('data', (b) => { refused.body += b; });
-      res.on('end', () => { reject(refused); req.destroy(); });
+      res.on('end', () => { refused.message += `: ${refused.body}`; reject(refused); req.destroy(); });
       res.on('error', () => { reject(refused); req.destroy(); });
     });
     ws.on('error', (e) => reject(refused ?? e));

@@ -146,7 +146,7 @@ func TestTenantSandboxRoutesAre404(t *testing.T) {
 			foreign, absent = foreign+"?path=d", absent+"?path=d"
 		}
 		var headers map[string]string
-		if strings.HasSuffix(foreign, "/ws") {
+		if strings.HasSuffix(foreign, "/ws") || strings.HasSuffix(foreign, "/connect") {
 			headers = wsUpgrade
 		}
 		var body any

@@ -61,6 +61,14 @@
 // activations cleanly first, so the next owner records it as planned
 // (cluster_handoff.go; docs/design.md, "Planned moves").
 //
+// # OpenCode
+//
+// Under /v1/sandboxes/{sb}/opencode the gateway serves OpenCode's PTY API as a
+// mapping onto processes (opencode.go; docs/opencode.md): a pty is a PTY process, its
+// connect WebSocket resumes by a cursor in UTF-16 units through runtime's text index,
+// a single-use ticket kept by the sandbox's owner stands in for the token there, and
+// the subtree answers CORS for the pages the WebSocket Origin rule allows.
+//
 // # Metrics
 //
 // /metrics (metrics.go) needs a token on the API listener; [Server.ServeMetrics]

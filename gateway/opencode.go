@@ -35,5 +35,7 @@ func (s *Server) openCodeRoutes() []route {
 		{pattern: "PUT " + ocPtyPath, handle: s.opencodeUpdate, policyAs: "POST " + procPath + "/resize"},
 		{pattern: "DELETE " + ocPtyPath, handle: s.opencodeRemove, policyAs: "DELETE " + procPath},
 		{pattern: "POST " + ocPtyPath + "/connect-token", handle: s.opencodeConnectToken, policyAs: "GET " + procPath + "/ws"},
+		{pattern: "GET " + ocPtyPath + "/connect", handle: s.opencodeConnect, queryToken: true, ticket: true,
+			stream: streamWebSocket, policyAs: "GET " + procPath + "/ws"},
 	}
 }

@@ -67,9 +67,13 @@ function handshake(url, headers, onMessage, onClose, ms) {
       refused = new Error(`handshake of ${url.replace(/ticket=[^&]*/, 'ticket=…')} answered ${res.statusCode}`);
       refused.status = res.statusCode;
       refused.body = '';
+      // The refused request's socket stays open (keep-alive) unless ended here, and
+      // would keep the test's process alive until the server drops it.
+      const sock = res.socket;
+      const end = () => { reject(refused); req.destroy(); sock?.destroy(); };
       res.on('data', (b) => { refused.body += b; });
-      res.on('end', () => { refused.message += `: ${refused.body}`; reject(refused); req.destroy(); });
-      res.on('error', () => { reject(refused); req.destroy(); });
+      res.on('end', () => { refused.message += `: ${refused.body}`; end(); });
+      res.on('error', end);
     });
     ws.on('error', (e) => reject(refused ?? e));
   });

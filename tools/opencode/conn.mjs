@@ -84,9 +84,9 @@ function handshake(url, headers, onMessage, onClose, ms) {
 // client tracks: the last control frame's cursor plus the .length (UTF-16 code units)
 // of every text frame after it.
 export class PtyConn {
-  static async open(url, ms = WAIT_MS) {
+  static async open(url, { headers, ms = WAIT_MS } = {}) {
     const c = new PtyConn();
-    c.ws = await handshake(url, undefined, (data, binary) => c.onMessage(data, binary),
+    c.ws = await handshake(url, headers, (data, binary) => c.onMessage(data, binary),
       (code, reason) => c.onClose(code, reason), ms);
     return c;
   }
@@ -232,9 +232,9 @@ export class ByteStream {
 // tryOpen opens url and reports how it went: {status} when the handshake was refused
 // with an HTTP status, or {conn} (a PtyConn that either stays open or was closed, see
 // conn.closed) when it was upgraded.
-export async function tryOpen(url, ms = WAIT_MS) {
+export async function tryOpen(url, opts) {
   try {
-    return { conn: await PtyConn.open(url, ms) };
+    return { conn: await PtyConn.open(url, opts) };
   } catch (e) {
     if (e.status !== undefined) return { status: e.status, body: e.body };
     throw e;

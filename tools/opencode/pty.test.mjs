@@ -9,7 +9,9 @@
 // output before the disconnect, disconnect; multi-byte output while disconnected;
 // reconnect from the tracked cursor and get exactly what came after it (checked against
 // sandgate's own byte stream of the process); cursor -1; remove, and the process tree
-// is gone. Each step is bounded; a failed step skips the rest.
+// is gone. Then a pty that exits (its output, a normal close, its exit code) and an
+// unknown one (404, and 1008 on connect). Each step is bounded; a failed step skips
+// the rest.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { createOpencodeClient } from '@opencode-ai/sdk/v2';
@@ -51,22 +53,22 @@ function step(t, name, fn, ms = 4 * WAIT_MS) {
   });
 }
 
-function connectURL(ticket, cursor) {
+function connectURL(ticket, cursor, id = s.pty.id) {
   const q = new URLSearchParams({ ticket });
   if (cursor !== undefined) q.set('cursor', String(cursor));
-  return `${WS_OC}/pty/${encodeURIComponent(s.pty.id)}/connect?${q}`;
+  return `${WS_OC}/pty/${encodeURIComponent(id)}/connect?${q}`;
 }
 
-async function ticket() {
-  const tok = ok(await client.pty.connectToken({ ptyID: s.pty.id }), 'connect-token');
+async function ticket(id = s.pty.id) {
+  const tok = ok(await client.pty.connectToken({ ptyID: id }), 'connect-token');
   assert.equal(typeof tok.ticket, 'string');
   assert.ok(tok.ticket.length >= 16, `a ticket long enough not to be guessed: ${tok.ticket}`);
   assert.ok(Number.isFinite(tok.expires_in) && tok.expires_in > 0 && tok.expires_in <= 60, `expires_in ${tok.expires_in}`);
   return tok.ticket;
 }
 
-async function connect(cursor) {
-  const c = await PtyConn.open(connectURL(await ticket(), cursor));
+async function connect(cursor, id = s.pty.id) {
+  const c = await PtyConn.open(connectURL(await ticket(id), cursor, id));
   open.push(c);
   return c;
 }
@@ -81,6 +83,7 @@ function samePty(got, want, what) {
 after(async () => {
   for (const c of open) c.terminate();
   if (s.pty && !s.removed) await client.pty.remove({ ptyID: s.pty.id }).catch(() => {});
+  if (s.short) await client.pty.remove({ ptyID: s.short.id }).catch(() => {});
 });
 
 test('OpenCode PTY API through the published SDK', { timeout: 20 * WAIT_MS }, async (t) => {
@@ -258,6 +261,35 @@ test('OpenCode PTY API through the published SDK', { timeout: 20 * WAIT_MS }, as
     }
     assert.equal(left.trim(), '', 'processes of the removed pty still alive');
     await s.bytes.wait((b) => b.closed, 'the end of the process\'s byte stream');
+  });
+
+  await step(t, 'a pty that exited: its output, then a normal close; get says exited, with its code', async () => {
+    const pty = ok(await client.pty.create({ command: s.bash, args: ['-c', 'printf "X:%s\\n" $((2+3)); exit 3'], title: 'short' }), 'create');
+    s.short = pty;
+    const c = await connect(undefined, pty.id);
+    await c.wait((x) => x.closed, 'the close after the exit');
+    assert.equal(c.closed.code, 1000, `the close after the exit: ${c.seen()}`);
+    assert.ok(c.ready, `the control frame after the replay: ${c.seen()}`);
+    assert.match(c.text, /X:5\r?\n/, 'the output of the exited pty');
+    const got = ok(await client.pty.get({ ptyID: pty.id }), 'get');
+    samePty(got, { ...pty, status: 'exited' }, 'get after the exit');
+    assert.equal(got.exitCode, 3);
+    const listed = ok(await client.pty.list(), 'list').find((p) => p.id === pty.id);
+    assert.equal(listed?.status, 'exited', `the exited pty in the list: ${JSON.stringify(listed)}`);
+    assert.equal(ok(await client.pty.remove({ ptyID: pty.id }), 'remove'), true);
+    s.short = undefined;
+  });
+
+  await step(t, 'an unknown pty: no ticket, and the connection closes with 1008', async () => {
+    const id = 'proc_0000000000000000';
+    const tok = await client.pty.connectToken({ ptyID: id });
+    assert.equal(tok.response.status, 404);
+    assert.equal(tok.error?._tag, 'PtyNotFoundError', JSON.stringify(tok.error));
+    const c = await PtyConn.open(`${WS_OC}/pty/${id}/connect`, { headers: auth });
+    open.push(c);
+    await c.wait((x) => x.closed, 'the close of a connection to an unknown pty');
+    assert.equal(c.closed.code, 1008, c.seen());
+    assert.equal(c.textFrames, 0, c.seen());
   });
 });
 

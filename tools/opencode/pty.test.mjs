@@ -86,7 +86,8 @@ after(async () => {
   if (s.short) await client.pty.remove({ ptyID: s.short.id }).catch(() => {});
 });
 
-test('OpenCode PTY API through the published SDK', { timeout: 20 * WAIT_MS }, async (t) => {
+// Within the Go driver's bound (5 min), so that its report includes this one's.
+test('OpenCode PTY API through the published SDK', { timeout: 8 * WAIT_MS }, async (t) => {
   await step(t, 'shells lists the bash of the sandbox', async () => {
     const shells = ok(await client.pty.shells(), 'shells');
     assert.ok(Array.isArray(shells) && shells.length > 0, `shells: ${JSON.stringify(shells)}`);

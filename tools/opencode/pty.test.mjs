@@ -237,9 +237,9 @@ test('OpenCode PTY API through the published SDK', { timeout: 8 * WAIT_MS }, asy
   });
 
   await step(t, 'remove ends the process tree', async () => {
-    const ps = (await exec(sandgate, aliveScript(s.pids))).stdout;
-    assert.match(ps, new RegExp(`alive ${s.pids[0]} .*bash`), `the shell before the remove: ${ps}`);
-    assert.match(ps, new RegExp(`alive ${s.pids[1]} sleep 1000`), `its job before the remove: ${ps}`);
+    const before = await running(s.pids);
+    assert.match(before.get(s.pids[0])?.cmdline ?? '', /bash/, `the shell before the remove: ${JSON.stringify([...before])}`);
+    assert.match(before.get(s.pids[1])?.cmdline ?? '', /^sleep 1000/, `its job before the remove: ${JSON.stringify([...before])}`);
 
     const res = await client.pty.remove({ ptyID: s.pty.id });
     assert.equal(ok(res, 'remove'), true);
@@ -254,13 +254,16 @@ test('OpenCode PTY API through the published SDK', { timeout: 8 * WAIT_MS }, asy
     assert.equal(proc.body.error?.code, 'not_found');
 
     // The kill is SIGTERM, then SIGKILL a while later to what is left.
+    // A pid that runs again with another start time is another process (on the local
+    // runtime pids are the host's, and are reused).
+    const same = (now) => [...now].filter(([pid, p]) => p.start === before.get(pid)?.start);
     const deadline = Date.now() + WAIT_MS;
-    let left = ps;
-    while (left.trim() !== '' && Date.now() < deadline) {
+    let left = same(before);
+    while (left.length > 0 && Date.now() < deadline) {
       await sleep(200); // a pid's end has no event to wait on through the API
-      left = (await exec(sandgate, aliveScript(s.pids))).stdout;
+      left = same(await running(s.pids));
     }
-    assert.equal(left.trim(), '', 'processes of the removed pty still alive');
+    assert.deepEqual(left, [], 'processes of the removed pty still alive');
     await s.bytes.wait((b) => b.closed, 'the end of the process\'s byte stream');
   });
 
@@ -294,7 +297,20 @@ test('OpenCode PTY API through the published SDK', { timeout: 8 * WAIT_MS }, asy
   });
 });
 
-// aliveScript prints "alive PID CMDLINE" for each pid that runs in the sandbox.
-function aliveScript(pids) {
-  return `for p in ${pids.join(' ')}; do [ -r /proc/$p/cmdline ] && echo "alive $p $(tr '\\0' ' ' < /proc/$p/cmdline)"; done; true`;
+// running answers, of pids, those that run in the sandbox (zombies are dead: on the
+// local runtime the subreaper may reap them late): pid → {start, cmdline}, start
+// being the start time in /proc/PID/stat.
+async function running(pids) {
+  const script = `for p in ${pids.join(' ')}; do
+    st=$(sed 's/^.*) //' /proc/$p/stat 2>/dev/null) || continue
+    set -- $st
+    [ "$1" = Z ] && continue
+    echo "$p $\{20} $(tr '\\0' ' ' < /proc/$p/cmdline)"
+  done; true`;
+  const out = new Map();
+  for (const line of (await exec(sandgate, script)).stdout.split('\n')) {
+    const m = line.match(/^(\d+) (\d+) (.*)$/);
+    if (m) out.set(Number(m[1]), { start: m[2], cmdline: m[3] });
+  }
+  return out;
 }

@@ -324,7 +324,7 @@ func TestOpenCodeConnectSkipped(t *testing.T) {
 	ts.sandbox("oc1")
 	p := ts.createPty("oc1", `stty -echo; read x; yes 'héllo wörld 世界 😀' | head -c 8000000; echo END`)
 	// A small receive buffer, so that a client that reads nothing soon holds the
-	// server's writes up. 8 MB of output is some times what the server's socket can
+	// server's writes up. 8 MB of output is well over what the server's socket can
 	// buffer (at most 4 MiB by Linux's default tcp_wmem) and the ring (64 KiB).
 	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })

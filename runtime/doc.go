@@ -110,6 +110,41 @@
 // child exits and pipes to EOF before the exit event is published, so no tail output is
 // lost; the bounded drain after an exit does not count time spent waiting for holders.
 //
+// # Text positions of a PTY
+//
+// A terminal client such as OpenCode's resumes by a cursor counted in UTF-16 code units
+// of the text it was sent (it adds each text frame's JavaScript length), while the ring
+// counts bytes. A PTY process's ring therefore keeps a text index: [Process.TextStart],
+// [Process.TextEnd], [Process.TextSeek] and [Process.TextAt] map between the two, as a
+// [TextPos] (a byte offset and the units before it), and a [TextEncoder] turns the bytes
+// read from such a position into the very text the index counted. The rule, one
+// decoder shared by both:
+//
+//  1. A complete, valid UTF-8 sequence is itself: one unit, or two for a rune above
+//     U+FFFF (a surrogate pair).
+//  2. Every byte of anything else (stray continuation bytes, overlong forms, encoded
+//     surrogates, C0, C1, F5–FF, a lead byte that is not continued) is one U+FFFD, one
+//     unit. This is how Go's utf8.DecodeRune and a range over a string read bytes, so
+//     the text is always valid UTF-8 and never depends on where a read was cut.
+//  3. A valid sequence still incomplete at the end of the output is held back; TextEnd
+//     stops before it. At the exit its bytes count as one U+FFFD each.
+//
+// Positions are unit boundaries: a reader starting at one and adding up the units of
+// what it encoded is always at the index's count. A count inside a surrogate pair seeks
+// to the boundary before its rune. Counts are absolute from the first output byte:
+// the index counts each byte as the ring appends it, under the ring's lock (eight ASCII
+// bytes at a time), whether or not anyone reads it, and keeps a mark (a TextPos) at
+// the first boundary after every 2 KiB, so a seek decodes at most about 2 KiB of the
+// ring; marks older than the ring's oldest byte are dropped with it.
+//
+// The oldest position is found without keeping the bytes the ring dropped: a byte that
+// is not a continuation byte always starts a character, and so does the fourth of four
+// continuation bytes in a row, so TextStart is at most 3 bytes after the ring's oldest
+// byte (continuation bytes there may belong to a character whose first byte is gone),
+// and its count is the next mark's less the units decoded between. Processes on pipes
+// keep no index ([ErrNoText]): their output has two streams, and no client counts it
+// as text.
+//
 // # Caveats
 //
 //   - File descriptors: everything the package opens is O_CLOEXEC, and [New] also marks

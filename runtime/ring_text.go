@@ -157,6 +157,40 @@ func (r *ring) textSeekLocked(units int64) (pos TextPos, gone bool) {
 	return TextPos{Offset: ref.Offset + int64(at), Units: u}, false
 }
 
+// textAtLocked returns the first boundary at or after offset off, clamped to [start,
+// end]; gone says off was before the ring's start.
+func (r *ring) textAtLocked(off int64) (pos TextPos, gone bool) {
+	start := r.textStartLocked()
+	if off <= start.Offset {
+		return start, off < r.start
+	}
+	end := r.textEndLocked()
+	if off >= end.Offset {
+		return end, false
+	}
+	t := r.text
+	ref, limit := start, end.Offset
+	ms := t.marks[t.head:]
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].Offset > off })
+	if i > 0 && ms[i-1].Offset > start.Offset {
+		ref = ms[i-1]
+	}
+	if i < len(ms) {
+		limit = ms[i].Offset
+	}
+	buf := r.copyLocked(ref.Offset, limit)
+	at, u := 0, ref.Units
+	for ref.Offset+int64(at) < off {
+		size, n, _ := textToken(buf[at:])
+		if size == 0 { // the tail at the end, after the exit
+			size, n = 1, 1
+		}
+		at += size
+		u += int64(n)
+	}
+	return TextPos{Offset: ref.Offset + int64(at), Units: u}, false
+}
+
 // countTextLocked returns the units of the retained bytes [from, to), decoded from the
 // boundary from; to is a boundary, or the end after the exit.
 func (r *ring) countTextLocked(from, to int64) int64 {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -36,10 +37,16 @@ func (tr *textRing) seek(units int64) (TextPos, bool) {
 	return tr.r.textSeekLocked(units)
 }
 
+func (tr *textRing) at(off int64) (TextPos, bool) {
+	tr.r.mu.Lock()
+	defer tr.r.mu.Unlock()
+	return tr.r.textAtLocked(off)
+}
+
 // check compares the index with the reference of everything written: the end, the
 // start (a boundary within 3 bytes of the ring's oldest byte), and TextSeek of the
 // boundaries (all of them when n is 0, and n at random), of counts inside surrogate pairs, before
-// the start and past the end. From every position it returns, encoding the retained
+// the start and past the end, and TextAt of offsets. From every position it returns, encoding the retained
 // bytes to the end must count exactly the units between.
 func (tr *textRing) check(t *testing.T, rng *rand.Rand, n int) {
 	t.Helper()
@@ -50,7 +57,9 @@ func (tr *textRing) check(t *testing.T, rng *rand.Rand, n int) {
 		t.Fatalf("end %+v, want %+v", end, want)
 	}
 	ringStart, ringEnd := tr.r.offsets()
-	if start.Offset < ringStart || (start.Offset > ringStart+utf8Cont && start != end) {
+	// (A ring smaller than an incomplete sequence holds only part of it: the start
+	// is then the end, before the ring's start.)
+	if start != end && (start.Offset < ringStart || start.Offset > ringStart+utf8Cont) {
 		t.Fatalf("start %+v, ring start %d", start, ringStart)
 	}
 	// ends holds the boundaries after 0; boundary i is at ends[i-1], 0 at 0.
@@ -90,6 +99,24 @@ func (tr *textRing) check(t *testing.T, rng *rand.Rand, n int) {
 	seekAt(last, true)
 	for range n {
 		seekAt(first+rng.IntN(last-first+1), true)
+	}
+	// TextAt of offsets: the first boundary at or after each.
+	for range 20 {
+		off := ringStart + rng.Int64N(ringEnd-ringStart+1)
+		want := end
+		if off <= start.Offset {
+			want = start
+		} else if off < end.Offset {
+			want = boundary(sort.Search(len(ref.ends)+1, func(i int) bool { return boundary(i).Offset >= off }))
+		}
+		if got, gone := tr.at(off); got != want || gone {
+			t.Fatalf("at %d: %+v (gone %v), want %+v", off, got, gone, want)
+		}
+	}
+	if ringStart > 0 {
+		if got, gone := tr.at(rng.Int64N(ringStart)); got != start || !gone {
+			t.Fatalf("at before the ring's start: %+v (gone %v), want %+v, gone", got, gone, start)
+		}
 	}
 	if got, gone := tr.seek(end.Units + 1 + rng.Int64N(100)); got != end || gone {
 		t.Fatalf("seek past the end: %+v, want %+v", got, end)
@@ -199,4 +226,82 @@ func TestProcessTextNoPTY(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNoText", name, err)
 		}
 	}
+}
+
+// TestTextIndexHammer reads the index from several goroutines while one writes to a
+// small ring that wraps all the time: every answer is consistent on its own (a seek
+// lands on or just before its count, inside [start, end]), starts and ends never go
+// back, and at the end the index matches the reference.
+func TestTextIndexHammer(t *testing.T) {
+	t.Parallel()
+	tr := &textRing{r: newTextRing(3000)}
+	rng := rand.New(rand.NewPCG(5, 8))
+	out := randomOutput(rng, 1<<20)
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for g := range 3 {
+		go func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			var last TextPos
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				start, end := tr.start(), tr.end()
+				if start.Units < last.Units || end.Units < start.Units {
+					errs <- fmt.Errorf("start %+v after %+v, end %+v", start, last, end)
+					return
+				}
+				last = start
+				u := start.Units - 3 + rng.Int64N(end.Units-start.Units+7)
+				pos, gone := tr.seek(u)
+				switch {
+				case gone && pos.Units <= u:
+					errs <- fmt.Errorf("seek %d: gone, but the start is %+v", u, pos)
+					return
+				case !gone && pos.Units > u:
+					errs <- fmt.Errorf("seek %d: %+v", u, pos)
+					return
+				case !gone && pos.Units < u-1 && pos.Units < end.Units:
+					errs <- fmt.Errorf("seek %d: %+v, and the end was %+v", u, pos, end)
+					return
+				}
+			}
+		}()
+	}
+	for len(out) > 0 {
+		k := min(1+rng.IntN(700), len(out))
+		tr.write(out[:k])
+		out = out[k:]
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.check(t, rng, 0)
+}
+
+func FuzzTextIndex(f *testing.F) {
+	for _, tt := range textCases {
+		f.Add([]byte(tt.in), uint16(5), uint8(2))
+		f.Add([]byte(tt.in), uint16(4096), uint8(7))
+	}
+	f.Add(randomOutput(rand.New(rand.NewPCG(1, 1)), 5000), uint16(3000), uint8(200))
+	f.Fuzz(func(t *testing.T, in []byte, size uint16, step uint8) {
+		tr := &textRing{r: newTextRing(1 + int(size))}
+		rng := rand.New(rand.NewPCG(uint64(len(in)), uint64(step)))
+		for p := in; len(p) > 0; {
+			k := min(1+int(step), len(p))
+			tr.write(p[:k])
+			p = p[k:]
+		}
+		tr.check(t, rng, 0)
+		tr.r.close(ExitStatus{})
+		tr.check(t, rng, 0)
+	})
 }

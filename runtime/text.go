@@ -16,8 +16,9 @@ type TextPos struct {
 
 // TextStart returns the oldest position a text reader can start at: the first unit
 // boundary at or after the ring's oldest retained byte (at most 3 bytes after it,
-// when the ring begins inside a multi-byte sequence). It returns ErrNoText for a
-// process without a PTY.
+// when the ring begins inside a multi-byte sequence; TextEnd, when a ring smaller than
+// 4 bytes holds only part of an incomplete one). It returns ErrNoText for a process
+// without a PTY.
 func (p *Process) TextStart() (TextPos, error) {
 	r := p.ring
 	if r.text == nil {
@@ -60,6 +61,27 @@ func (p *Process) TextSeek(units int64) (TextPos, error) {
 	r.mu.Unlock()
 	if gone {
 		return pos, fmt.Errorf("failed to seek text: %w: unit %d is before the oldest retained, %d", ErrTextGone, units, pos.Units)
+	}
+	return pos, nil
+}
+
+// TextAt returns the first unit boundary at or after byte offset off: where a text
+// reader can go on after a gap event (Event.To), or from any offset. off at or past
+// TextEnd's gives TextEnd. An offset before the ring's oldest byte returns TextStart's
+// position with an error wrapping ErrTextGone. It returns ErrNoText for a process
+// without a PTY.
+//
+// It decodes at most a few KiB of the ring, under the ring's lock.
+func (p *Process) TextAt(off int64) (TextPos, error) {
+	r := p.ring
+	if r.text == nil {
+		return TextPos{}, ErrNoText
+	}
+	r.mu.Lock()
+	pos, gone := r.textAtLocked(off)
+	r.mu.Unlock()
+	if gone {
+		return pos, fmt.Errorf("failed to find text position: %w: offset %d is before the oldest retained, %d", ErrTextGone, off, pos.Offset)
 	}
 	return pos, nil
 }

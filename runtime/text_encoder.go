@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -76,26 +77,74 @@ func (s *textState) feed(dst, p []byte, emit bool) ([]byte, int64) {
 		p = p[i-s.n:]
 		s.n = 0
 	}
-	for len(p) > 0 {
-		if p[0] < utf8.RuneSelf {
-			k := asciiRun(p)
-			units += int64(k)
-			if emit {
-				dst = append(dst, p[:k]...)
+	return s.scan(dst, p, units, emit)
+}
+
+// scan is feed once nothing is held. Runs of ASCII, eight bytes at a time, and valid
+// sequences are copied to dst in bulk; only an invalid byte breaks a run.
+func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) {
+	const high = 0x8080808080808080
+	i, copied, n := 0, 0, len(p)
+	for i < n {
+		if i+8 <= n {
+			w := binary.LittleEndian.Uint64(p[i:]) & high
+			if w == 0 {
+				i += 8
+				units += 8
+				// A long ASCII run: 32 bytes at a time (tried only after 8 ASCII
+				// bytes, so that text with a character that is not every few
+				// bytes does not pay for it).
+				for i+32 <= n {
+					q := p[i : i+32]
+					w := binary.LittleEndian.Uint64(q) | binary.LittleEndian.Uint64(q[8:]) |
+						binary.LittleEndian.Uint64(q[16:]) | binary.LittleEndian.Uint64(q[24:])
+					if w&high != 0 {
+						break
+					}
+					i += 32
+					units += 32
+				}
+				continue
 			}
-			p = p[k:]
+			k := bits.TrailingZeros64(w) >> 3 // ASCII bytes before the first that is not
+			i += k
+			units += int64(k)
+		} else if p[i] < utf8.RuneSelf {
+			i++
+			units++
 			continue
 		}
-		size, u, valid := textToken(p)
-		if size == 0 {
-			s.n = copy(s.held[:], p)
+		// A complete, valid sequence, decided here: the common case, without a call.
+		if x := leads[p[i]]; x != 0 {
+			size := int(x & 7)
+			if i+size <= n {
+				a := &accepts[x>>4]
+				c1 := p[i+1]
+				if c1 >= a[0] && c1 <= a[1] && (size < 3 || p[i+2]&0xC0 == 0x80) && (size < 4 || p[i+3]&0xC0 == 0x80) {
+					i += size
+					units += int64(1 + size>>2)
+					continue
+				}
+			}
+		}
+		size, u, valid := textToken(p[i:])
+		switch {
+		case size == 0:
+			s.n = copy(s.held[:], p[i:])
+			if emit {
+				dst = append(dst, p[copied:i]...)
+			}
 			return dst, units
+		case !valid && emit:
+			dst = append(dst, p[copied:i]...)
+			dst = append(dst, replacement...)
+			copied = i + 1
 		}
+		i += size
 		units += int64(u)
-		if emit {
-			dst = emitToken(dst, p[:size], valid)
-		}
-		p = p[size:]
+	}
+	if emit {
+		dst = append(dst, p[copied:]...)
 	}
 	return dst, units
 }
@@ -114,23 +163,53 @@ func (s *textState) flush(dst []byte, emit bool) ([]byte, int64) {
 
 // textToken decodes the token at the start of p (not empty): a valid sequence of size
 // bytes, or (valid false) one invalid byte, with its UTF-16 units. size is 0 when p
-// is the start of a valid sequence that it does not hold to its end.
+// is the start of a valid sequence that it does not hold to its end. It is
+// utf8.DecodeRune's rule (an invalid byte decodes alone), with its tables, written out
+// so that the hot loop pays no call into utf8 for a valid sequence.
 func textToken(p []byte) (size, units int, valid bool) {
-	if p[0] < utf8.RuneSelf {
+	c := p[0]
+	if c < utf8.RuneSelf {
 		return 1, 1, true
 	}
-	if !utf8.FullRune(p) { // an invalid prefix counts as full: it decodes to one error byte
-		return 0, 0, false
-	}
-	r, n := utf8.DecodeRune(p)
-	switch {
-	case r == utf8.RuneError && n == 1:
+	x := leads[c]
+	if x == 0 {
 		return 1, 1, false
-	case n == utf8.UTFMax:
-		return n, 2, true
 	}
-	return n, 1, true
+	want := int(x & 7)
+	lo, hi := accepts[x>>4][0], accepts[x>>4][1]
+	for k := 1; k < want; k++ {
+		if k >= len(p) {
+			return 0, 0, false // a valid prefix so far: wait for the rest
+		}
+		if c := p[k]; c < lo || c > hi {
+			return 1, 1, false
+		}
+		lo, hi = 0x80, 0xBF
+	}
+	return want, 1 + want>>2, true
 }
+
+// leads describes each byte as the first of a sequence: 0 for ASCII and bytes that
+// cannot start one, else its length (low 3 bits) and the index in accepts of the
+// range its second byte must fall in (high bits), as unicode/utf8 has it.
+var leads = func() (t [256]uint8) {
+	for c := 0xC2; c <= 0xDF; c++ {
+		t[c] = 2
+	}
+	for c := 0xE0; c <= 0xEF; c++ {
+		t[c] = 3
+	}
+	t[0xE0] |= 1 << 4 // no overlong form
+	t[0xED] |= 2 << 4 // no surrogate
+	for c := 0xF0; c <= 0xF4; c++ {
+		t[c] = 4
+	}
+	t[0xF0] |= 3 << 4 // no overlong form
+	t[0xF4] |= 4 << 4 // nothing above U+10FFFF
+	return t
+}()
+
+var accepts = [5][2]byte{{0x80, 0xBF}, {0xA0, 0xBF}, {0x80, 0x9F}, {0x90, 0xBF}, {0x80, 0x8F}}
 
 func emitToken(dst, tok []byte, valid bool) []byte {
 	if valid {

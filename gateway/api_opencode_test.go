@@ -189,7 +189,7 @@ func TestOpenCodeErrors(t *testing.T) {
 			}
 			switch c.tag {
 			case "PtyNotFoundError":
-				if e.PtyID == "" || e.Message == "" {
+				if e.PtyID == "" || e.Message != `pty "`+e.PtyID+`" not found` || e.Error.Message != e.Message {
 					t.Fatalf("body %s", r.body)
 				}
 			case "InvalidRequestError":

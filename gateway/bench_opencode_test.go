@@ -33,7 +33,9 @@ func BenchmarkOpenCodeConnect(b *testing.B) {
 	}
 	rounds := max(b.N, 3)
 	took := interleave(b, rounds, []func() error{ws, oc})
-	rate := func(d []time.Duration) float64 { return float64(size) / (p50(d) - 200*time.Millisecond).Seconds() / (1 << 20) }
+	rate := func(d []time.Duration) float64 {
+		return float64(size) / (p50(d) - 200*time.Millisecond).Seconds() / (1 << 20)
+	}
 	b.ReportMetric(rate(took[0]), "ws-MiB/s")
 	b.ReportMetric(rate(took[1]), "opencode-MiB/s")
 	b.ReportMetric(rate(took[1])/rate(took[0]), "throughput-ratio")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"path"
 
@@ -80,6 +81,7 @@ func openCodeBody(oc *openCodeError, e *apiError) map[string]any {
 		if oc.pty == "" || errors.As(oc.err, &nf) && nf.What == "sandbox" {
 			return nil
 		}
+		e.Message = fmt.Sprintf("pty %q not found", oc.pty) // a process, a pty or a terminal's shell
 		return map[string]any{"_tag": "PtyNotFoundError", "ptyID": oc.pty, "message": e.Message}
 	case http.StatusBadRequest:
 		return map[string]any{"_tag": "InvalidRequestError", "message": e.Message,

@@ -37,7 +37,8 @@ web/node_modules/.ci-stamp: web/package-lock.json web/package.json
 	cd web && npm ci --no-audit --no-fund
 	touch $@
 
-# The third-party tools the Go tests drive (wscat), pinned by tools/package-lock.json.
+# The third-party tools the Go tests drive (wscat, the OpenCode SDK and ws of
+# tools/opencode), pinned by tools/package-lock.json.
 tools: tools/node_modules/.ci-stamp ## install the pinned npm tools the Go tests run (npm ci in tools/)
 
 tools/node_modules/.ci-stamp: tools/package-lock.json tools/package.json

@@ -31,6 +31,17 @@
 //  3. A node's stdout and stderr go to a log file; when the test has failed, the
 //     cleanup prints the end of every node's log.
 //
+// # The OpenCode SDK test
+//
+// TestOpenCodeSDK runs tools/opencode/pty.test.mjs (node --test; the published
+// @opencode-ai/sdk and ws, pinned in tools/package-lock.json) against a node that does
+// not own its sandbox, so that every OpenCode route, the connect ticket and the
+// WebSocket cross the cluster's forwarding. Right after a start the leader rebalances
+// partitions onto the new members for a while; it never moves a sandbox with running
+// work, so the test starts a process in the sandbox before it picks the node, and
+// checks afterwards that the process still runs and the owner did not change. It
+// skips only when tools/node_modules lacks the packages (`make tools`).
+//
 // # Caveats
 //
 // Nodes run without disk images (--disk-images=false) unless Config.Args says

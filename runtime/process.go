@@ -315,7 +315,13 @@ func (p *Process) CloseStdin() error {
 	if p.master == nil {
 		p.stdinClosed = true
 		p.mu.Unlock()
-		return p.stdin.Close()
+		if err := p.stdin.Close(); err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return ErrExited // watch closed it: the process exited, its exit not yet published
+			}
+			return fmt.Errorf("failed to close stdin: %w", err)
+		}
+		return nil
 	}
 	p.mu.Unlock()
 	if _, err := p.writeInput(context.Background(), []byte{eofChar(p.master)}, DefaultInputTimeout); err != nil {

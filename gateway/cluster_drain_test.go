@@ -128,19 +128,7 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	if got.Status != "exited" {
 		t.Errorf("process after a planned move: %q, want exited", got.Status)
 	}
-	var list struct {
-		Events []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"events"`
-	}
-	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/events?since=0", nil).json(t, &list)
-	var moved []map[string]any
-	for _, e := range list.Events {
-		if e.Type == "sandbox.moved" {
-			moved = append(moved, e.Data)
-		}
-	}
+	moved := movedData(t, b, sb)
 	took := time.Duration(slowHook.Load())
 	t.Logf("a's hook for the partition took %v", took)
 	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != string(owner) {

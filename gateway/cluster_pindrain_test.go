@@ -95,19 +95,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	if got.Status != "exited" {
 		t.Errorf("process after the planned move: %q, want exited", got.Status)
 	}
-	var list struct {
-		Events []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"events"`
-	}
-	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/events?since=0", nil).json(t, &list)
-	var moved []map[string]any
-	for _, e := range list.Events {
-		if e.Type == "sandbox.moved" {
-			moved = append(moved, e.Data)
-		}
-	}
+	moved := movedData(t, c, moving)
 	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != "b" {
 		raw, _ := json.Marshal(moved)
 		took := time.Duration(slowHook.Load())

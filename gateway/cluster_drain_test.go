@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,21 +35,7 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
 	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(sb) == 1 })
 
-	// What may legitimately turn the planned move into an unplanned one on a loaded
-	// machine: a's lease lapsing (it fences every activation), or a's hook for sb's
-	// partition outliving the gate's window.
-	var fenced atomic.Bool
-	var slowHook atomic.Int64 // nanoseconds of the hook that handled sb's partition
-	fence := func() { fenced.Store(true); a.srv.fence() }
-	a.srv.hooks.onFence.Store(&fence)
-	hook := func(ctx context.Context, h cluster.Handoff) {
-		began := time.Now()
-		a.srv.handOff(ctx, h)
-		if slices.Contains(h.Partitions, part) {
-			slowHook.Store(int64(time.Since(began)))
-		}
-	}
-	a.srv.hooks.onHandoff.Store(&hook)
+	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Partitions, part) })
 
 	b.doToken(testToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusForbidden)
 	b.doToken(testAdminToken, "POST", "/v1/cluster/members/nobody/drain", nil).want(t, http.StatusNotFound)
@@ -129,13 +113,12 @@ func TestDrainMovesSandboxes(t *testing.T) {
 		t.Errorf("process after a planned move: %q, want exited", got.Status)
 	}
 	moved := movedData(t, b, sb)
-	took := time.Duration(slowHook.Load())
-	t.Logf("a's hook for the partition took %v", took)
+	t.Logf("a's hook for the partition took %v", risk.took())
 	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != string(owner) {
 		raw, _ := json.Marshal(moved)
-		if len(moved) == 1 && (fenced.Load() || took >= a.srv.handoffs.window) {
+		if len(moved) == 1 && risk.degraded() {
 			t.Skipf("sandbox.moved %s: unplanned because a was fenced (%v) or its hook took %v, past the window of %v (a loaded machine)",
-				raw, fenced.Load(), took, a.srv.handoffs.window)
+				raw, risk.fenced.Load(), risk.took(), risk.window())
 		}
 		t.Fatalf("sandbox.moved events: %s, want one planned from a to %s", raw, owner)
 	}

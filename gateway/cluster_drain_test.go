@@ -14,6 +14,20 @@ import (
 	"github.com/sandgate/sandgate/cluster"
 )
 
+// attachDraining starts in sb, owned by owner, a process that ignores SIGTERM and
+// waits for input, and attaches a WebSocket to it through via; it returns once the
+// process has started and the stream is registered on owner.
+func attachDraining(t *testing.T, via, owner *testServer, sb string) (processJSON, *wsClient) {
+	t.Helper()
+	var p processJSON
+	via.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
+		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
+	ws := via.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws")
+	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
+	eventually(t, 30*time.Second, "the WebSocket registered on "+string(owner.srv.cluster.ID()), func() bool { return owner.srv.streams.count(sb) == 1 })
+	return p, ws
+}
+
 // TestDrainMovesSandboxes drains the owner of a sandbox that runs a process (one
 // that ignores SIGTERM, so the handoff lasts its kill grace) with a WebSocket
 // attached through another node: the drain route answers 202 through a follower
@@ -28,12 +42,7 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	sb := tr.ownedBy("dr", "a")
 	part := cluster.PartitionOf(sb)
 	c.sandbox(sb)
-	var p processJSON
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
-		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
-	ws := c.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws")
-	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
-	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(sb) == 1 })
+	p, ws := attachDraining(t, c, a, sb)
 
 	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Partitions, part) })
 

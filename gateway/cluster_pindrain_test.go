@@ -55,12 +55,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	c.sandbox(moving)
 	c.sandbox(stuck)
 	mustSetUp(t, c, http.StatusNoContent, "PUT", filesPath(moving)+"?path=kept.txt", "pinned files move\n")
-	var p processJSON
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+moving+"/processes",
-		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
-	ws := c.dialWS("/v1/sandboxes/" + moving + "/processes/" + p.ID + "/ws")
-	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
-	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(moving) == 1 })
+	p, ws := attachDraining(t, c, a, moving)
 
 	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Sandboxes, moving) })
 

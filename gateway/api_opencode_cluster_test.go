@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 )
@@ -20,12 +19,7 @@ func TestOpenCodeThroughNonOwner(t *testing.T) {
 	tr := newTrio(t, nil)
 	a, b, c := tr.node("a"), tr.node("b"), tr.node("c")
 	sb := tr.ownedBy("oc", "a")
-	// A create with an id is idempotent: one that met a raft leader change (503,
-	// outcome unknown) on a loaded machine is sent again.
-	eventually(t, 60*time.Second, "the sandbox created", func() bool {
-		st := c.do("POST", "/v1/sandboxes", map[string]any{"id": sb}).status
-		return st == http.StatusCreated || st == http.StatusOK
-	})
+	mustSetUp(t, c, http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb})
 	c.must(http.StatusNoContent, "POST", "/v1/sandboxes/"+sb+"/files/mkdir", map[string]any{"path": "proj dir/é", "parents": true})
 	base := "/v1/sandboxes/" + sb + "/opencode/pty"
 

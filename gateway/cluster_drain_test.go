@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +13,20 @@ import (
 
 	"github.com/sandgate/sandgate/cluster"
 )
+
+// attachDraining starts in sb, owned by owner, a process that ignores SIGTERM and
+// waits for input, and attaches a WebSocket to it through via; it returns once the
+// process has started and the stream is registered on owner.
+func attachDraining(t *testing.T, via, owner *testServer, sb string) (processJSON, *wsClient) {
+	t.Helper()
+	var p processJSON
+	via.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
+		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
+	ws := via.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws")
+	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
+	eventually(t, 30*time.Second, "the WebSocket registered on "+string(owner.srv.cluster.ID()), func() bool { return owner.srv.streams.count(sb) == 1 })
+	return p, ws
+}
 
 // TestDrainMovesSandboxes drains the owner of a sandbox that runs a process (one
 // that ignores SIGTERM, so the handoff lasts its kill grace) with a WebSocket
@@ -30,28 +42,9 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	sb := tr.ownedBy("dr", "a")
 	part := cluster.PartitionOf(sb)
 	c.sandbox(sb)
-	var p processJSON
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes",
-		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
-	ws := c.dialWS("/v1/sandboxes/" + sb + "/processes/" + p.ID + "/ws")
-	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
-	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(sb) == 1 })
+	p, ws := attachDraining(t, c, a, sb)
 
-	// What may legitimately turn the planned move into an unplanned one on a loaded
-	// machine: a's lease lapsing (it fences every activation), or a's hook for sb's
-	// partition outliving the gate's window.
-	var fenced atomic.Bool
-	var slowHook atomic.Int64 // nanoseconds of the hook that handled sb's partition
-	fence := func() { fenced.Store(true); a.srv.fence() }
-	a.srv.hooks.onFence.Store(&fence)
-	hook := func(ctx context.Context, h cluster.Handoff) {
-		began := time.Now()
-		a.srv.handOff(ctx, h)
-		if slices.Contains(h.Partitions, part) {
-			slowHook.Store(int64(time.Since(began)))
-		}
-	}
-	a.srv.hooks.onHandoff.Store(&hook)
+	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Partitions, part) })
 
 	b.doToken(testToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusForbidden)
 	b.doToken(testAdminToken, "POST", "/v1/cluster/members/nobody/drain", nil).want(t, http.StatusNotFound)
@@ -128,26 +121,13 @@ func TestDrainMovesSandboxes(t *testing.T) {
 	if got.Status != "exited" {
 		t.Errorf("process after a planned move: %q, want exited", got.Status)
 	}
-	var list struct {
-		Events []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"events"`
-	}
-	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/events?since=0", nil).json(t, &list)
-	var moved []map[string]any
-	for _, e := range list.Events {
-		if e.Type == "sandbox.moved" {
-			moved = append(moved, e.Data)
-		}
-	}
-	took := time.Duration(slowHook.Load())
-	t.Logf("a's hook for the partition took %v", took)
+	moved := movedData(t, b, sb)
+	t.Logf("a's hook for the partition took %v", risk.took())
 	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != string(owner) {
 		raw, _ := json.Marshal(moved)
-		if len(moved) == 1 && (fenced.Load() || took >= a.srv.handoffs.window) {
+		if len(moved) == 1 && risk.degraded() {
 			t.Skipf("sandbox.moved %s: unplanned because a was fenced (%v) or its hook took %v, past the window of %v (a loaded machine)",
-				raw, fenced.Load(), took, a.srv.handoffs.window)
+				raw, risk.fenced.Load(), risk.took(), risk.window())
 		}
 		t.Fatalf("sandbox.moved events: %s, want one planned from a to %s", raw, owner)
 	}

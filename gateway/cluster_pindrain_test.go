@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,27 +55,9 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	c.sandbox(moving)
 	c.sandbox(stuck)
 	mustSetUp(t, c, http.StatusNoContent, "PUT", filesPath(moving)+"?path=kept.txt", "pinned files move\n")
-	var p processJSON
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+moving+"/processes",
-		map[string]any{"command": "trap '' TERM; echo started; read x"}).json(t, &p)
-	ws := c.dialWS("/v1/sandboxes/" + moving + "/processes/" + p.ID + "/ws")
-	ws.readUntil(t, 30*time.Second, func(w *wsClient) bool { return strings.Contains(w.output.String(), "started") })
-	eventually(t, 30*time.Second, "the WebSocket registered on a", func() bool { return a.srv.streams.count(moving) == 1 })
+	p, ws := attachDraining(t, c, a, moving)
 
-	// What may legitimately turn the planned move into an unplanned one on a loaded
-	// machine: a's lease lapsing, or a's hook outliving the gate's window.
-	var fenced atomic.Bool
-	var slowHook atomic.Int64 // nanoseconds of the hook that handled the pinned sandbox
-	fence := func() { fenced.Store(true); a.srv.fence() }
-	a.srv.hooks.onFence.Store(&fence)
-	hook := func(ctx context.Context, h cluster.Handoff) {
-		began := time.Now()
-		a.srv.handOff(ctx, h)
-		if slices.Contains(h.Sandboxes, moving) {
-			slowHook.Store(int64(time.Since(began)))
-		}
-	}
-	a.srv.hooks.onHandoff.Store(&hook)
+	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Sandboxes, moving) })
 
 	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
 	if st := ws.readUntil(t, clusterPatience, func(*wsClient) bool { return false }); st != websocket.StatusServiceRestart {
@@ -95,25 +76,12 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	if got.Status != "exited" {
 		t.Errorf("process after the planned move: %q, want exited", got.Status)
 	}
-	var list struct {
-		Events []struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		} `json:"events"`
-	}
-	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/events?since=0", nil).json(t, &list)
-	var moved []map[string]any
-	for _, e := range list.Events {
-		if e.Type == "sandbox.moved" {
-			moved = append(moved, e.Data)
-		}
-	}
+	moved := movedData(t, c, moving)
 	if len(moved) != 1 || moved[0]["planned"] != true || moved[0]["from"] != "a" || moved[0]["to"] != "b" {
 		raw, _ := json.Marshal(moved)
-		took := time.Duration(slowHook.Load())
-		if len(moved) == 1 && (fenced.Load() || took >= a.srv.handoffs.window) {
+		if len(moved) == 1 && risk.degraded() {
 			t.Skipf("sandbox.moved %s: unplanned because a was fenced (%v) or its hook took %v, past the window of %v (a loaded machine)",
-				raw, fenced.Load(), took, a.srv.handoffs.window)
+				raw, risk.fenced.Load(), risk.took(), risk.window())
 		}
 		t.Fatalf("sandbox.moved events: %s, want one planned from a to b", raw)
 	}

@@ -127,7 +127,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 	out := r.WithContext(ctx)
 	body.attach(out)
 	if rt.stream != "" {
-		if !s.trackStream() {
+		if !s.trackStream(1) {
 			return attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
 		}
 		defer s.bg.Done()
@@ -196,15 +196,16 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 	return a
 }
 
-// trackStream counts a proxied stream among the goroutines Shutdown waits for, unless
-// the server is closing (false). The caller calls s.bg.Done when the stream ends.
-func (s *Server) trackStream() bool {
+// trackStream counts the n goroutines of a stream (a proxied one, a WebSocket) among
+// those Shutdown waits for, unless the server is closing (false). Each calls s.bg.Done
+// when it ends.
+func (s *Server) trackStream(n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.bg.Add(1)
+	s.bg.Add(n)
 	return true
 }
 

@@ -118,9 +118,13 @@ func checkCreate(req *ocCreateRequest) error {
 	return validateEnv(req.Env)
 }
 
-// ptyInfo returns the request's pty: a PTY process of the sandbox. Any other process
-// is, to OpenCode's API, no pty.
+// ptyInfo checks the request's directory (see openCodeDirectory) and returns the
+// request's pty: a PTY process of the sandbox. Any other process is, to OpenCode's
+// API, no pty.
 func (s *Server) ptyInfo(r *http.Request) (runtime.ProcessInfo, error) {
+	if _, err := s.openCodeDirectory(r); err != nil {
+		return runtime.ProcessInfo{}, err
+	}
 	id := r.PathValue("ptyID")
 	info, err := s.node.ProcessInfo(r.Context(), r.PathValue("sb"), id)
 	if err != nil {
@@ -133,9 +137,6 @@ func (s *Server) ptyInfo(r *http.Request) (runtime.ProcessInfo, error) {
 }
 
 func (s *Server) opencodeGet(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.openCodeDirectory(r); err != nil {
-		return ocErr(r, err)
-	}
 	info, err := s.ptyInfo(r)
 	if err != nil {
 		return ocErr(r, err)
@@ -175,9 +176,6 @@ func (s *Server) opencodeUpdate(w http.ResponseWriter, r *http.Request) error {
 			return ocErr(r, err)
 		}
 	}
-	if _, err := s.openCodeDirectory(r); err != nil {
-		return ocErr(r, err)
-	}
 	info, err := s.ptyInfo(r)
 	if err != nil {
 		return ocErr(r, err)
@@ -208,9 +206,6 @@ func (s *Server) opencodeUpdate(w http.ResponseWriter, r *http.Request) error {
 // dropped. A terminal's shell takes its terminal with it, or the next request for the
 // terminal would start a new shell. The answer is true, as OpenCode's.
 func (s *Server) opencodeRemove(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.openCodeDirectory(r); err != nil {
-		return ocErr(r, err)
-	}
 	info, err := s.ptyInfo(r)
 	if err != nil {
 		return ocErr(r, err)
@@ -249,9 +244,6 @@ type ticketJSON struct {
 func (s *Server) opencodeConnectToken(w http.ResponseWriter, r *http.Request) error {
 	var none struct{} // OpenCode's client sends no body; an empty object is as good
 	if err := decodeJSON(r, maxJSONBody, &none); err != nil {
-		return ocErr(r, err)
-	}
-	if _, err := s.openCodeDirectory(r); err != nil {
 		return ocErr(r, err)
 	}
 	info, err := s.ptyInfo(r)

@@ -73,16 +73,12 @@ func (s *Server) opencodeConnect(w http.ResponseWriter, r *http.Request) error {
 	conn.SetReadLimit(1 << 20)
 	sub := s.subscribeLive(p, start.Offset)
 	ps := &ptyStream{s: s, conn: conn, p: p, sub: sub, units: start.Units, replay: p.Info().OutputOffset}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.trackStream(2) {
 		conn.Close(websocket.StatusServiceRestart, "server shutting down")
 		sub.Close()
 		release()
 		return nil
 	}
-	s.bg.Add(2)
-	s.mu.Unlock()
 
 	ended := s.metrics.wsStarted(r.Pattern)
 	// ctx ends the stream; the reader's own context outlives it, because coder/websocket

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -59,18 +58,7 @@ func drainedMove(t *testing.T, tr *trio, sb string) (owner cluster.NodeID, degra
 	t.Helper()
 	a, b := tr.node("a"), tr.node("b")
 	part := cluster.PartitionOf(sb)
-	var fenced atomic.Bool
-	var slowHook atomic.Int64
-	fence := func() { fenced.Store(true); a.srv.fence() }
-	a.srv.hooks.onFence.Store(&fence)
-	hook := func(ctx context.Context, h cluster.Handoff) {
-		began := time.Now()
-		a.srv.handOff(ctx, h)
-		if slices.Contains(h.Partitions, part) {
-			slowHook.Store(int64(time.Since(began)))
-		}
-	}
-	a.srv.hooks.onHandoff.Store(&hook)
+	risk := watchPlanRisk(a, func(h cluster.Handoff) bool { return slices.Contains(h.Partitions, part) })
 	eventually(t, clusterPatience, "the drain to be accepted", func() bool {
 		r, err := b.send(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil)
 		return err == nil && r.status == http.StatusAccepted
@@ -84,7 +72,7 @@ func drainedMove(t *testing.T, tr *trio, sb string) (owner cluster.NodeID, degra
 		r, err := b.send(testToken, "GET", "/v1/sandboxes/"+sb, nil)
 		return err == nil && r.status == http.StatusOK
 	})
-	return owner, func() bool { return fenced.Load() || time.Duration(slowHook.Load()) >= a.srv.handoffs.window }
+	return owner, risk.degraded
 }
 
 // mustSetUp is ts.must for a test's set-up in a trio, retried while the answer is 503:

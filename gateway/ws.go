@@ -114,16 +114,12 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	sub := s.subscribeLive(p, startOffset(p, from, given))
 	start := sub.Offset() // an offset past the end starts at the end: ready says so
 
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.trackStream(1) {
 		conn.Close(websocket.StatusServiceRestart, "server shutting down")
 		sub.Close()
 		release()
 		return nil
 	}
-	s.bg.Add(1)
-	s.mu.Unlock()
 
 	ended := s.metrics.wsStarted(r.Pattern)
 	ctx, cancel := context.WithCancel(s.streamCtx)

@@ -92,18 +92,7 @@ func TestFailoverLeaderOwner(t *testing.T) {
 	defer stop()
 	cl.startPhase(t, 10, 2*time.Minute).wait(t)
 
-	before, err := c.Info(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cl.startPhase(t, 20, 3*time.Minute)
-	owner.Kill(t)
-	killed := time.Now()
-	moved := waitSandbox(t, cl, owner.ID, 60*time.Second)
-	t.Logf("owner %s (leader at the kill: %v) killed: the sandbox answered on %s after %v",
-		owner.ID, before.Leader == owner.ID, moved, time.Since(killed).Round(time.Millisecond))
-	p.wait(t)
-	checkMoved(t, cl, owner.ID, moved)
+	killOwnerUnderLoad(t, c, cl, owner)
 	stop()
 	cl.drain(t)
 	cl.check(t)

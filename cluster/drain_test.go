@@ -95,14 +95,7 @@ func TestDrainUnderLoad(t *testing.T) {
 	if err := onLeader(t, h.nodes, func(l *Node) error { return l.Drain(ctx, victim.ID()) }); err != nil {
 		t.Fatalf("Drain again: %v", err)
 	}
-	waitFor(t, "the member drained on every node", func() bool {
-		for _, nd := range h.nodes {
-			if !nd.Drained(victim.ID()) {
-				return false
-			}
-		}
-		return true
-	})
+	waitDrained(t, h.nodes, victim.ID())
 	took := mono() - start
 	for _, m := range leader(t, h.nodes...).Members() {
 		if m.ID == victim.ID() && (m.Status != StatusDraining || m.Status.String() != "draining") {
@@ -160,14 +153,7 @@ func TestRollingRestart(t *testing.T) {
 		if err := onLeader(t, h.nodes, func(l *Node) error { return l.Drain(ctx, nd.ID()) }); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, string(nd.ID())+" drained", func() bool {
-			for _, x := range h.nodes {
-				if !x.Drained(nd.ID()) {
-					return false
-				}
-			}
-			return true
-		})
+		waitDrained(t, h.nodes, nd.ID())
 		down := mono()
 		again := reopen(t, nd)
 		h.nodes[i] = again

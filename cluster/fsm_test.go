@@ -50,6 +50,20 @@ func snapshotBytes(tb testing.TB, f *fsm) []byte {
 	return sink.Bytes()
 }
 
+// roundTrip restores a new FSM from a snapshot of f and fails tb unless the restored
+// state encodes as f's does.
+func roundTrip(tb testing.TB, f *fsm) *fsm {
+	tb.Helper()
+	g := testFSM(tb)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(tb, f)))); err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(f.cur.Load().encode(), g.cur.Load().encode()) {
+		tb.Fatal("restored state encodes differently")
+	}
+	return g
+}
+
 // applyAll applies cmds at indexes 1.. and returns each result.
 func applyAll(f *fsm, cmds [][]byte) []any {
 	out := make([]any, len(cmds))
@@ -188,14 +202,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	t.Parallel()
 	f := testFSM(t)
 	applyAll(f, history())
-	b := snapshotBytes(t, f)
-	g := testFSM(t)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(f.cur.Load().encode(), g.cur.Load().encode()) {
-		t.Fatal("restored state encodes differently")
-	}
+	g := roundTrip(t, f)
 	for i := 0; i < 100; i++ {
 		id := fmt.Sprintf("sandbox-%d", i)
 		o1, e1, ok1 := f.cur.Load().owner(id)
@@ -213,6 +220,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	if p := g.cur.Load().pins["sb-3"]; p.State != PartitionHandoff || p.Next != "b" || p.Owner != "a" {
 		t.Fatalf("pin in handoff lost in the round trip: %+v", p)
 	}
+	b := snapshotBytes(t, f)
 	for _, bad := range [][]byte{nil, {9}, b[:len(b)/2], append(append([]byte(nil), b...), 0)} {
 		if err := g.Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("restore of %d corrupt bytes: %v", len(bad), err)

@@ -28,6 +28,19 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
+// waitDrained waits until every one of nodes sees member id drained.
+func waitDrained(tb testing.TB, nodes []*Node, id NodeID) {
+	tb.Helper()
+	waitFor(tb, string(id)+" drained on every node", func() bool {
+		for _, nd := range nodes {
+			if !nd.Drained(id) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // testSecret is the cluster secret of test nodes.
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
 

@@ -51,14 +51,7 @@ func TestDrainMovesPins(t *testing.T) {
 	if err := onLeader(t, h.nodes, func(l *Node) error { return l.Drain(ctx, victim.ID()) }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the member drained on every node", func() bool {
-		for _, nd := range h.nodes {
-			if !nd.Drained(victim.ID()) {
-				return false
-			}
-		}
-		return true
-	})
+	waitDrained(t, h.nodes, victim.ID())
 	drained := mono() - start
 	waitFor(t, "the moved sandbox admitted by its new owner", func() bool {
 		o, _, ok := h.nodes[0].Owner(movable)

@@ -114,6 +114,25 @@ const utf8Cont = 3
 
 func isContinuation(c byte) bool { return c&0xC0 == 0x80 }
 
+// textSegmentLocked returns the retained mark to decode from, the last one that is
+// not past the target and is after start (else start), and the bytes from it to the
+// next mark (else end). past reports whether a mark is beyond the target; it is
+// monotonic over the marks. Every token counts at least one unit, so a boundary's
+// units grow with its offset, and "after start" compares offsets for either target.
+func (r *ring) textSegmentLocked(start, end TextPos, past func(TextPos) bool) (ref TextPos, buf []byte) {
+	t := r.text
+	ref, limit := start, end.Offset
+	ms := t.marks[t.head:]
+	i := sort.Search(len(ms), func(i int) bool { return past(ms[i]) })
+	if i > 0 && ms[i-1].Offset > start.Offset {
+		ref = ms[i-1]
+	}
+	if i < len(ms) {
+		limit = ms[i].Offset
+	}
+	return ref, r.copyLocked(ref.Offset, limit)
+}
+
 // textSeekLocked returns the boundary with units units, clamped to [start, end] (see
 // Process.TextSeek); gone says units was before the start.
 func (r *ring) textSeekLocked(units int64) (pos TextPos, gone bool) {
@@ -125,17 +144,7 @@ func (r *ring) textSeekLocked(units int64) (pos TextPos, gone bool) {
 	if units >= end.Units {
 		return end, false
 	}
-	t := r.text
-	ref, limit := start, end.Offset
-	ms := t.marks[t.head:]
-	i := sort.Search(len(ms), func(i int) bool { return ms[i].Units > units })
-	if i > 0 && ms[i-1].Units > start.Units {
-		ref = ms[i-1]
-	}
-	if i < len(ms) {
-		limit = ms[i].Offset
-	}
-	buf := r.copyLocked(ref.Offset, limit)
+	ref, buf := r.textSegmentLocked(start, end, func(m TextPos) bool { return m.Units > units })
 	at, u := 0, ref.Units
 	for at < len(buf) && u < units {
 		if buf[at] < utf8.RuneSelf {
@@ -168,17 +177,7 @@ func (r *ring) textAtLocked(off int64) (pos TextPos, gone bool) {
 	if off >= end.Offset {
 		return end, false
 	}
-	t := r.text
-	ref, limit := start, end.Offset
-	ms := t.marks[t.head:]
-	i := sort.Search(len(ms), func(i int) bool { return ms[i].Offset > off })
-	if i > 0 && ms[i-1].Offset > start.Offset {
-		ref = ms[i-1]
-	}
-	if i < len(ms) {
-		limit = ms[i].Offset
-	}
-	buf := r.copyLocked(ref.Offset, limit)
+	ref, buf := r.textSegmentLocked(start, end, func(m TextPos) bool { return m.Offset > off })
 	at, u := 0, ref.Units
 	for ref.Offset+int64(at) < off {
 		size, n, _ := textToken(buf[at:])

@@ -219,3 +219,30 @@ func (c *Cluster) WaitMembers(ctx context.Context, n *Node, want int) error {
 		}
 	}
 }
+
+// CreateWhere creates sandboxes prefix-0, prefix-1, ... through the first node until
+// one lands on a node for which want is true, and returns its ID and that node. A 503
+// (its partition is moving, as in the rebalance after the joins) asks again with the
+// same ID; ctx ending fails tb.
+func (c *Cluster) CreateWhere(ctx context.Context, tb testing.TB, prefix string, want func(node string) bool) (string, *Node) {
+	tb.Helper()
+	for i := 0; ; i++ {
+		if ctx.Err() != nil {
+			tb.Fatalf("no sandbox %s-N landed where wanted", prefix)
+		}
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		var got struct{ Node string }
+		resp, err := c.Nodes[0].Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": id})
+		if err == nil && resp.Status == http.StatusServiceUnavailable {
+			i--
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil || resp.JSON(http.StatusCreated, &got) != nil {
+			tb.Fatalf("create %s: %v %+v", id, err, resp)
+		}
+		if n := c.Node(got.Node); n != nil && want(got.Node) {
+			return id, n
+		}
+	}
+}

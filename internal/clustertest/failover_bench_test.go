@@ -87,7 +87,7 @@ func killOwner(tb testing.TB, c *clustertest.Cluster, prefix string, lead bool) 
 	if err != nil || c.Node(info.Leader) == nil {
 		tb.Fatalf("no leader: %+v %v", info, err)
 	}
-	sb, owner := sandboxOwnedBy(ctx, tb, c, prefix, func(node string) bool { return (node == info.Leader) == lead })
+	sb, owner := c.CreateWhere(ctx, tb, prefix, func(node string) bool { return (node == info.Leader) == lead })
 	var survivor *clustertest.Node
 	for _, n := range c.Nodes {
 		if n != owner {
@@ -153,31 +153,6 @@ func milestones(c *clustertest.Cluster, dead *clustertest.Node, killed time.Time
 		}
 	}
 	return out
-}
-
-// sandboxOwnedBy creates sandboxes prefix-0, prefix-1, ... through the first node until
-// one lands on a node for which want is true, and returns it and that node.
-func sandboxOwnedBy(ctx context.Context, tb testing.TB, c *clustertest.Cluster, prefix string, want func(node string) bool) (string, *clustertest.Node) {
-	tb.Helper()
-	for i := 0; ; i++ {
-		if ctx.Err() != nil {
-			tb.Fatalf("no sandbox %s-N landed where wanted", prefix)
-		}
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		var got struct{ Node string }
-		resp, err := c.Nodes[0].Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": id})
-		if err == nil && resp.Status == http.StatusServiceUnavailable {
-			i-- // the partition is moving (a rebalance onto a restarted node): again
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		if err != nil || resp.JSON(http.StatusCreated, &got) != nil {
-			tb.Fatalf("create %s: %v %+v", id, err, resp)
-		}
-		if n := c.Node(got.Node); n != nil && want(got.Node) {
-			return id, n
-		}
-	}
 }
 
 // controlWrite adds a token through the running nodes other than dead until one

@@ -2,7 +2,6 @@ package clustertest_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -24,27 +23,7 @@ func TestFailoverFollowerOwner(t *testing.T) {
 	}
 	// A sandbox some follower owns: the leader rebalances partitions onto the nodes
 	// that joined, so a few tries find one.
-	var sb string
-	var owner *clustertest.Node
-	for i := 0; owner == nil; i++ {
-		if ctx.Err() != nil {
-			t.Fatal("no sandbox landed on a follower")
-		}
-		id := fmt.Sprintf("fo-%d", i)
-		var got struct{ Node string }
-		resp, err := c.Nodes[0].Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": id})
-		if err == nil && resp.Status == http.StatusServiceUnavailable {
-			i-- // the partition is moving (the rebalance after the joins): again
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		if err != nil || resp.JSON(http.StatusCreated, &got) != nil {
-			t.Fatalf("create %s: %v %+v", id, err, resp)
-		}
-		if got.Node != info.Leader {
-			sb, owner = id, c.Node(got.Node)
-		}
-	}
+	sb, owner := c.CreateWhere(ctx, t, "fo", func(node string) bool { return node != info.Leader })
 	resp, err := owner.Do(ctx, "POST", "/v1/sandboxes/"+sb+"/events", map[string]any{"type": "agent.note", "data": map[string]string{"k": "kept"}})
 	if err != nil || resp.Status != http.StatusCreated {
 		t.Fatalf("post event: %v %+v", err, resp)
@@ -100,7 +79,7 @@ func TestFailoverLeaderOwner(t *testing.T) {
 	if err != nil || c.Node(info.Leader) == nil {
 		t.Fatalf("no leader: %+v %v", info, err)
 	}
-	sb, owner := sandboxOwnedBy(ctx, t, c, "lo", func(node string) bool { return node == info.Leader })
+	sb, owner := c.CreateWhere(ctx, t, "lo", func(node string) bool { return node == info.Leader })
 	var other *clustertest.Node
 	for _, n := range c.Nodes {
 		if n != owner {
@@ -113,18 +92,7 @@ func TestFailoverLeaderOwner(t *testing.T) {
 	defer stop()
 	cl.startPhase(t, 10, 2*time.Minute).wait(t)
 
-	before, err := c.Info(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cl.startPhase(t, 20, 3*time.Minute)
-	owner.Kill(t)
-	killed := time.Now()
-	moved := waitSandbox(t, cl, owner.ID, 60*time.Second)
-	t.Logf("owner %s (leader at the kill: %v) killed: the sandbox answered on %s after %v",
-		owner.ID, before.Leader == owner.ID, moved, time.Since(killed).Round(time.Millisecond))
-	p.wait(t)
-	checkMoved(t, cl, owner.ID, moved)
+	killOwnerUnderLoad(t, c, cl, owner)
 	stop()
 	cl.drain(t)
 	cl.check(t)

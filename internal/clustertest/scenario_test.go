@@ -68,19 +68,7 @@ func TestFailover(t *testing.T) {
 	// An owner that also leads costs an election more, and the new leader waits out
 	// every lease it may not know of (L + δ from its election) before it moves any
 	// partition.
-	ictx, icancel := context.WithTimeout(context.Background(), opTimeout)
-	before, err := c.Info(ictx, owner)
-	icancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cl.startPhase(t, 20, 3*time.Minute)
-	owner.Kill(t)
-	killed := time.Now()
-	moved := waitSandbox(t, cl, owner.ID, 60*time.Second)
-	t.Logf("owner %s (leader: %v) killed: the sandbox answered on %s after %v", owner.ID, before.Leader == owner.ID, moved, time.Since(killed).Round(time.Millisecond))
-	p.wait(t)
-	checkMoved(t, cl, owner.ID, moved)
+	killOwnerUnderLoad(t, c, cl, owner)
 
 	// Bring the old owner back, then kill the leader: control writes resume.
 	owner.Restart(t)
@@ -94,9 +82,9 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("no leader: %+v %v", info, err)
 	}
 	leader := c.Node(info.Leader)
-	p = cl.startPhase(t, 20, 3*time.Minute)
+	p := cl.startPhase(t, 20, 3*time.Minute)
 	leader.Kill(t)
-	killed = time.Now()
+	killed := time.Now()
 	waitControlWrite(t, cl, 60*time.Second)
 	t.Logf("leader %s killed: control writes resumed after %v", leader.ID, time.Since(killed).Round(time.Millisecond))
 	p.wait(t)
@@ -181,6 +169,27 @@ func checkMoved(t *testing.T, cl *client, from, to string) {
 		}
 	}
 	t.Errorf("no sandbox.moved event from %s to %s", from, to)
+}
+
+// killOwnerUnderLoad kills owner, the sandbox's node, with SIGKILL while 20 more operations
+// run, waits for the sandbox to answer on another node, logs how long that took, and
+// checks the sandbox.moved event.
+func killOwnerUnderLoad(t *testing.T, c *clustertest.Cluster, cl *client, owner *clustertest.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	before, err := c.Info(ctx, owner)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cl.startPhase(t, 20, 3*time.Minute)
+	owner.Kill(t)
+	killed := time.Now()
+	moved := waitSandbox(t, cl, owner.ID, 60*time.Second)
+	t.Logf("owner %s (leader at the kill: %v) killed: the sandbox answered on %s after %v",
+		owner.ID, before.Leader == owner.ID, moved, time.Since(killed).Round(time.Millisecond))
+	p.wait(t)
+	checkMoved(t, cl, owner.ID, moved)
 }
 
 // waitControlWrite creates sandboxes through running nodes until one create succeeds.

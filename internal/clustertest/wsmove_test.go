@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,27 +37,8 @@ func TestDrainOwnerKilledMidStream(t *testing.T) {
 	if err != nil || info.Leader == "" {
 		t.Fatalf("no leader: %+v %v", info, err)
 	}
-	var sb string
-	var owner *Node
-	for i := 0; owner == nil; i++ { // a follower owner: killing it costs no election
-		if ctx.Err() != nil {
-			t.Fatal("no sandbox landed on a follower")
-		}
-		id := fmt.Sprintf("wk-%d", i)
-		var got struct{ Node string }
-		resp, err := c.Nodes[0].Do(ctx, "POST", "/v1/sandboxes", map[string]string{"id": id})
-		if err == nil && resp.Status == http.StatusServiceUnavailable {
-			i--
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		if err != nil || resp.JSON(http.StatusCreated, &got) != nil {
-			t.Fatalf("create %s: %v %+v", id, err, resp)
-		}
-		if got.Node != info.Leader {
-			sb, owner = id, c.Node(got.Node)
-		}
-	}
+	// A follower owner: killing it costs no election.
+	sb, owner := c.CreateWhere(ctx, t, "wk", func(node string) bool { return node != info.Leader })
 	leader := c.Node(info.Leader)
 	must(t, leader, "PUT", "/v1/sandboxes/"+sb+"/files?path=keep.txt", "kept\n", http.StatusNoContent, nil)
 	var ex struct {

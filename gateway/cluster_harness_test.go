@@ -16,6 +16,12 @@ import (
 // elections.
 const clusterPatience = 60 * time.Second
 
+// clusterRaftMultiplier scales the raft timeouts of multi-node test clusters: 150 ms
+// heartbeats, elections and leader leases ride out the stalls of a loaded 2-core
+// machine under -race, where the single node's 50 ms would make leaders step down
+// mid-commit ("leadership lost while committing log"). A test may set its own.
+const clusterRaftMultiplier = 0.3
+
 // testCluster is n real gateway servers in one process, each with its own data
 // directory, HTTP port and raft port on loopback, raft at 0.1× its timeouts. Node i
 // (from 1) has id "n<i>"; n1 bootstraps and every later node joins through the node
@@ -52,6 +58,7 @@ func (tc *testCluster) start(i int, join, dataDir, listen string) *testServer {
 	return newTestServer(tc.t, &serverOptions{listen: listen, config: func(c *Config) {
 		c.NodeID = fmt.Sprintf("n%d", i)
 		c.Join = join
+		c.RaftMultiplier = clusterRaftMultiplier
 		if dataDir != "" {
 			c.DataDir = dataDir
 		}

@@ -32,6 +32,7 @@ func newTrio(t testing.TB, mod func(i int, c *Config)) *trio {
 		opts := &serverOptions{config: func(c *Config) {
 			c.NodeID = id
 			c.Labels = map[string]string{"node": id}
+			c.RaftMultiplier = clusterRaftMultiplier
 			if i > 0 {
 				c.Join = tr.nodes[0].url
 			}

@@ -153,19 +153,33 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 		cfg.Tokens = map[string]gateway.Principal{tok: {Tenant: gateway.DefaultTenant, Admin: true}}
 		madeToken = tok
 	}
+	// A --listen port of 0 is bound first, so that the node advertises the real port
+	// to the cluster; any other is bound once the node is ready, as before.
+	var ln net.Listener
+	if _, port, err := net.SplitHostPort(cfg.Listen); err == nil && port == "0" {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			return 1
+		}
+		cfg.Listen = ln.Addr().String()
+	}
 	srv, err := gateway.New(ctx, cfg)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		fmt.Fprintln(stderr, "sandgate serve:", err)
 		if errors.Is(err, gateway.ErrAdvertise) {
 			return exitSandgate // a bad --advertise or --listen, as other flag errors
 		}
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		fmt.Fprintln(stderr, "sandgate serve:", err)
-		_ = srv.Shutdown(context.Background())
-		return 1
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			_ = srv.Shutdown(context.Background())
+			return 1
+		}
 	}
 	var metricsLn net.Listener
 	if metricsAddr != "" {

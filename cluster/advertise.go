@@ -112,5 +112,8 @@ func firstUnicast(ifaddrs func() ([]net.Addr, error)) (net.IP, error) {
 // StreamLayer.Addr, so it may be a host name).
 type advertisedAddr string
 
+// Network is "tcp".
 func (a advertisedAddr) Network() string { return "tcp" }
-func (a advertisedAddr) String() string  { return string(a) }
+
+// String is the advertised host:port.
+func (a advertisedAddr) String() string { return string(a) }

@@ -20,11 +20,19 @@ type Config struct {
 	// DataDir holds the raft log, stable store and snapshots under DataDir/raft.
 	// Required.
 	DataDir string
-	// RaftListen is the host:port of the raft TCP transport. Port 0 picks a free port;
-	// Node.RaftAddr reports the real one. The host must be one other nodes can reach
-	// (not 0.0.0.0). Default "127.0.0.1:0".
+	// RaftListen is the host:port the raft TCP transport binds. Port 0 picks a free
+	// port; Node.RaftAddr reports the real one. It may be 0.0.0.0 or [::] (all
+	// interfaces) when RaftAdvertise, or the host's address, tells peers where to
+	// dial. Default "127.0.0.1:0".
 	RaftListen string
-	// HTTPAddr is recorded in the member table so other nodes can forward to this one.
+	// RaftAdvertise is the raft host:port (or host, taking the bound port) other
+	// nodes dial, recorded in the raft configuration and the member table. Empty:
+	// RaftListen when its host is specified, else the host's first non-loopback
+	// unicast address with the bound port (AdvertiseAddr). Open fails with
+	// ErrAdvertise when there is none or RaftAdvertise names 0.0.0.0 or ::.
+	RaftAdvertise string
+	// HTTPAddr is the HTTP host:port recorded in the member table, which other
+	// nodes forward requests to: an advertised address, never 0.0.0.0.
 	HTTPAddr string
 	// Labels are this node's labels, matched by pin selectors.
 	Labels map[string]string

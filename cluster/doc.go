@@ -422,6 +422,17 @@
 //     records), moving pins by handoff (a drain leaves a draining member's pins in
 //     place), and raft-autopilot's dead-server cleanup.
 //
+// # Addresses: listen and advertise
+//
+// The raft listener binds Config.RaftListen, which may be 0.0.0.0 or [::]; peers
+// are told Config.RaftAdvertise (what the transport's Addr returns, so what raft
+// records in its configuration and Node.Self puts in the member table). An empty
+// one is chosen by AdvertiseAddr (advertise.go) once the listener is bound: the
+// listen address when it names a host, else the host's first non-loopback unicast
+// address with the bound port. A node never advertises an unspecified address:
+// peers dialling it would dial themselves. Config.HTTPAddr follows the same rules,
+// applied by the gateway.
+//
 // # Node authentication and its threat model
 //
 // Every connection on the raft listener, raft, heartbeats, batch RPCs and handoff

@@ -11,6 +11,10 @@ var (
 	ErrClosed = errors.New("cluster: node closed")
 	// ErrInvalid reports a bad Config or argument.
 	ErrInvalid = errors.New("cluster: invalid argument")
+	// ErrAdvertise reports that a node has no address to tell other nodes: its
+	// advertise address names no host (0.0.0.0, ::), or it listens on all interfaces
+	// and the host has no non-loopback unicast address (AdvertiseAddr).
+	ErrAdvertise = errors.New("cluster: no address to advertise")
 	// ErrNotLeader is matched by every *NotLeaderError.
 	ErrNotLeader = errors.New("cluster: not the leader")
 	// ErrStaleEpoch is returned when an ownership change names an expected epoch that

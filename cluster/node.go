@@ -125,7 +125,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, err := listen(cfg.RaftListen, cfg.netUp, newAuthenticator(cfg.Secret, cfg.Logger))
+	stream, err := listen(cfg.RaftListen, cfg.RaftAdvertise, cfg.netUp, newAuthenticator(cfg.Secret, cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +229,8 @@ func (n *Node) Close() error {
 // ID returns the node's id.
 func (n *Node) ID() NodeID { return n.cfg.NodeID }
 
-// RaftAddr returns the address the raft transport listens on (the real port when
-// RaftListen asked for port 0).
+// RaftAddr returns the raft address this node advertises to its peers
+// (Config.RaftAdvertise, with the real port when RaftListen asked for port 0).
 func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
 
 // Self returns this node's member record as Join expects it.

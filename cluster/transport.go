@@ -31,6 +31,7 @@ import (
 // long as its peers do. Close here ends them all, and waits for its goroutines.
 type streamLayer struct {
 	ln    net.Listener
+	adv   advertisedAddr // what peers dial: Addr, and so raft's LocalAddr
 	raftC chan net.Conn
 	done  chan struct{}
 	wg    sync.WaitGroup
@@ -57,18 +58,20 @@ const sniffTimeout = 10 * time.Second
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func listen(addr string, up func() bool, auth *authenticator) (*streamLayer, error) {
+// listen binds addr and advertises advertise (AdvertiseAddr's rules, against the
+// bound address so that a port of 0 becomes the real one).
+func listen(addr, advertise string, up func() bool, auth *authenticator) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	tcp, ok := ln.Addr().(*net.TCPAddr)
-	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+	adv, err := AdvertiseAddr(ln.Addr().String(), advertise)
+	if err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("%w: raft address %s is not one peers can reach; listen on a specific host", ErrInvalid, ln.Addr())
+		return nil, fmt.Errorf("failed to choose the raft advertise address: %w", err)
 	}
 	return &streamLayer{
-		ln: ln, raftC: make(chan net.Conn), done: make(chan struct{}), up: up, auth: auth,
+		ln: ln, adv: advertisedAddr(adv), raftC: make(chan net.Conn), done: make(chan struct{}), up: up, auth: auth,
 		conns: map[*trackedConn]struct{}{},
 	}, nil
 }
@@ -193,8 +196,9 @@ func (s *streamLayer) dialStream(addr string, first byte, timeout time.Duration)
 	return c, nil
 }
 
-// Addr is the listening address, advertised to peers.
-func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the address advertised to peers (Config.RaftAdvertise), which raft
+// records as this server's address; the listener may be bound to another.
+func (s *streamLayer) Addr() net.Addr { return s.adv }
 
 // cut closes every connection, inbound and outbound; while the up hook says the
 // network is down no new one is made or kept. Tests use it to isolate a node.

@@ -16,9 +16,14 @@ import (
 
 // Config configures a gateway node. The zero value of each field means its default.
 type Config struct {
-	// Listen is the HTTP address, shown to clients as this node's http_addr.
-	// Defaults to 127.0.0.1:7070.
+	// Listen is the HTTP address the server binds. Defaults to 127.0.0.1:7070.
 	Listen string
+	// Advertise is the HTTP host:port (or host, taking Listen's port) other nodes
+	// forward requests and stream workspaces to, shown as this node's http_addr.
+	// Empty: Listen when its host is specified, else the host's first non-loopback
+	// unicast IPv4 (else IPv6) address with Listen's port (cluster.AdvertiseAddr). New
+	// fails with ErrAdvertise when there is none or Advertise names 0.0.0.0 or ::.
+	Advertise string
 	// DataDir holds actor storage and workspaces. Defaults to ./data.
 	DataDir string
 	// Tokens maps API tokens to who they speak for: a tenant, and whether the token is
@@ -36,6 +41,9 @@ type Config struct {
 	// must reach; port 0 picks a free one. Defaults to 127.0.0.1:0 (serve's flag defaults
 	// to 127.0.0.1:7071).
 	RaftListen string
+	// RaftAdvertise is the raft host:port (or host) other nodes dial, defaulted from
+	// RaftListen as Advertise is from Listen (cluster.Config.RaftAdvertise).
+	RaftAdvertise string
 	// Join is the HTTP address (host:port or http://host:port) of any member of the
 	// cluster this node joins; empty bootstraps a single-node cluster. New calls that
 	// member with an admin token of Tokens, which the cluster must already accept, to
@@ -225,6 +233,9 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
 		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
+	}
+	if err := c.advertise(); err != nil {
+		return c, err
 	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {

@@ -100,6 +100,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	hooks := newClusterHooks(c.Logger, tokens)
 	cn, secret, err := startCluster(ctx, &c, hooks)
 	if err == nil {
+		logAdvertise(&c, cn)
 		err = publishTokens(ctx, &c, cn, tokens)
 		if err != nil {
 			_ = cn.Close()

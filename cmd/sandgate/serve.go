@@ -59,6 +59,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
 	nodeID := fs.String("node-id", "", "node `id` (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
+	advertise := fs.String("advertise", "", "HTTP `host:port` (or host, with the --listen port) other nodes forward to (default: --listen, or for 0.0.0.0/:: the host's first non-loopback address)")
+	raftAdvertise := fs.String("raft-advertise", "", "raft `host:port` (or host, with the --raft-listen port) other nodes dial (default: --raft-listen, or for 0.0.0.0/:: the host's first non-loopback address)")
 	join := fs.String("join", "", "HTTP `address` (host:port or http://host:port) of any cluster member to join, with an admin --token the cluster accepts; a node that has joined once resumes from --data without it")
 	deadServer := fs.Duration("dead-server-timeout", gateway.DefaultDeadServerTimeout, "how long a cluster member may be gone (`duration`) before the leader removes it from the raft configuration, a non-voter taking a dead voter's seat; negative disables")
 	labels := fs.String("labels", "", "node labels `k=v,...` for routing policy")
@@ -94,6 +96,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := &gateway.Config{
 		Listen: *listen, DataDir: *data, NodeID: *nodeID, RaftListen: *raftListen, Join: *join,
+		Advertise: *advertise, RaftAdvertise: *raftAdvertise,
 		Labels: nodeLabels, Logger: log, UI: webui.Handler(), Runtime: *runtimeName, Rootfs: *rootfs,
 		SandboxNetwork: *network, DiskImages: *diskImages, DeadServerTimeout: *deadServer,
 		WorkspaceMoveMax: *moveMax,
@@ -150,16 +153,33 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 		cfg.Tokens = map[string]gateway.Principal{tok: {Tenant: gateway.DefaultTenant, Admin: true}}
 		madeToken = tok
 	}
+	// A --listen port of 0 is bound first, so that the node advertises the real port
+	// to the cluster; any other is bound once the node is ready, as before.
+	var ln net.Listener
+	if _, port, err := net.SplitHostPort(cfg.Listen); err == nil && port == "0" {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			return 1
+		}
+		cfg.Listen = ln.Addr().String()
+	}
 	srv, err := gateway.New(ctx, cfg)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		fmt.Fprintln(stderr, "sandgate serve:", err)
+		if errors.Is(err, gateway.ErrAdvertise) {
+			return exitSandgate // a bad --advertise or --listen, as other flag errors
+		}
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		fmt.Fprintln(stderr, "sandgate serve:", err)
-		_ = srv.Shutdown(context.Background())
-		return 1
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			fmt.Fprintln(stderr, "sandgate serve:", err)
+			_ = srv.Shutdown(context.Background())
+			return 1
+		}
 	}
 	var metricsLn net.Listener
 	if metricsAddr != "" {

@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// TestServeFlagErrors: bad tenancy flags stop serve before it starts, with exit code
+// TestServeFlagErrors: bad tenancy, budget and advertise flags stop serve before it starts, with exit code
 // 125 (an error of sandgate itself, as for every subcommand) and a message that says
 // what is wrong.
 func TestServeFlagErrors(t *testing.T) {
@@ -41,6 +41,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"budget file with an unknown field", []string{"--budget", file("bfield.json", `{"max": {"memory": 1}}`)}, `unknown field "max.memory"`},
 		{"budget default above max", []string{"--budget", file("babove.json", `{"default": {"pids": 9}, "max": {"pids": 8}}`)}, "pids 9 is above its max 8"},
 		{"missing budget file", []string{"--budget", filepath.Join(dir, "nope-budget.json")}, "failed to read budget file"},
+		{"--advertise on all interfaces", []string{"--advertise", "0.0.0.0:7070"}, "no address to advertise"},
+		{"--raft-advertise on all interfaces", []string{"--raft-advertise", "[::]"}, "no address to advertise"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

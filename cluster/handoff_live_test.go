@@ -17,13 +17,18 @@ func beginHandoffs(tb testing.TB, nodes []*Node, from, to NodeID, ps []int) (epo
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	last := ""
+	var tried uint64 // the index of an attempt whose outcome was unknown
 	err := onLeader(tb, nodes, func(l *Node) error {
 		s := l.fsm.cur.Load()
 		var hs []handoff
 		for _, p := range ps {
-			if a := s.parts[p]; a.State == PartitionHandoff && a.Owner == from && a.Next == to {
+			a := s.parts[p]
+			switch {
+			case a.State == PartitionHandoff && a.Owner == from && a.Next == to:
 				epoch = a.Epoch
-			} else {
+			case tried != 0 && a.State == PartitionActive && a.Owner == to && a.Epoch > tried:
+				epoch = tried // that attempt landed, and a quick report completed it
+			default:
 				hs = append(hs, handoff{P: p, From: from, To: to, Expect: a.Epoch})
 			}
 		}
@@ -36,6 +41,8 @@ func beginHandoffs(tb testing.TB, nodes []*Node, from, to NodeID, ps []int) (epo
 		err := l.wait(ctx, f)
 		if err == nil {
 			err, _ = f.Response().(error)
+		} else if idx := f.Index(); idx != 0 {
+			tried = idx // its outcome is unknown: it may have been committed even so
 		}
 		if err != nil {
 			if err.Error() != last {

@@ -81,8 +81,9 @@
 //     returning) member move by handoff, at most RebalanceRate per second, and
 //     never while Config.Busy reports work on them; partitions and pinned sandboxes
 //     of a draining member move by handoff at the same rate, busy or not; pins
-//     never written past Config.OrphanPinGrace are dropped; servers gone for
-//     Config.DeadServerTimeout leave the raft configuration (see Dead servers).
+//     with no record under them past Config.OrphanPinGrace are dropped (see Pins);
+//     servers gone for Config.DeadServerTimeout leave the raft configuration (see
+//     Dead servers).
 //  5. Drain marks a member draining; it keeps its lease and serves what it has until
 //     each partition is handed off. Remove marks a member left; it is refused
 //     heartbeats, its partitions move once its lease has run out (L + δ), and it
@@ -380,6 +381,21 @@
 // Config.OrphanPinGrace (pinsweep.go). Apply refuses to drop a written pin, and a
 // create whose first write comes after the drop is fenced. Pins in a snapshot of a
 // version before the mark count as written.
+//
+// Deleting a pinned sandbox drops its pin in the same log entry as its records
+// (pindelete.go): the actor's delete is one batch that removes every record and puts
+// none, and Apply, accepting it at the pin's epoch (an active pin; a zombie owner's
+// delete is fenced like its other writes), removes the pin as well. There is no step
+// between the two for a crash to fall into, and no second command to fence. Such a
+// group is logged as command 13 (cmdBatchesDrop, cmdBatches' body) so that a replica
+// without the rule stops instead of diverging; the snapshot format is unchanged
+// (v5), a dropped pin is simply absent. A create of the same id afterwards pins
+// afresh by the policy of the day. As a safety net for written pins whose records
+// are gone otherwise (deleted during a pin's handoff, or by an older build), the
+// leader's sweep unmarks a written pin it has seen with no record in its state
+// file, at one epoch, past the grace (pinOpUnmark), and drops it like an orphan
+// after; each drop re-reads the file after the tables that show the pin unwritten,
+// and a record written in between marks it written again, so the drop is refused.
 //
 // # Dead servers
 //

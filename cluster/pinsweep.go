@@ -78,19 +78,31 @@ func (n *Node) sweepPins(ctx context.Context, c *handoffClock) {
 		return
 	}
 	s := n.fsm.cur.Load()
-	held, err := n.sandboxesWithRecords(s)
+	now := n.now()
+	// Written pins are looked up in the file at most twice per grace: they are
+	// every live pinned sandbox, and only a delete gone wrong leaves one empty.
+	scan := c.scanned == 0 || now-c.scanned >= n.cfg.OrphanPinGrace/2
+	held, err := n.sandboxesWithRecords(s, scan)
 	if err != nil {
 		n.log.Warn("cluster: failed to read sandbox records for the pin sweep", "err", err)
 		return
 	}
-	now := n.now()
+	if scan {
+		c.scanned = now
+	}
 	current := make(map[pinRef]bool, len(c.orphans))
 	var drop, unmark []pinOp
 	for sb, p := range s.pins {
+		ref := pinRef{sb, p.Epoch}
+		if p.Written && !scan {
+			if _, ok := c.orphans[ref]; ok {
+				current[ref] = true // not looked at this time: keep its clock
+			}
+			continue
+		}
 		if p.State == PartitionHandoff || held[sb] {
 			continue
 		}
-		ref := pinRef{sb, p.Epoch}
 		current[ref] = true
 		first, ok := c.orphans[ref]
 		if !ok {
@@ -129,16 +141,20 @@ func (n *Node) applySweep(ctx context.Context, op byte, ops []pinOp, what string
 }
 
 // sandboxesWithRecords returns which pinned sandboxes of s have a record in this
-// node's state file. The file is read after s was loaded, so it holds every record
-// written before s's pins were last changed.
-func (n *Node) sandboxesWithRecords(s *state) (map[string]bool, error) {
+// node's state file, looking at the written pins only when written is set. The
+// file is read after s was loaded, so it holds every record written before s's
+// pins were last changed.
+func (n *Node) sandboxesWithRecords(s *state, written bool) (map[string]bool, error) {
 	held := make(map[string]bool)
 	if len(s.pins) == 0 {
 		return held, nil
 	}
 	err := n.fsm.db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketData).Cursor()
-		for sb := range s.pins {
+		for sb, p := range s.pins {
+			if p.Written && !written {
+				continue
+			}
 			pfx := dataKey(sb, nil)
 			if k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx) {
 				held[sb] = true

@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // pinnedCluster starts 3 nodes labelled pool=x, and returns them with pin and write
@@ -184,5 +187,38 @@ func TestPinUnmarkThenWrite(t *testing.T) {
 	w := u.markWritten(put, ok)
 	if _, err := w.pinMove(7, pinOpDrop, []pinOp{{Sandbox: "sb", Expect: 5}}); !errors.Is(err, ErrPinInUse) {
 		t.Fatalf("drop after a write that followed the unmark: %v", err)
+	}
+}
+
+// BenchmarkPinnedApply applies one-batch groups to a table of 10k pins: a write
+// under a written pin (the common case), the first write under a pin (a create,
+// which marks it written), and a delete (which drops it). The last two copy the pin
+// table once each.
+func BenchmarkPinnedApply(b *testing.B) {
+	const pins = 10000
+	for _, tt := range []struct {
+		name    string
+		written bool
+		batch   func(sb string) *Batch
+	}{
+		{"write", true, func(sb string) *Batch { return put(sb, "k", "v") }},
+		{"first write", false, func(sb string) *Batch { return put(sb, "k", "v") }},
+		{"delete", true, func(sb string) *Batch { return &Batch{Sandbox: sb, DeleteSandbox: true} }},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			f := testFSM(b)
+			s := emptyState()
+			s.members["a"] = Member{ID: "a", Status: StatusAlive}
+			for i := 0; i < pins+b.N; i++ {
+				s.pins[fmt.Sprintf("sb%d", i)] = pin{Assignment: Assignment{Owner: "a", Epoch: 1, State: PartitionActive}, Written: tt.written}
+			}
+			f.publish(s)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bt := tt.batch(fmt.Sprintf("sb%d", i))
+				bt.Epoch = 1
+				f.Apply(&raft.Log{Index: uint64(i + 2), Type: raft.LogCommand, Data: encodeBatches([]*Batch{bt})})
+			}
+		})
 	}
 }

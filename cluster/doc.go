@@ -382,20 +382,12 @@
 // create whose first write comes after the drop is fenced. Pins in a snapshot of a
 // version before the mark count as written.
 //
-// Deleting a pinned sandbox drops its pin in the same log entry as its records
-// (pindelete.go): the actor's delete is one batch that removes every record and puts
-// none, and Apply, accepting it at the pin's epoch (an active pin; a zombie owner's
-// delete is fenced like its other writes), removes the pin as well. There is no step
-// between the two for a crash to fall into, and no second command to fence. Such a
-// group is logged as command 13 (cmdBatchesDrop, cmdBatches' body) so that a replica
-// without the rule stops instead of diverging; the snapshot format is unchanged
-// (v5), a dropped pin is simply absent. A create of the same id afterwards pins
-// afresh by the policy of the day. As a safety net for written pins whose records
-// are gone otherwise (deleted during a pin's handoff, or by an older build), the
-// leader's sweep unmarks a written pin it has seen with no record in its state
-// file, at one epoch, past the grace (pinOpUnmark), and drops it like an orphan
-// after; each drop re-reads the file after the tables that show the pin unwritten,
-// and a record written in between marks it written again, so the drop is refused.
+// Deleting a pinned sandbox drops its pin in the same log entry as its records:
+// Apply, accepting the delete batch at the active pin's epoch, removes the pin too,
+// so no crash falls between the two and a zombie owner's delete is fenced. Such a
+// group is command 13 (cmdBatchesDrop; snapshots stay v5), and a re-create pins
+// afresh. The leader's sweep also drops written pins whose records are gone
+// otherwise, past the grace (pindelete.go, pinsweep.go).
 //
 // # Dead servers
 //

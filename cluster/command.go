@@ -25,6 +25,11 @@ const (
 	// cmdPinMove moves or drops pins: an operation byte, then pins with their
 	// expected epochs (pinmove.go).
 	cmdPinMove cmdType = 12
+	// cmdBatchesDrop is cmdBatches, with the same body, holding at least one batch
+	// that deletes its sandbox outright (DeleteSandbox, no ops): applied, such a batch
+	// also drops its sandbox's pin (pindelete.go). Its own type makes a replica that
+	// does not know the rule stop rather than keep the pin and diverge.
+	cmdBatchesDrop cmdType = 13
 
 	cmdIgnorable cmdType = 0x80
 )

@@ -81,8 +81,9 @@
 //     returning) member move by handoff, at most RebalanceRate per second, and
 //     never while Config.Busy reports work on them; partitions and pinned sandboxes
 //     of a draining member move by handoff at the same rate, busy or not; pins
-//     never written past Config.OrphanPinGrace are dropped; servers gone for
-//     Config.DeadServerTimeout leave the raft configuration (see Dead servers).
+//     with no record under them past Config.OrphanPinGrace are dropped (see Pins);
+//     servers gone for Config.DeadServerTimeout leave the raft configuration (see
+//     Dead servers).
 //  5. Drain marks a member draining; it keeps its lease and serves what it has until
 //     each partition is handed off. Remove marks a member left; it is refused
 //     heartbeats, its partitions move once its lease has run out (L + δ), and it
@@ -380,6 +381,13 @@
 // Config.OrphanPinGrace (pinsweep.go). Apply refuses to drop a written pin, and a
 // create whose first write comes after the drop is fenced. Pins in a snapshot of a
 // version before the mark count as written.
+//
+// Deleting a pinned sandbox drops its pin in the same log entry as its records:
+// Apply, accepting the delete batch at the active pin's epoch, removes the pin too,
+// so no crash falls between the two and a zombie owner's delete is fenced. Such a
+// group is command 13 (cmdBatchesDrop; snapshots stay v5), and a re-create pins
+// afresh. The leader's sweep also drops written pins whose records are gone
+// otherwise, past the grace (pindelete.go, pinsweep.go).
 //
 // # Dead servers
 //

@@ -62,7 +62,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err := f.err(); err != nil {
 		return err
 	}
-	if len(l.Data) > 0 && cmdType(l.Data[0]) == cmdBatches {
+	if len(l.Data) > 0 && isBatches(cmdType(l.Data[0])) {
 		return f.applyBatches(l.Index, l.Data)
 	}
 	return f.apply(l.Index, l.Data)

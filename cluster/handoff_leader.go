@@ -20,6 +20,8 @@ type handoffClock struct {
 	seen    map[uint64]time.Duration
 	stuck   map[string]bool
 	orphans map[pinRef]time.Duration
+	// scanned is when the sweep last looked for the records of written pins.
+	scanned time.Duration
 }
 
 func newHandoffClock() *handoffClock {

@@ -18,6 +18,7 @@ const (
 	pinOpComplete byte = 2 // each pin: in handoff at Expect → active on its Next
 	pinOpAbort    byte = 3 // each pin: in handoff at Expect → active on its Owner again
 	pinOpDrop     byte = 4 // each pin: at Expect, never written → removed
+	pinOpUnmark   byte = 5 // each pin: active at Expect, written → not written (pinsweep.go)
 )
 
 // pinOp names one pin at one epoch; To is the handoff target of pinOpBegin.
@@ -77,6 +78,8 @@ func (s *state) pinMove(index uint64, op byte, ops []pinOp) (*state, error) {
 		case pinOpDrop:
 			delete(n.pins, o.Sandbox)
 			continue
+		case pinOpUnmark:
+			p.Written = false
 		}
 		n.pins[o.Sandbox] = p
 	}
@@ -110,6 +113,10 @@ func (s *state) checkPinOp(op byte, o pinOp, p pin) error {
 		}
 		if p.Written {
 			return fmt.Errorf("%w: %s", ErrPinInUse, o.Sandbox)
+		}
+	case pinOpUnmark:
+		if p.State != PartitionActive {
+			return fmt.Errorf("%w: pin of %s is not active", ErrStaleEpoch, o.Sandbox)
 		}
 	default:
 		return fmt.Errorf("%w: pin operation %d", ErrInvalid, op)

@@ -27,7 +27,7 @@ func encodeBatches(bs []*Batch) []byte {
 		}
 	}
 	e := encoder{b: make([]byte, 0, size)}
-	e.byte(byte(cmdBatches))
+	e.byte(byte(batchesType(bs)))
 	e.uvarint(uint64(len(bs)))
 	for _, b := range bs {
 		e.string(b.Sandbox)

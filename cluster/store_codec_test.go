@@ -15,13 +15,34 @@ func codecSamples() [][]*Batch {
 	}
 }
 
+// TestBatchesType: a group holding a batch that deletes its sandbox outright is
+// logged as cmdBatchesDrop, any other as cmdBatches.
+func TestBatchesType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		bs   []*Batch
+		want cmdType
+	}{
+		{"puts", []*Batch{put("a", "k", "v")}, cmdBatches},
+		{"a delete", []*Batch{put("a", "k", "v"), wipe("b")}, cmdBatchesDrop},
+		{"a delete with puts", []*Batch{{Sandbox: "a", DeleteSandbox: true, Ops: []Op{{Key: []byte("k")}}}}, cmdBatches},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cmdType(encodeBatches(tt.bs)[0]); got != tt.want {
+				t.Fatalf("type %#x, want %#x", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestBatchCodec(t *testing.T) {
 	t.Parallel()
 	for i, bs := range codecSamples() {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			data := encodeBatches(bs)
-			if cmdType(data[0]) != cmdBatches {
+			if cmdType(data[0]) != batchesType(bs) || !isBatches(cmdType(data[0])) {
 				t.Fatalf("type %#x", data[0])
 			}
 			d := decoder{b: data[1:]}

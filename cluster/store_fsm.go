@@ -36,7 +36,11 @@ func (f *fsm) applyBatches(index uint64, data []byte) any {
 	}
 	f.ov.prune(f.db.applied.Load())
 	if old := f.cur.Load(); len(old.pins) > 0 {
-		if next := old.markWritten(bs, vs); next != old {
+		next := old.markWritten(bs, vs)
+		if cmdType(data[0]) == cmdBatchesDrop {
+			next = next.dropDeleted(old, bs, vs)
+		}
+		if next != old {
 			next.index = index
 			f.publish(next)
 		}

@@ -176,7 +176,7 @@ func (n *Node) serveBatches(c net.Conn) {
 
 // serveGroup commits one group for a follower, if this node leads.
 func (n *Node) serveGroup(data []byte) (rpcStatus, commitResult, string) {
-	if len(data) == 0 || cmdType(data[0]) != cmdBatches {
+	if len(data) == 0 || !isBatches(cmdType(data[0])) {
 		return rpcBad, commitResult{}, "not a batch entry"
 	}
 	if n.ctx.Err() != nil {

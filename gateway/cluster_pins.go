@@ -33,6 +33,10 @@ import (
 // a record of its sandbox was written under it, so a drop racing a create that did
 // succeed changes nothing, and a create that writes after the drop is fenced. What
 // neither gets to (a node dying mid-create) the leader's orphan sweep removes.
+//
+// Deleting a pinned sandbox needs nothing here: the actor's delete batch drops the
+// pin in the cluster's log with the records, so a later create of the id is placed
+// afresh.
 
 // poolRetryAfter is the Retry-After of a create whose pool no live member matches:
 // a member that matches has to be started or to come back.

@@ -409,10 +409,8 @@
 //
 // # Caveats (not done yet)
 //
-//   - Pins move in one compare-and-set, not by handoff: Pin places a sandbox at
-//     its creation (pinning one that already runs on its partition's owner moves
-//     it without passivation), a drain does not move a draining member's pins, and
-//     a pin moves only when its member is down or left and past its lease.
+//   - A pin moves by handoff only in a drain; a member down or left past its lease
+//     loses its pins by one compare-and-set, as its partitions do.
 //   - Config.Busy and OnHandoff see only this node: the leader asks Busy about
 //     every partition, so until the gateway shares how busy each node is, Busy on
 //     the leader knows only the leader's own work.
@@ -423,12 +421,8 @@
 //     in this package's tests). Bounded-load rendezvous is the fix for large clusters.
 //   - One raft group carries every write; see Sandbox records for its ceiling and
 //     the path past it.
-//   - Raft and raft-autopilot: promotion is done by the reconcile loop (no autopilot,
-//     no 10 s stability wait) and dead raft servers are pruned only by Remove.
-//   - Still to build: streaming a workspace to the new owner on a planned move
-//     (OnHandoff only stops the actors; the new owner reloads from the replicated
-//     records), moving pins by handoff (a drain leaves a draining member's pins in
-//     place), and raft-autopilot's dead-server cleanup.
+//   - Promotion and dead-server cleanup are the reconcile loop's (no raft-autopilot:
+//     see cleanup.go), with no stability wait before a promotion.
 //
 // # Addresses: listen and advertise
 //

@@ -98,6 +98,7 @@ func (a *sbActor) run() {
 		a.stop(fmt.Errorf("%w: failed to load sandbox %q: %v", ErrUnavailable, a.id, loadErr))
 		return
 	}
+	a.dropStale()                         // a leftover of an earlier stay is not the sandbox's workspace
 	if err := a.mountDisk(); err != nil { // before any turn; turns that need it retry
 		a.n.log.Error("actor: failed to mount workspace image at activation", "sandbox", a.id, "err", err)
 	}

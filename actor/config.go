@@ -76,6 +76,14 @@ type Config struct {
 	// mounted whether or not it is set. Default off (each create then costs a mkfs).
 	// (Extension.)
 	DiskImages bool
+	// SharedWorkspaces says that every node mounts the same workspaces directory (a
+	// network filesystem): a workspace found here is then always current, so a sandbox
+	// that arrives from another node keeps it, and nothing removes a copy because the
+	// sandbox moved. Off (the default), workspaces are node-local, and a copy that did
+	// not arrive by a planned move's stream is a leftover of an earlier stay: the
+	// sandbox's next activation here removes it before it runs (workspace_stale.go).
+	// (Extension.)
+	SharedWorkspaces bool
 	// Logger receives operational logs. Nil → slog.Default().
 	Logger *slog.Logger
 

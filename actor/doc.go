@@ -56,7 +56,10 @@
 //     busy sandboxes where they are (busy.go).
 //   - [Node.Deactivate], then [Node.ExportWorkspace] on the old owner and
 //     [Node.ImportWorkspace] on the new one, for a planned move: the workspace travels
-//     as a tar stream the gateway carries (workspace_move.go).
+//     as a tar stream the gateway carries (workspace_move.go). [Node.DropWorkspace]
+//     removes the old owner's copy once the move completed; an activation of a sandbox
+//     that arrives from another node without its workspace removes the leftover of an
+//     earlier stay first (workspace_stale.go).
 //
 // An activation is bound to the epoch it was loaded at: a group of turns that finds
 // the epoch moved ends it like a fence and hands its requests to a fresh activation.

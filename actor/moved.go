@@ -24,10 +24,11 @@ import (
 //     sessions, terminals; or its workspace is opened; or it was created with a cwd)
 //     and cleared when it arrives on a node with an empty workspace. So a sandbox
 //     that only ever had events and messages claims no workspace, and one whose
-//     processes wrote nothing claims one. A workspace found here is taken as current,
-//     which is right when nodes share the workspaces directory; when they do not, a
-//     non-empty one is what an earlier stay on this node left, older than what the old
-//     node had, and is not claimed lost. What a node had stays on its disk.
+//     processes wrote nothing claims one. A workspace found here is taken as current
+//     only when nodes share the workspaces directory (Config.SharedWorkspaces); when
+//     they do not, one that did not arrive by a stream is what an earlier stay on this
+//     node left, older than what the old node had: the activation removed it before
+//     this turn (workspace_stale.go), so it is claimed lost.
 //
 // A planned move (Node.Deactivate) ends processes cleanly, recording their exits,
 // and marks the record Left, so "planned" is true; "processes" is claimed when it

@@ -42,6 +42,7 @@ type Node struct {
 	syncing    map[string]bool     // ids whose indexes are being re-read → an activation started meanwhile
 	haltedRuns map[string]struct{} // halted with processes running: their exits are owner_lost (moved.go)
 	imported   map[string]struct{} // workspaces that arrived whole from their old owner (workspace_move.go)
+	importing  map[string]int      // workspaces being imported: not to be dropped (workspace_stale.go)
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -67,7 +68,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
 		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{},
-		imported: map[string]struct{}{}}
+		imported: map[string]struct{}{}, importing: map[string]int{}}
 	if n.store == nil {
 		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {

@@ -146,6 +146,10 @@ func (n *Node) ImportWorkspace(ctx context.Context, sb string, r io.Reader, o Im
 	if n.active(sb) != nil {
 		return fmt.Errorf("%w: sandbox %q is active on this node", ErrUnavailable, sb)
 	}
+	if !n.beginImport(sb) {
+		return fmt.Errorf("%w: sandbox %q is active on this node", ErrUnavailable, sb)
+	}
+	defer n.endImport(sb)
 	n.takeImported(sb)
 	defer func() {
 		if err != nil {
@@ -259,7 +263,7 @@ func (n *Node) dropWorkspace(sb string) {
 	}
 }
 
-// sweepMoves removes what imports a crash interrupted. It runs in Open, after
+// sweepMoves removes what imports and drops (workspace_stale.go) a crash interrupted. It runs in Open, after
 // openDisks unmounted what the crash left mounted.
 func (n *Node) sweepMoves() {
 	for _, dir := range []string{n.workspacesDir(), n.disksDir()} {
@@ -268,7 +272,7 @@ func (n *Node) sweepMoves() {
 			continue
 		}
 		for _, e := range ents {
-			if name := e.Name(); strings.HasPrefix(name, movePrefix) || runtime.UnpackTemp(name) {
+			if name := e.Name(); strings.HasPrefix(name, movePrefix) || strings.HasPrefix(name, stalePrefix) || runtime.UnpackTemp(name) {
 				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 					n.log.Error("actor: failed to remove an interrupted workspace import", "path", filepath.Join(dir, name), "err", err)
 				}

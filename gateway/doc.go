@@ -63,7 +63,10 @@
 // sandbox's workspace to the next owner, which holds the sandbox until it arrived, and
 // streams it there (POST /v1/cluster/workspaces, PUT /v1/cluster/workspaces/{sb}:
 // node-to-node routes outside the API that take no token but a signature under the
-// cluster secret; workspace_move*.go, workspace_arrivals.go, node_auth.go).
+// cluster secret; workspace_move*.go, workspace_arrivals.go, node_auth.go). Once the
+// new owner installed a workspace and the handoff completed, the old owner removes its
+// copy, and a node sweeps at start the copies of sandboxes other nodes own
+// (workspace_cleanup.go; docs/design.md, "Leftover workspaces").
 //
 // # OpenCode
 //

@@ -134,6 +134,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		Logger:    c.Logger,
 
 		DiskImages:            c.DiskImages,
+		SharedWorkspaces:      c.WorkspaceMoveMax < 0,          // nodes that share the directory stream nothing
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
 	})
 	if err != nil {
@@ -191,6 +192,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	s.bg.Go(func() { s.wsWatch.run(s.streamCtx) })
 	s.bg.Go(func() { s.watchCluster(s.streamCtx, leaseOrDefault(c.LeaseTTL)/6) })
 	s.bg.Go(s.watchOwnership)
+	if c.WorkspaceMoveMax >= 0 {
+		s.bg.Go(func() { s.sweepWorkspaces(s.streamCtx) }) // what earlier moves left here (workspace_cleanup.go)
+	}
 	if host != nil {
 		s.bg.Go(s.refreshBudgets)
 	}

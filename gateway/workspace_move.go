@@ -39,9 +39,9 @@ import (
 //     sandbox.moved names the workspace lost as after a crash.
 //
 // Every request is signed with the cluster secret (node_auth.go); these routes take no
-// API token. The old owner keeps its copy: a handoff can still be aborted (the target
-// died) and give the partition back. What it keeps is a leftover once the move
-// completed; a later planned move back to it replaces it.
+// API token. The old owner keeps its copy while the handoff can still be aborted (the
+// target died) and give the partition back; once the new owner installed it and the
+// handoff completed, the copy is removed (workspace_cleanup.go).
 
 const (
 	// workspaceRoute receives one workspace; announceRoute the list of those coming.

@@ -12,7 +12,8 @@ import (
 
 // TestDrainStreamsWorkspaceImage drains the owner of a sandbox whose workspace is a
 // disk image: its files arrive on the new owner in an image of the same size, so the
-// quota still holds there (a write past it is 429), and nothing was lost.
+// quota still holds there (a write past it is 429), nothing was lost, and a removes
+// its image once the move completed.
 func TestDrainStreamsWorkspaceImage(t *testing.T) {
 	if err := actor.DiskImagesSupported(); err != nil {
 		t.Fatalf("workspace disk images must work on this machine: %v", err)
@@ -52,4 +53,7 @@ func TestDrainStreamsWorkspaceImage(t *testing.T) {
 		t.Fatalf("sandbox.moved %v, want one that lost nothing", moved)
 	}
 	assertNoIncoming(t, tr.node(string(owner)))
+	// The old owner removes its image and directory once the move completed.
+	a := tr.node("a")
+	eventually(t, clusterPatience, "a to remove its copy of "+sb, func() bool { return !workspaceOn(a, sb) })
 }

@@ -38,6 +38,9 @@ func (s *Server) moveWorkspaces(h cluster.Handoff, ids []string) {
 		s.log.Warn("the new owner does not await some workspaces: they are lost", "to", h.To, "sandboxes", n)
 	}
 	s.moves.run(func() {
+		var mu sync.Mutex
+		var sent []string // installed by the new owner: this node's copy goes once h completed
+		defer func() { s.dropDelivered(s.streamCtx, h, sent) }()
 		inParallel(s.streamCtx, awaited, func(sb string) {
 			if !s.moves.acquire(s.streamCtx) {
 				return // shutting down: the new owner stops waiting when this node is gone
@@ -50,6 +53,9 @@ func (s *Server) moveWorkspaces(h cluster.Handoff, ids []string) {
 				s.log.Warn("workspace not moved: the new owner reports it lost", "sandbox", sb, "err", err)
 				return
 			}
+			mu.Lock()
+			sent = append(sent, sb)
+			mu.Unlock()
 			s.metrics.moves.WithLabelValues(moveSent, moveOK).Inc()
 			s.metrics.moveBytes.Add(float64(st.Bytes))
 			s.log.Debug("workspace moved", "sandbox", sb, "to", h.To, "files", st.Files, "bytes", st.Bytes,

@@ -209,6 +209,13 @@ func (n *Node) settle(ctx context.Context, u uncertainty) error {
 	return n.sync(ctx)
 }
 
+// CatchUp waits until this replica has applied every entry committed when it was
+// called, by this leader or an earlier one (through an empty write that the
+// leader commits): the table then shows at least what any node had seen. It is
+// for decisions that must not act on a lagging table, such as removing what the
+// table says belongs elsewhere.
+func (n *Node) CatchUp(ctx context.Context) error { return n.sync(ctx) }
+
 // sync commits an empty group through the leader and waits until this replica has
 // applied it: every entry committed before, by this leader or an earlier one, is
 // then in the replica. An empty group is harmless twice, so an unknown outcome

@@ -88,8 +88,18 @@ func (s *Server) notMine(sb string) bool {
 }
 
 // sweepWorkspaces removes, at start, the workspaces of sandboxes this node does not
-// own and is not receiving, up to sweepMax, and logs what it did.
+// own and is not receiving, up to sweepMax, once its table has caught up with the
+// log, and logs what it did.
 func (s *Server) sweepWorkspaces(ctx context.Context) {
+	// A table that lags the log (a restart replays it while the leader's commits
+	// arrive) could give away a sandbox a later entry gives back here: catch up first.
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err := s.cluster.CatchUp(cctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("leftover workspaces not swept: this node's table did not catch up", "err", err)
+		return
+	}
 	ids, err := s.node.Workspaces()
 	if err != nil {
 		s.log.Warn("failed to list workspaces to sweep", "err", err)

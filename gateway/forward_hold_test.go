@@ -29,7 +29,7 @@ func TestForwardHoldThenServe(t *testing.T) {
 			c.Listen = ip.addr // node a advertises the interposer
 		}
 		c.LeaseTTL = 300 * time.Millisecond
-		c.RaftMultiplier = 0.1 // elections well inside the short lease
+		c.RaftMultiplier = 0.1           // elections well inside the short lease
 		c.HoldTimeout = 60 * time.Second // liveness is asserted generously: a loaded machine
 	})
 	a, b := tr.node("a"), tr.node("b")

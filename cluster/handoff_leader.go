@@ -28,6 +28,17 @@ func newHandoffClock() *handoffClock {
 	return &handoffClock{seen: map[uint64]time.Duration{}, stuck: map[string]bool{}, orphans: map[pinRef]time.Duration{}}
 }
 
+// firstSeen returns when this leadership first saw the handoff at epoch, recording
+// now if it is the first time.
+func (c *handoffClock) firstSeen(epoch uint64, now time.Duration) time.Duration {
+	first, ok := c.seen[epoch]
+	if !ok {
+		first = now
+		c.seen[epoch] = now
+	}
+	return first
+}
+
 // nextDeadline returns how long until the next handoff seen is due, or an hour.
 func (c *handoffClock) nextDeadline(now, grace time.Duration) time.Duration {
 	next := time.Hour
@@ -73,11 +84,7 @@ func (n *Node) tendHandoffs(ctx context.Context, c *handoffClock) {
 			continue
 		}
 		current[a.Epoch] = true
-		first, ok := c.seen[a.Epoch]
-		if !ok {
-			first = now
-			c.seen[a.Epoch] = now
-		}
+		first := c.firstSeen(a.Epoch, now)
 		switch {
 		case !s.alive(a.Next):
 			aborts = append(aborts, epochRef{P: p, Expect: a.Epoch})
@@ -134,11 +141,7 @@ func (n *Node) duePins(s *state, c *handoffClock, current map[uint64]bool, now, 
 			continue
 		}
 		current[p.Epoch] = true
-		first, ok := c.seen[p.Epoch]
-		if !ok {
-			first = now
-			c.seen[p.Epoch] = now
-		}
+		first := c.firstSeen(p.Epoch, now)
 		switch {
 		case !s.alive(p.Next):
 			aborts = append(aborts, pinOp{Sandbox: sb, Expect: p.Epoch})

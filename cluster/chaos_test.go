@@ -217,13 +217,13 @@ func TestSlowDisk(t *testing.T) {
 	}
 	slow := []*Node{h.follower(1), leader(t, h.nodes...)}
 	for i, nd := range slow {
-		nd.store.delay.Store(int64(50 * time.Millisecond))
+		nd.store.slowDisk().Store(int64(50 * time.Millisecond))
 		for j := 0; j < 15; j++ {
 			// New sandboxes: a pin places a sandbox at its creation; pinning one
 			// that already runs on its partition's owner is a move without handoff.
 			pinOne(fmt.Sprintf("slow-%d-%d", i, j))
 		}
-		nd.store.delay.Store(0)
+		nd.store.slowDisk().Store(0)
 	}
 	waitFor(t, "the cluster to converge", func() bool { return converged(t, h.nodes) })
 	rec.finish(t, h)

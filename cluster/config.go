@@ -137,6 +137,9 @@ type Config struct {
 	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
 	// block, for asymmetric partitions (see streamLayer.Dial).
 	netTo func(addr string) bool
+	// boltLog keeps the raft log in bbolt (raft.db) instead of the WAL: benchmarks
+	// compare the two stores with it.
+	boltLog bool
 }
 
 // Defaults for Config fields.

@@ -185,3 +185,6 @@ func decodeLog(b []byte, l *raft.Log) error {
 	l.AppendedAt = time.Unix(0, int64(d.uvarint()))
 	return d.done()
 }
+
+// slowDisk returns the slow-disk test hook.
+func (s *logStore) slowDisk() *atomic.Int64 { return &s.delay }

@@ -30,7 +30,7 @@ type Node struct {
 	raft   *raft.Raft
 	trans  *raft.NetworkTransport
 	stream *streamLayer
-	store  *logStore
+	store  raftStore
 	fsm    *fsm
 	// commits queues this node's Writes for the committer (store_commit.go); rpcs
 	// pools its batch connections to the leader (store_rpc.go).
@@ -72,8 +72,8 @@ type Node struct {
 
 // Open starts a node.
 //
-//  1. It opens (or creates) the raft log and stable store in DataDir/raft/raft.db,
-//     the sandbox records in DataDir/raft/state.db and the snapshot store beside
+//  1. It opens (or creates) the raft log and stable store in DataDir/raft/wal
+//     (migrating a bbolt DataDir/raft/raft.db of an older build), the sandbox records in DataDir/raft/state.db and the snapshot store beside
 //     them, and listens on RaftListen.
 //  2. With no raft state and Join unset it bootstraps a one-voter cluster of itself;
 //     with state it resumes the cluster it was in; with Join set it waits to be added.
@@ -112,7 +112,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 			}
 		}
 	}()
-	store, err := openLogStore(filepath.Join(dir, "raft.db"))
+	store, err := openRaftStore(dir, cfg.Logger, cfg.boltLog)
 	if err != nil {
 		return nil, err
 	}

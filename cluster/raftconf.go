@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -42,14 +43,23 @@ func HasState(dataDir string) (bool, error) {
 
 func hasState(dataDir string) (bool, error) {
 	dir := filepath.Join(dataDir, "raft")
-	path := filepath.Join(dir, "raft.db")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	} else if err != nil {
+	var store raftStore
+	if _, err := os.Stat(filepath.Join(dir, walDir)); err == nil {
+		w, err := openWAL(filepath.Join(dir, walDir), slog.New(slog.DiscardHandler), 0)
+		if err != nil {
+			return false, err
+		}
+		store = w
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, err
-	}
-	store, err := openLogStore(path)
-	if err != nil {
+	} else if _, err := os.Stat(filepath.Join(dir, boltLogName)); err == nil {
+		// A data directory of an older build, migrated when a node opens it.
+		if store, err = openLogStore(filepath.Join(dir, boltLogName)); err != nil {
+			return false, err
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else {
 		return false, err
 	}
 	defer store.Close()

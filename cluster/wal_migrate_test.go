@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestWALMigrate migrates the bbolt store of a real node (raft's own entries and
+// stable keys): cleanly, after a crash while the WAL was being built, and after a
+// crash between its rename and raft.db's; a log with a gap refuses and keeps
+// raft.db. The node then resumes on the migrated log with its records.
+func TestWALMigrate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := testConfig("solo", dir, "127.0.0.1:0", false)
+	cfg.boltLog = true
+	n := openNode(t, cfg)
+	waitFor(t, "the node to lead with its partitions placed", func() bool { return n.IsLeader() && placed(n, n) })
+	sbs := sandboxIDs(10)
+	for i, sb := range sbs {
+		mustWrite(t, n, sb, "k", fmt.Sprint(i))
+	}
+	addr := n.RaftAddr()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bolted := filepath.Join(dir, "raft", boltLogName)
+	src, err := os.ReadFile(bolted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has, err := HasState(dir); err != nil || !has {
+		t.Fatalf("HasState of a bbolt store: %v, %v", has, err)
+	}
+
+	tests := []struct {
+		name    string
+		crash   func(t *testing.T, raftDir string) // the state a crash left
+		wantErr error
+	}{
+		{name: "clean"},
+		{name: "crash while building the WAL", crash: func(t *testing.T, raftDir string) {
+			tmp := filepath.Join(raftDir, walDir+".tmp")
+			if err := os.Mkdir(tmp, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, segmentName(1)), []byte("half a segment"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "crash before raft.db was renamed", crash: func(t *testing.T, raftDir string) {
+			if err := buildWAL(raftDir, discard); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a gap in the bbolt log", wantErr: errWALOrder, crash: func(t *testing.T, raftDir string) {
+			s, err := openLogStore(filepath.Join(raftDir, boltLogName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			err = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLogs).Delete(u64(3)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raftDir := filepath.Join(t.TempDir(), "raft")
+			if err := os.Mkdir(raftDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(raftDir, boltLogName), src, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tt.crash != nil {
+				tt.crash(t, raftDir)
+			}
+			want, err := openLogStore(filepath.Join(raftDir, boltLogName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFirst, _ := want.FirstIndex()
+			wantLast, _ := want.LastIndex()
+			want.Close()
+
+			s, err := openRaftStore(raftDir, discard, false)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("migration: %v, want %v", err, tt.wantErr)
+				}
+				if _, err := os.Stat(filepath.Join(raftDir, boltLogName)); err != nil {
+					t.Fatalf("raft.db after a failed migration: %v", err)
+				}
+				if _, err := os.Stat(filepath.Join(raftDir, walDir)); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("wal after a failed migration: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := os.Stat(filepath.Join(raftDir, boltLogName)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("raft.db left after the migration: %v", err)
+			}
+			old, err := openLogStore(filepath.Join(raftDir, boltLogName+migratedExt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Close()
+			sameStores(t, old, s.(*wal), wantFirst, wantLast)
+		})
+	}
+
+	m := solo(t, dir, addr, nil)
+	caughtUp(t, m)
+	for i, sb := range sbs {
+		if got := get(t, m, sb, "k"); got != fmt.Sprint(i) {
+			t.Errorf("%s after the migration: k=%q, want %d", sb, got, i)
+		}
+	}
+	mustWrite(t, m, sbs[0], "k", "after")
+	if _, err := os.Stat(filepath.Join(dir, "raft", walDir)); err != nil {
+		t.Fatalf("the node runs without a WAL: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := HasState(dir); err != nil || !has {
+		t.Fatalf("HasState of a migrated store: %v, %v", has, err)
+	}
+}
+
+// sameStores fails unless w holds every entry first..last and every stable key of
+// the bbolt store old.
+func sameStores(t *testing.T, old *logStore, w *wal, first, last uint64) {
+	t.Helper()
+	if f, _ := w.FirstIndex(); f != first {
+		t.Fatalf("first index %d, want %d", f, first)
+	}
+	if l, _ := w.LastIndex(); l != last || last < 3 {
+		t.Fatalf("last index %d, want %d (3 or more)", l, last)
+	}
+	for i := first; i <= last; i++ {
+		var a, b raft.Log
+		if err := errors.Join(old.GetLog(i, &a), w.GetLog(i, &b)); err != nil {
+			t.Fatal(err)
+		}
+		if a.Index != b.Index || a.Term != b.Term || a.Type != b.Type || !bytes.Equal(a.Data, b.Data) ||
+			!bytes.Equal(a.Extensions, b.Extensions) || !a.AppendedAt.Equal(b.AppendedAt) {
+			t.Fatalf("entry %d migrated as %+v, was %+v", i, b, a)
+		}
+	}
+	keys := 0
+	err := old.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketConf).ForEach(func(k, v []byte) error {
+			keys++
+			got, err := w.Get(k)
+			if err != nil || !bytes.Equal(got, v) {
+				return fmt.Errorf("stable key %q migrated as %q, %v; was %q", k, got, err, v)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys == 0 {
+		t.Fatal("no stable key in the bbolt store: raft always sets CurrentTerm")
+	}
+}

@@ -7,9 +7,9 @@
 //
 // # What it owns
 //
-//   - A raft server (hashicorp/raft) with its log and stable store in one bbolt file
-//     under DataDir/raft/raft.db behind a 512-entry log cache, file snapshots
-//     (two kept) and a TCP transport.
+//   - A raft server (hashicorp/raft) with its log in segment files of our own
+//     write-ahead log under DataDir/raft/wal (see Deviations) behind a 512-entry
+//     log cache, file snapshots (two kept) and a TCP transport.
 //   - The FSM: members (id, raft and HTTP address, labels,
 //     alive|draining|down|left), a fixed table of Partitions (4096) entries →
 //     {owner, epoch, state active|handoff, next}, and pins (one sandbox → a member
@@ -260,7 +260,7 @@
 //     apply it, so the reload sees whether the batch landed; it is never applied
 //     twice. A caller that retries must send only batches safe to apply twice.
 //
-// Durability: one fsync per commit. The raft log is fsynced; state.db is bbolt with
+// Durability: one sync per commit, the raft log's fdatasync; state.db is bbolt with
 // NoSync, and each applied cmdBatches entry writes its index into the file in the
 // same transaction as its records. Raft replays the log after its latest snapshot at
 // every start; entries at or below the file's index are skipped (their verdicts
@@ -458,10 +458,14 @@
 //
 // # Deviations from the design notes, with reasons
 //
-//   - The raft log and stable store are this package's own bbolt store (logstore.go),
-//     not hashicorp/raft-boltdb: v1 is built on the archived boltdb/bolt, whose
-//     unaligned pointer casts abort under the race detector (checkptr), and
-//     raft-boltdb/v2 does not build with raft v1.8 here. The layout is raft-boltdb's.
+//   - The raft log is our own write-ahead log (wal.go; design, crash rules and
+//     figures in docs/raftlog.md), not hashicorp/raft-boltdb: a bbolt commit syncs
+//     twice (pages, meta), and a commit waits on the leader's append then a
+//     follower's, four syncs in series. The WAL syncs once per append.
+//     hashicorp/raft-wal does too but drags in coreos/etcd v3.3 +incompatible, and
+//     raft-boltdb v1 sits on the archived boltdb/bolt (aborts under checkptr). The
+//     bbolt store (logstore.go) stays to migrate an older raft.db at Open and as
+//     the benchmarks' baseline.
 //   - The raft stream layer is ours (transport.go) so that Close also closes accepted
 //     and pooled connections, which raft's TCP transport leaves to the peers.
 //   - Config.Multiplier is a float so tests can run the 500 ms profile at 0.1×.

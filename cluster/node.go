@@ -73,8 +73,9 @@ type Node struct {
 // Open starts a node.
 //
 //  1. It opens (or creates) the raft log and stable store in DataDir/raft/wal
-//     (migrating a bbolt DataDir/raft/raft.db of an older build), the sandbox records in DataDir/raft/state.db and the snapshot store beside
-//     them, and listens on RaftListen.
+//     (migrating the bbolt DataDir/raft/raft.db of an older build), the sandbox
+//     records in DataDir/raft/state.db and the snapshot store beside them, and
+//     listens on RaftListen.
 //  2. With no raft state and Join unset it bootstraps a one-voter cluster of itself;
 //     with state it resumes the cluster it was in; with Join set it waits to be added.
 //  3. Whenever it becomes leader it registers itself in the member table, promotes

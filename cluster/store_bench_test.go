@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -46,37 +47,87 @@ func BenchmarkStoreWrite(b *testing.B) {
 		}
 		report(b, lat, time.Since(start))
 	})
+	type run struct {
+		name    string
+		via     *Node
+		writers int
+	}
 	for _, size := range []int{1, 3} {
-		nodes := clusterWith(b, size, func(_ int, cfg *Config) {
-			cfg.Multiplier = 1
-			cfg.LeaseTTL = DefaultLeaseTTL
-			cfg.LeaseMargin = DefaultLeaseMargin
-		})
-		l := leader(b, nodes...)
-		runs := []struct {
-			name    string
-			via     *Node
-			writers int
-		}{
-			{fmt.Sprintf("nodes=%d/writers=1", size), l, 1},
-			{fmt.Sprintf("nodes=%d/writers=64", size), l, 64},
-		}
-		if size > 1 {
-			for _, n := range nodes {
-				if n != l {
-					runs = append(runs, struct {
-						name    string
-						via     *Node
-						writers int
-					}{"nodes=3/writers=64/follower", n, 64})
-					break
+		// Both raft log stores run side by side, each sub-benchmark alternating
+		// between them, so the two figures come from the same minutes of the machine.
+		byStore := map[string][]run{}
+		for _, store := range []string{"wal", "bbolt"} {
+			nodes := clusterWith(b, size, func(_ int, cfg *Config) {
+				cfg.Multiplier = 1
+				cfg.LeaseTTL = DefaultLeaseTTL
+				cfg.LeaseMargin = DefaultLeaseMargin
+				cfg.boltLog = store == "bbolt"
+			})
+			l := leader(b, nodes...)
+			runs := []run{
+				{fmt.Sprintf("nodes=%d/writers=1", size), l, 1},
+				{fmt.Sprintf("nodes=%d/writers=64", size), l, 64},
+			}
+			if size > 1 {
+				for _, n := range nodes {
+					if n != l {
+						runs = append(runs, run{"nodes=3/writers=64/follower", n, 64})
+						break
+					}
 				}
 			}
+			byStore[store] = runs
 		}
-		for _, r := range runs {
-			b.Run(r.name, func(b *testing.B) { benchWrites(b, r.via, r.writers) })
+		for i := range byStore["wal"] {
+			for _, store := range []string{"wal", "bbolt"} {
+				r := byStore[store][i]
+				b.Run("store="+store+"/"+r.name, func(b *testing.B) { benchWrites(b, r.via, r.writers) })
+			}
 		}
 	}
+}
+
+// BenchmarkStoreLogs measures one StoreLogs call of 1 and of 64 entries of 300
+// bytes (about a batch of two records) on each raft log store: the WAL writes and
+// fdatasyncs once, bbolt commits a transaction (two syncs).
+func BenchmarkStoreLogs(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		for _, store := range []string{"wal", "bbolt"} {
+			b.Run(fmt.Sprintf("store=%s/entries=%d", store, n), func(b *testing.B) {
+				s := openBenchStore(b, store)
+				data := make([]byte, 300)
+				next := uint64(1)
+				logs := make([]*raft.Log, n)
+				b.ResetTimer()
+				for b.Loop() {
+					for i := range logs {
+						logs[i] = &raft.Log{Index: next, Term: 1, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()}
+						next++
+					}
+					if err := s.StoreLogs(logs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "us/entry")
+			})
+		}
+	}
+}
+
+func openBenchStore(b *testing.B, store string) raftStore {
+	b.Helper()
+	var s raftStore
+	var err error
+	if store == "bbolt" {
+		s, err = openLogStore(filepath.Join(b.TempDir(), boltLogName))
+	} else {
+		s, err = openWAL(b.TempDir(), discard, 0)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // benchWrites runs b.N writes through n from writers goroutines, each to sandboxes

@@ -47,6 +47,10 @@ type wal struct {
 
 	wmu sync.Mutex // serialises StoreLogs, DeleteRange and Close
 	buf []byte     // the batch being encoded; under wmu
+	// broken, under wmu, is the error of a write or deletion that failed half-way:
+	// the files may no longer match the index in memory, so nothing more is
+	// written; a reopen recovers from the files.
+	broken error
 
 	mu     sync.RWMutex // guards what follows; written only under wmu too
 	segs   []*segment   // in index order, none empty, indexes consecutive
@@ -119,16 +123,27 @@ func (w *wal) StoreLogs(logs []*raft.Log) error {
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return fmt.Errorf("failed to append to raft log: %w", err)
+	}
 	if err := w.storeLocked(logs); err != nil {
 		return fmt.Errorf("failed to append to raft log: %w", err)
 	}
 	return nil
 }
 
-func (w *wal) storeLocked(logs []*raft.Log) error {
+// usableLocked returns why nothing can be written, if anything.
+func (w *wal) usableLocked() error {
 	if w.closed {
 		return ErrClosed
 	}
+	if w.broken != nil {
+		return fmt.Errorf("an earlier write failed half-way: %w", w.broken)
+	}
+	return nil
+}
+
+func (w *wal) storeLocked(logs []*raft.Log) error {
 	next := logs[0].Index
 	for i, l := range logs {
 		if l.Index != next+uint64(i) {
@@ -169,9 +184,11 @@ func (w *wal) storeLocked(logs []*raft.Log) error {
 	err := writeSync(seg, buf)
 	if err != nil {
 		if fresh {
-			_ = seg.remove()
-		} else {
-			_ = seg.f.Truncate(seg.size) // the next append writes there anyway
+			if rerr := seg.remove(); rerr != nil {
+				w.broken = err
+			}
+		} else if terr := seg.f.Truncate(seg.size); terr != nil {
+			w.broken = err
 		}
 		return err
 	}
@@ -211,6 +228,9 @@ func (w *wal) tail() *segment {
 func (w *wal) DeleteRange(lo, hi uint64) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return fmt.Errorf("failed to delete raft log entries %d..%d: %w", lo, hi, err)
+	}
 	if err := w.deleteLocked(lo, hi); err != nil {
 		return fmt.Errorf("failed to delete raft log entries %d..%d: %w", lo, hi, err)
 	}
@@ -218,17 +238,18 @@ func (w *wal) DeleteRange(lo, hi uint64) error {
 }
 
 func (w *wal) deleteLocked(lo, hi uint64) error {
-	if w.closed {
-		return ErrClosed
-	}
 	first, last := w.firstLocked(), w.lastLocked()
 	switch {
 	case len(w.segs) == 0 || lo > hi || hi < first || lo > last:
 		return nil
 	case lo <= first:
-		return w.dropHeadLocked(hi + 1)
+		return w.dropHeadLocked(hi + 1) // a failure leaves files the recovery drops
 	case hi >= last:
-		return w.cutTailLocked(lo)
+		if err := w.cutTailLocked(lo); err != nil {
+			w.broken = err
+			return err
+		}
+		return nil
 	default:
 		return fmt.Errorf("%w: only a head or a tail of %d..%d can be deleted", ErrInvalid, first, last)
 	}

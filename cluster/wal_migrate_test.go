@@ -179,3 +179,45 @@ func sameStores(t *testing.T, old *logStore, w *wal, first, last uint64) {
 		t.Fatal("no stable key in the bbolt store: raft always sets CurrentTerm")
 	}
 }
+
+// TestWALNodeRestart restarts a node on its WAL: every entry it had is still
+// there, unchanged, and it appends after them.
+func TestWALNodeRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	n := solo(t, dir, "127.0.0.1:0", nil)
+	for i, sb := range sandboxIDs(5) {
+		mustWrite(t, n, sb, "k", fmt.Sprint(i))
+	}
+	before := map[uint64]raft.Log{}
+	first, _ := n.store.FirstIndex()
+	last, _ := n.store.LastIndex()
+	for i := first; i <= last; i++ {
+		var l raft.Log
+		if err := n.store.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		before[i] = l
+	}
+	addr := n.RaftAddr()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := solo(t, dir, addr, nil)
+	mustWrite(t, m, sandboxIDs(1)[0], "k", "after")
+	if f, _ := m.store.FirstIndex(); f != first {
+		t.Fatalf("first index %d after a restart, was %d", f, first)
+	}
+	if l, _ := m.store.LastIndex(); l <= last {
+		t.Fatalf("last index %d after a restart and a write, was %d", l, last)
+	}
+	for i, want := range before {
+		var got raft.Log
+		if err := m.store.GetLog(i, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Term != want.Term || got.Type != want.Type || !bytes.Equal(got.Data, want.Data) || !got.AppendedAt.Equal(want.AppendedAt) {
+			t.Fatalf("entry %d changed across a restart: %+v, was %+v", i, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,4 +310,26 @@ func flipRecord(t *testing.T, path string, k int) (string, int64) {
 		t.Fatal(err)
 	}
 	return path, off
+}
+
+// TestWALBroken: an append that fails and cannot be undone (here the segment's
+// file is gone from under the store) stops every later write, since the files may
+// no longer match the index; a reopen recovers what was synced.
+func TestWALBroken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := openTestWAL(t, dir, 0)
+	storeBatches(t, w, 1, 20, 5)
+	w.tail().f.Close() // every write, truncate and sync of it now fails
+	if err := w.StoreLogs(entries(21, 22)); err == nil {
+		t.Fatal("an append to a closed file succeeded")
+	}
+	if err := w.StoreLogs(entries(21, 22)); err == nil || !strings.Contains(err.Error(), "half-way") {
+		t.Fatalf("an append after a failed one: %v", err)
+	}
+	if err := w.DeleteRange(15, 20); err == nil || !strings.Contains(err.Error(), "half-way") {
+		t.Fatalf("a deletion after a failed append: %v", err)
+	}
+	w = openTestWAL(t, dir, 0)
+	checkLog(t, w, 1, 20)
 }

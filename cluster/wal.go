@@ -181,15 +181,7 @@ func (w *wal) storeLocked(logs []*raft.Log) error {
 		}
 		fresh = true
 	}
-	err := writeSync(seg, buf)
-	if err != nil {
-		if fresh {
-			if rerr := seg.remove(); rerr != nil {
-				w.broken = err
-			}
-		} else if terr := seg.f.Truncate(seg.size); terr != nil {
-			w.broken = err
-		}
+	if err := w.writeSyncLocked(seg, buf, fresh); err != nil {
 		return err
 	}
 	for i := range offs {
@@ -205,12 +197,30 @@ func (w *wal) storeLocked(logs []*raft.Log) error {
 	return nil
 }
 
-func writeSync(seg *segment, buf []byte) error {
-	if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
-		return fmt.Errorf("failed to write raft log segment: %w", err)
+// writeSyncLocked writes buf at the end of seg and syncs it. A failed write is
+// undone (the bytes cut off, a fresh segment removed) and the next append may try
+// again; a failed sync is not, since what the file then holds is unknown, and the
+// WAL stops writing (wal.broken).
+func (w *wal) writeSyncLocked(seg *segment, buf []byte, fresh bool) error {
+	var err error
+	if _, err = seg.f.WriteAt(buf, seg.size); err != nil {
+		err = fmt.Errorf("failed to write raft log segment: %w", err)
+		if fresh {
+			if rerr := seg.remove(); rerr != nil {
+				w.broken = err
+			}
+		} else if terr := seg.f.Truncate(seg.size); terr != nil {
+			w.broken = err
+		}
+		return err
 	}
-	if err := datasync(seg.f); err != nil {
-		return fmt.Errorf("failed to sync raft log segment: %w", err)
+	if err = datasync(seg.f); err != nil {
+		err = fmt.Errorf("failed to sync raft log segment: %w", err)
+		w.broken = err
+		if fresh {
+			seg.f.Close()
+		}
+		return err
 	}
 	return nil
 }

@@ -62,6 +62,16 @@ var (
 	ErrHandoff = errors.New("cluster: partition in handoff")
 )
 
+// Unexported sentinels of the raft log (wal.go).
+var (
+	// errWALOrder is returned by StoreLogs for entries whose indexes do not follow
+	// the log's last one: the WAL holds consecutive indexes only.
+	errWALOrder = errors.New("cluster: raft log entries out of order")
+	// errRecord reports a record that is short, fails its CRC or does not decode:
+	// the bytes of an append that a crash cut short, or damage.
+	errRecord = errors.New("cluster: bad raft log record")
+)
+
 // NotOwnerError is returned by Node.Admit for a sandbox this node does not own. It
 // names the owner in this node's table, which may be a little behind the leader's.
 type NotOwnerError struct {

@@ -17,7 +17,8 @@ import (
 const defaultSegmentSize = 64 << 20
 
 // wal is raft's log store as segment files of framed records, with the stable
-// store beside it (see "Raft log" in doc.go for why it is not bbolt).
+// store beside it (why it is not bbolt: the package doc, Deviations; the design
+// and the crash rules at length: docs/raftlog.md).
 //
 //  1. StoreLogs encodes a whole batch, writes it with one write at the end of the
 //     last segment and makes it durable with one fdatasync. A segment that would
@@ -62,10 +63,6 @@ var (
 	_ raft.LogStore    = (*wal)(nil)
 	_ raft.StableStore = (*wal)(nil)
 )
-
-// errWALOrder is returned by StoreLogs for entries whose indexes do not follow
-// the log's last one: the WAL holds consecutive indexes only.
-var errWALOrder = errors.New("raft log entries out of order")
 
 // FirstIndex returns the first stored index, 0 when empty.
 func (w *wal) FirstIndex() (uint64, error) {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -45,10 +44,6 @@ func appendRecord(b []byte, l *raft.Log) []byte {
 func recordCRC(length, payload []byte) uint32 {
 	return crc32.Update(crc32c(length), castagnoli, payload)
 }
-
-// errRecord reports a record that is short, fails its CRC or does not decode: on
-// disk, the bytes of an append that a crash cut short, or damage.
-var errRecord = errors.New("bad record")
 
 // readRecord decodes the record at the start of b into l and returns its size.
 func readRecord(b []byte, l *raft.Log) (int, error) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Config configures a Node. Open copies it and fills defaults; the caller's value is
@@ -137,6 +139,9 @@ type Config struct {
 	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
 	// block, for asymmetric partitions (see streamLayer.Dial).
 	netTo func(addr string) bool
+	// raftConf, when set, adjusts raft's config before the node starts raft (tests
+	// shorten TrailingLogs to make a leader send a snapshot).
+	raftConf func(*raft.Config)
 	// boltLog keeps the raft log in bbolt (raft.db) instead of the WAL: benchmarks
 	// compare the two stores with it.
 	boltLog bool

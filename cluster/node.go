@@ -150,6 +150,9 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	rc.ShutdownOnRemove = false
 	notify := make(chan bool, 16)
 	rc.NotifyCh = notify
+	if cfg.raftConf != nil {
+		cfg.raftConf(rc)
+	}
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}

@@ -60,9 +60,15 @@ type wal struct {
 }
 
 var (
-	_ raft.LogStore    = (*wal)(nil)
-	_ raft.StableStore = (*wal)(nil)
+	_ raft.LogStore          = (*wal)(nil)
+	_ raft.StableStore       = (*wal)(nil)
+	_ raft.MonotonicLogStore = (*wal)(nil)
 )
+
+// IsMonotonic reports true: the WAL refuses a gap, so raft, having installed a
+// snapshot past the end of the log, deletes the whole log before it appends the
+// entries after the snapshot, instead of keeping trailing entries below a gap.
+func (w *wal) IsMonotonic() bool { return true }
 
 // FirstIndex returns the first stored index, 0 when empty.
 func (w *wal) FirstIndex() (uint64, error) {

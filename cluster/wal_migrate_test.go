@@ -221,3 +221,46 @@ func TestWALNodeRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestWALInstallSnapshot cuts a follower off while the others commit and compact
+// their logs past its last entry, then heals it: the leader sends a snapshot, and
+// the follower, whose log now ends below the snapshot with a gap after it, drops
+// its whole log (the WAL refuses a gap, raft.MonotonicLogStore) and catches up.
+func TestWALInstallSnapshot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 3, func(cfg *Config) {
+		cfg.raftConf = func(rc *raft.Config) { rc.TrailingLogs = 2 }
+	})
+	l := leader(t, h.nodes...)
+	f := h.others(l)[0]
+	fLast, _ := f.store.LastIndex()
+	h.isolate(f)
+	sb := owned(t, l, 1)[0]
+	for i := range 20 {
+		mustWrite(t, l, sb, "k", fmt.Sprint(i))
+	}
+	var snapped *Node
+	waitFor(t, "a snapshot that compacts past the follower's log", func() bool {
+		snapped = leader(t, h.others(f)...)
+		if err := snapped.raft.Snapshot().Error(); err != nil {
+			t.Logf("snapshot: %v", err)
+			return false
+		}
+		first, _ := snapped.store.FirstIndex()
+		return first > fLast+1
+	})
+	h.heal(f)
+	caughtUp(t, h.nodes...)
+	if got := get(t, f, sb, "k"); got != "19" {
+		t.Fatalf("follower after the snapshot: k=%q, want 19", got)
+	}
+	if first, _ := f.store.FirstIndex(); first <= fLast {
+		t.Fatalf("follower's log starts at %d, at or below its old last entry %d", first, fLast)
+	}
+	mustWrite(t, l, sb, "k", "after")
+	want, _ := leader(t, h.nodes...).store.LastIndex()
+	waitFor(t, "the follower's log to reach the leader's", func() bool {
+		last, _ := f.store.LastIndex()
+		return last >= want
+	})
+}

@@ -126,6 +126,9 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := dropLogBelowSnapshot(store, snaps, cfg.Logger); err != nil {
+		return nil, err
+	}
 	stream, err := listen(cfg.RaftListen, cfg.RaftAdvertise, cfg.netUp, newAuthenticator(cfg.Secret, cfg.Logger))
 	if err != nil {
 		return nil, err

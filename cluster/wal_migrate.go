@@ -145,3 +145,29 @@ func retireBolt(dir string) error {
 	}
 	return syncDir(dir)
 }
+
+// dropLogBelowSnapshot deletes a log that ends below the latest snapshot. raft
+// deletes a monotonic store's whole log after it installs a leader's snapshot
+// (see wal.IsMonotonic); a crash between the two leaves entries that the snapshot
+// covers, and raft would append the entries after the snapshot past a gap, which
+// the WAL refuses. Deleting them is what raft was about to do.
+func dropLogBelowSnapshot(store raftStore, snaps raft.SnapshotStore, log *slog.Logger) error {
+	if m, ok := store.(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
+		return nil
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	first, err := store.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := store.LastIndex()
+	if err != nil || last == 0 || last >= metas[0].Index {
+		return err
+	}
+	log.Warn("cluster: deleting a raft log that ends below the latest snapshot",
+		"first", first, "last", last, "snapshot", metas[0].Index)
+	return store.DeleteRange(first, last)
+}

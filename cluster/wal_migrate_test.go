@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 )
@@ -263,4 +264,48 @@ func TestWALInstallSnapshot(t *testing.T) {
 		last, _ := f.store.LastIndex()
 		return last >= want
 	})
+}
+
+// TestWALLogBelowSnapshot restarts a node whose log ends below its latest
+// snapshot, as a crash after a snapshot install and before raft deleted the old
+// log leaves it: the node deletes that log at Open and appends after the snapshot.
+func TestWALLogBelowSnapshot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	n := solo(t, dir, "127.0.0.1:0", nil)
+	sb := sandboxIDs(1)[0]
+	for i := range 5 {
+		mustWrite(t, n, sb, "k", fmt.Sprint(i))
+	}
+	if err := n.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	addr := n.RaftAddr()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, "raft"), 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("snapshots %v, %v", metas, err)
+	}
+	w := openTestWAL(t, filepath.Join(dir, "raft", walDir), 0)
+	last, _ := w.LastIndex()
+	if err := w.DeleteRange(metas[0].Index-2, last); err != nil {
+		t.Fatal(err)
+	}
+	last = metas[0].Index
+	w.Close()
+
+	m := solo(t, dir, addr, nil)
+	mustWrite(t, m, sb, "k", "after")
+	if got := get(t, m, sb, "k"); got != "after" {
+		t.Fatalf("k=%q after the restart, want after", got)
+	}
+	if first, _ := m.store.FirstIndex(); first <= last {
+		t.Fatalf("log starts at %d, below the snapshot at %d", first, last)
+	}
 }

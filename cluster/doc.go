@@ -285,22 +285,22 @@
 // BenchmarkStoreSnapshot on a loaded 2-core VM: a 204 MiB snapshot in 0.25 s,
 // restored in 0.31 s, with 0.15 MiB allocated while persisting.
 //
-// Write figures (BenchmarkStoreWrite, same run, raft at default timeouts, all nodes
-// in one process on a shared 2-core VM with a 200-byte and a 64-byte record per
-// batch), as batches/s and Write p50 / p99:
+// Write figures (BenchmarkStoreWrite: raft at default timeouts, all nodes in one
+// process on a shared 2-core VM at load 9-13, a 200-byte and a 64-byte record per
+// batch; the raft log in the WAL and in bbolt, same run), batches/s, p50 / p99 ms:
 //
-//	bare bbolt update with fsync, 1 writer (the disk's floor)   651/s   0.22 / 14.2 ms
-//	1 node, 1 writer                                            310/s   1.58 / 20.4 ms
-//	1 node, 64 writers                                         4151/s  11.4  / 65.5 ms
-//	3 nodes, 1 writer on the leader                             215/s   3.05 / 26.0 ms
-//	3 nodes, 64 writers on the leader                          7028/s   7.00 / 28.1 ms
-//	3 nodes, 64 writers on a follower                          5702/s   7.67 / 48.1 ms
+//	bare bbolt update with fsync, 1 writer  530/s  0.24 / 14.7 (the disk's floor)
+//	                                  WAL log                  bbolt log
+//	1 node, 1 writer                  1665/s   0.17 /  5.1     356/s   1.23 / 17.5
+//	1 node, 64 writers                9255/s   6.41 / 19.8    3616/s  15.1  / 162
+//	3 nodes, 1 writer on the leader    537/s   0.77 / 14.3     211/s   2.45 / 24.1
+//	3 nodes, 64 writers on the leader 4407/s  11.3  / 67.8    4703/s   8.71 / 59.8
+//	3 nodes, 64 writers on a follower 4041/s  11.6  / 79.4    4791/s   9.22 / 55.5
 //
-// The process is mostly idle in these runs (a CPU profile of the 64-writer run
-// shows about 11% of one core busy): a commit waits on the leader's log fsync, then
-// a follower's, then the FSM's transaction, on a disk shared with other jobs (the
-// bare fsync's p99 is 14 ms). Under that load the 64-writer figure stays below
-// 10,000 batches/s and one writer's p50 above 2 ms.
+// A commit waits on the leader's log sync, then a follower's, then the FSM's
+// transaction. The WAL syncs once per append where bbolt syncs twice: one writer's
+// p50 is 0.16-0.41x bbolt's over three runs. With 64 writers the process is idle two
+// thirds of the time and the bound lies elsewhere (BENCHMARKS.md, "#15 raft log").
 //
 // The write ceiling of one raft group is one leader's commit pipeline: every batch of
 // the cluster goes through one log, one leader's fsync and one FSM goroutine per

@@ -13,13 +13,15 @@ import (
 )
 
 // logStore is raft's log and stable store in one bbolt file, the design of
-// hashicorp/raft-boltdb on go.etcd.io/bbolt. raft-boltdb v1 sits on the archived
-// github.com/boltdb/bolt, whose unaligned pointer casts abort under the race
-// detector's checkptr (Bucket.write), and raft-boltdb/v2 does not build with raft
-// v1.8 here; bbolt is the maintained fork and already the project's store.
+// hashicorp/raft-boltdb on go.etcd.io/bbolt, as nodes kept it before the WAL
+// (wal.go). It remains to read a data directory of those builds, which Open
+// migrates (wal_migrate.go), and as the baseline of the write benchmarks
+// (Config.boltLog). raft-boltdb v1 sits on the archived github.com/boltdb/bolt,
+// whose unaligned pointer casts abort under the race detector's checkptr
+// (Bucket.write), and raft-boltdb/v2 does not build with raft v1.8 here.
 //
 // Keys are big-endian indexes, so the log bucket's cursor order is index order.
-// Every write is one bbolt transaction: one fsync per raft append.
+// Every write is one bbolt transaction, which syncs twice (pages, then meta).
 type logStore struct {
 	db *bolt.DB
 	// delay is a test hook, a slow disk: while above zero, each StoreLogs first

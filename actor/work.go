@@ -167,6 +167,7 @@ func (a *sbActor) endWork(record bool) {
 		a.n.log.Error("actor: failed to close runtime", "sandbox", a.id, "err", err)
 	}
 	w.rt = nil
+	w.cgroup = cgroupMeter{} // holds no closed runtime
 	a.live.Store(nil)
 	if record && a.rec != nil {
 		for _, p := range w.procs {

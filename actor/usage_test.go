@@ -128,6 +128,28 @@ func TestUsageReadsThrottled(t *testing.T) {
 	}
 }
 
+// Ending a sandbox's work (hibernation, a fence) drops its cached usage figures with
+// its runtime, so an actor kept in memory holds no closed runtime.
+func TestUsageForgetsClosedRuntime(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.runtimeUsage = func(*runtime.Sandbox) (int64, int) { return 1 << 20, 1 }
+	})
+	mustCreate(t, n, "u1")
+	ctx := tctx(t)
+	_, err := n.Exec(ctx, "u1", runtime.ExecOptions{Argv: []string{"true"}})
+	must(t, err)
+	held, err := call(ctx, n.Node, "u1", func(a *sbActor) (bool, error) {
+		before := a.sb.cgroup.rt != nil
+		a.endWork(false)
+		return before && a.sb.cgroup.rt == nil, nil
+	})
+	must(t, err)
+	if !held {
+		t.Fatal("the cached usage kept the closed runtime (or never held the running one)")
+	}
+}
+
 func TestDiskUsageBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

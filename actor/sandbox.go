@@ -34,11 +34,17 @@ type SandboxInfo struct {
 	Counts          struct{ Processes, Sessions, Terminals int }
 	FailReason      string
 	// Usage is what the sandbox uses now; nil unless it is active (in memory). A listed
-	// active sandbox shows it as of its last turn.
+	// active sandbox shows it as of its last turn, its memory and pids up to a second
+	// older than that.
 	Usage *Usage
 }
 
-func (a *sbActor) infoNow() SandboxInfo {
+// infoNow returns the sandbox as the API shows it, its usage read now.
+func (a *sbActor) infoNow() SandboxInfo { return a.infoOf(true) }
+
+// infoOf returns the sandbox as the API shows it; with fresh false its memory and pids
+// usage may be up to cgroupUsageMaxAge old (usage.go).
+func (a *sbActor) infoOf(fresh bool) SandboxInfo {
 	r := a.rec
 	in := SandboxInfo{
 		ID: r.ID, State: r.State, Node: a.n.cfg.NodeID, Labels: maps.Clone(r.Labels), Pool: maps.Clone(r.Pool),
@@ -46,7 +52,7 @@ func (a *sbActor) infoNow() SandboxInfo {
 		FailReason: r.FailReason,
 	}
 	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
-	in.Usage = a.usageNow()
+	in.Usage = a.usageNow(fresh)
 	return in
 }
 
@@ -55,7 +61,7 @@ func (a *sbActor) publishInfo() {
 		a.info.Store(nil)
 		return
 	}
-	in := a.infoNow()
+	in := a.infoOf(false)
 	a.info.Store(&in)
 }
 

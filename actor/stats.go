@@ -8,7 +8,8 @@ type Stats struct {
 	// each one's last turn.
 	Processes, Sessions, Terminals int
 	// MemoryBytes, Pids and DiskBytes sum the usage of the active sandboxes, as of each
-	// one's last turn.
+	// one's last turn; its memory and pids figures may be up to a second older than
+	// that turn (a busy sandbox does not read its cgroup after every turn).
 	MemoryBytes, DiskBytes int64
 	Pids                   int
 	// UnreadableSandboxes counts sandboxes whose stored records the storage could not

@@ -29,25 +29,49 @@ const (
 	diskWalkLimit   = 10000
 )
 
+// cgroupUsageMaxAge bounds the age of the memory and pids figures a group publishes
+// for Stats and the list (publishInfo). A busy sandbox publishes after nearly every
+// group (each exec touches it twice), and reading the cgroup's files each time cost
+// about 65 µs of CPU per exec, 15% of the server's share under 8 concurrent exec
+// clients (BENCHMARKS.md, "#14, third pass"). A caller asking for the sandbox itself
+// (GetSandbox and the like) reads them afresh.
+const cgroupUsageMaxAge = time.Second
+
+// cgroupMeter caches the runtime's last memory and pids figures. Only the actor
+// goroutine touches it.
+type cgroupMeter struct {
+	rt          *runtime.Sandbox // whose figures these are; nil: none read
+	memoryBytes int64
+	pids        int
+	at          time.Time
+}
+
 // diskMeter caches a workspace's disk usage. Only the actor goroutine touches it.
 type diskMeter struct {
 	bytes int64
 	at    time.Time // when bytes was measured; zero: never
 }
 
-// usageNow returns the sandbox's usage; a.rec is not nil. A figure that changed since
-// the last published info marks the group dirty, so Stats sees it after this turn.
-func (a *sbActor) usageNow() *Usage {
+// usageNow returns the sandbox's usage; a.rec is not nil. With fresh false the memory
+// and pids figures may be up to cgroupUsageMaxAge old. A figure that changed since the
+// last published info marks the group dirty, so Stats sees it after this turn.
+func (a *sbActor) usageNow(fresh bool) *Usage {
 	u := &Usage{}
-	if a.sb.rt != nil {
-		src := a.n.cfg.runtimeUsage
-		if src == nil {
-			src = runtimeUsage
+	now := a.now()
+	if rt := a.sb.rt; rt != nil {
+		c := &a.sb.cgroup
+		if fresh || c.rt != rt || now.Sub(c.at) >= cgroupUsageMaxAge || now.Before(c.at) {
+			src := a.n.cfg.runtimeUsage
+			if src == nil {
+				src = runtimeUsage
+			}
+			c.memoryBytes, c.pids = src(rt)
+			c.rt, c.at = rt, now
 		}
-		u.MemoryBytes, u.Pids = src(a.sb.rt)
+		u.MemoryBytes, u.Pids = c.memoryBytes, c.pids
 	}
 	m := &a.sb.disk
-	switch now := a.now(); {
+	switch {
 	case a.measureDisk():
 		// A mounted image: its statfs is exact and cheap (disk.go).
 	case a.sb.hasImage:

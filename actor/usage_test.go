@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,82 @@ func TestUsageWhileActive(t *testing.T) {
 	}
 }
 
+// What a group publishes after its turns (for Stats and the list) reads the runtime's
+// memory and pids at most once per cgroupUsageMaxAge; GetSandbox reads them afresh, and
+// what it read is what the next publish shows.
+func TestUsageReadsThrottled(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int64
+	var mem atomic.Int64
+	mem.Store(1 << 20)
+	n := newTestNode(t, func(c *Config) {
+		c.runtimeUsage = func(*runtime.Sandbox) (int64, int) { reads.Add(1); return mem.Load(), 1 }
+	})
+	mustCreate(t, n, "u1")
+	ctx := tctx(t)
+	exec := func() {
+		t.Helper()
+		_, err := n.Exec(ctx, "u1", runtime.ExecOptions{Argv: []string{"true"}})
+		must(t, err)
+	}
+	exec() // starts the runtime: its first figures are read
+	before := reads.Load()
+	if before == 0 {
+		t.Fatal("no usage read after the runtime started")
+	}
+	for range 20 {
+		exec()
+	}
+	if got := reads.Load() - before; got != 0 {
+		t.Fatalf("20 execs within %v read the runtime's usage %d times, want 0", cgroupUsageMaxAge, got)
+	}
+
+	// Once the figures are older than cgroupUsageMaxAge, the next publish reads them.
+	mem.Store(2 << 20)
+	n.clock.Advance(cgroupUsageMaxAge)
+	exec()
+	_, err := n.GetSandbox(ctx, "u1") // a group publishes after answering: this one runs after that publish
+	must(t, err)
+	if st := n.Stats(); st.MemoryBytes != 2<<20 {
+		t.Fatalf("stats memory %d after the cache age, want %d", st.MemoryBytes, 2<<20)
+	}
+
+	// GetSandbox reads afresh, within the cache age too.
+	mem.Store(3 << 20)
+	in, err := n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if in.Usage == nil || in.Usage.MemoryBytes != 3<<20 {
+		t.Fatalf("GetSandbox usage %+v, want %d bytes of memory", in.Usage, 3<<20)
+	}
+	_, err = n.GetSandbox(ctx, "u1")
+	must(t, err)
+	if st := n.Stats(); st.MemoryBytes != 3<<20 {
+		t.Fatalf("stats memory %d after GetSandbox read %d", st.MemoryBytes, 3<<20)
+	}
+}
+
+// Ending a sandbox's work (hibernation, a fence) drops its cached usage figures with
+// its runtime, so an actor kept in memory holds no closed runtime.
+func TestUsageForgetsClosedRuntime(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.runtimeUsage = func(*runtime.Sandbox) (int64, int) { return 1 << 20, 1 }
+	})
+	mustCreate(t, n, "u1")
+	ctx := tctx(t)
+	_, err := n.Exec(ctx, "u1", runtime.ExecOptions{Argv: []string{"true"}})
+	must(t, err)
+	held, err := call(ctx, n.Node, "u1", func(a *sbActor) (bool, error) {
+		before := a.sb.cgroup.rt != nil
+		a.endWork(false)
+		return before && a.sb.cgroup.rt == nil, nil
+	})
+	must(t, err)
+	if !held {
+		t.Fatal("the cached usage kept the closed runtime (or never held the running one)")
+	}
+}
+
 func TestDiskUsageBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -111,7 +188,7 @@ func BenchmarkUsage(b *testing.B) {
 	ctx := tctx(b)
 	noop := func(a *sbActor) (int, error) { return 1, nil }
 	const rounds = 5000
-	usage := func(a *sbActor) (int, error) { a.usageNow(); return 1, nil }
+	usage := func(a *sbActor) (int, error) { a.usageNow(true); return 1, nil }
 	var noopNs, usageNs, getNs, listNs, walkNs float64
 	for range b.N {
 		start := time.Now()

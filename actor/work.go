@@ -28,6 +28,7 @@ type sandboxWork struct {
 	terminals map[string]*terminalState
 	execs     int            // exec calls running, counted in the process budget
 	disk      diskMeter      // cached workspace disk usage (usage.go)
+	cgroup    cgroupMeter    // cached memory and pids usage (usage.go)
 	mount     *diskimg.Mount // the workspace image, while mounted (disk.go)
 	hasImage  bool           // the workspace is an image (mounted or not)
 }
@@ -166,6 +167,7 @@ func (a *sbActor) endWork(record bool) {
 		a.n.log.Error("actor: failed to close runtime", "sandbox", a.id, "err", err)
 	}
 	w.rt = nil
+	w.cgroup = cgroupMeter{} // holds no closed runtime
 	a.live.Store(nil)
 	if record && a.rec != nil {
 		for _, p := range w.procs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
@@ -92,9 +93,22 @@ func walkKeys(dec *json.Decoder, tok json.Token, t reflect.Type, at string) erro
 	return err
 }
 
+// fieldsCache holds jsonFields' answer per struct type (reflect.Type keys, read-only
+// maps as values): working it out on every request body cost ~7 µs of an exec's CPU.
+var fieldsCache sync.Map
+
 // jsonFields maps the JSON names of struct t's fields (its own and promoted ones) to
-// their types.
+// their types. The map is shared: callers only read it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldsCache.LoadOrStore(t, structFields(t))
+	return m.(map[string]reflect.Type)
+}
+
+// structFields works out jsonFields' answer.
+func structFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for _, f := range reflect.VisibleFields(t) {
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")

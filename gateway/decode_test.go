@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,30 @@ func TestDecodeErrorNamesJSONFields(t *testing.T) {
 	const body = `{"command":"ls","pty":{"Cols":80,"rows":24}}`
 	if err := decodeJSONBytes([]byte(body), &p); err == nil || !strings.Contains(err.Message, `unknown field "Cols"`) {
 		t.Errorf("%s: %v, want it to name Cols", body, err)
+	}
+}
+
+// TestJSONFieldsCached: a struct type's JSON fields are worked out once, not on every
+// request body that decodes into it. Not parallel: AllocsPerRun refuses that.
+func TestJSONFieldsCached(t *testing.T) {
+	typ := reflect.TypeFor[execRequest]()
+	want := jsonFields(typ)
+	if _, ok := want["timeout_ms"]; !ok {
+		t.Fatalf("fields of execRequest %v lack timeout_ms", want)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = jsonFields(typ) }); allocs != 0 {
+		t.Fatalf("jsonFields allocated %.0f times for a type it has seen, want 0", allocs)
+	}
+}
+
+// BenchmarkDecodeExec decodes an exec request body, as every POST /exec does.
+func BenchmarkDecodeExec(b *testing.B) {
+	body := []byte(`{"argv":["true"],"env":{"A":"1"},"timeout_ms":5000}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var v execRequest
+		if err := decodeJSONBytes(body, &v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -14,8 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxSpare bounds the emptied tree groups a sandbox keeps for reuse.
-const maxSpare = 4
+// maxSpare bounds the emptied tree groups a sandbox keeps for reuse; each holds three
+// fds. With 4, eight concurrent execs still made (and later removed) a group for about
+// one exec in sixteen, each mkdir and rmdir of a cgroup costing the server ~100 µs of
+// CPU (BENCHMARKS.md, "#14, third pass").
+const maxSpare = 8
 
 // spareGroup is an emptied tree group, open, kept for the next tree. Cloning into a
 // group that had a process before was 0.1 to 0.4 ms faster than into a new one on the

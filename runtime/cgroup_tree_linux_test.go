@@ -100,3 +100,37 @@ func TestCgroupTreeProcsKept(t *testing.T) {
 		t.Fatal("the removed tree still hands out its group's cgroup.procs")
 	}
 }
+
+// TestCgroupTreeSpares: a sandbox keeps the groups of eight trees that ended together
+// (eight concurrent execs), so the next eight trees make no new group.
+func TestCgroupTreeSpares(t *testing.T) {
+	requireContainment(t)
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	const n = 8
+	trees := make([]*treeCgroup, n)
+	for i := range trees {
+		tr, err := s.cg.newTree()
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[i] = tr
+	}
+	for _, tr := range trees {
+		tr.remove()
+	}
+	made := s.cg.next.Load()
+	for i := range trees {
+		tr, err := s.cg.newTree()
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[i] = tr
+	}
+	for _, tr := range trees {
+		tr.remove()
+	}
+	if got := s.cg.next.Load() - made; got != 0 {
+		t.Fatalf("%d trees after %d ended together made %d new groups, want 0 (all reused)", n, n, got)
+	}
+}

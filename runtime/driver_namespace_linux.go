@@ -199,12 +199,15 @@ func (l *nsLeader) exitFD() (int, error) {
 
 // reap returns the status the init wrote to the pipe, or else (the pipe polled
 // before the exit, or the init gone) the one it reported. A process whose init went
-// away first died with the sandbox's pid namespace: it is reported killed.
+// away first died with the sandbox's pid namespace: it is reported killed. The pipe's
+// status is handed to the Child: for an exec (NoWait) it is the init's only report.
 func (l *nsLeader) reap() waitStatus {
 	st, ok, err := nsinit.ReadStatus(l.status)
 	_ = unix.Close(l.status)
 	l.status = -1
-	if !ok || err != nil {
+	if ok && err == nil {
+		l.ch.Finish(st)
+	} else {
 		st, err = l.ch.Wait(context.Background())
 	}
 	if errors.Is(err, nsinit.ErrNotStarted) {

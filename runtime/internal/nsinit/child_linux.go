@@ -160,6 +160,22 @@ func (ch *Child) ExitFD() (int, error) {
 	return p[0], nil
 }
 
+// Finish records st, read from the Status pipe of a NoWait spawn (ReadStatus), as how
+// the process ended: the init sends no exit frame for such a process, its pipe is the
+// one report (one message per exec instead of two, and no wake-up of the Init's
+// reader goroutine). Wait then returns st, and the Init forgets the child. Finish does
+// nothing once the child's end is known otherwise (the init went away, say); on a
+// child that is not NoWait it only brings that end forward.
+func (ch *Child) Finish(st ExitStatus) {
+	ch.in.mu.Lock()
+	defer ch.in.mu.Unlock()
+	if ch.in.children[ch.id] != ch {
+		return // finished already: by an exit frame, a failed start or the init's end
+	}
+	delete(ch.in.children, ch.id)
+	ch.finish(st, nil)
+}
+
 // Done returns a channel closed once Wait would not block.
 func (ch *Child) Done() <-chan struct{} { return ch.done }
 

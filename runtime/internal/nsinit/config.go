@@ -174,7 +174,9 @@ type SpawnRequest struct {
 	// init writes its status there (ReadStatus reads it) and closes it, before it
 	// sends the exit frame. An exec that polls the read end learns how its command
 	// ended without waiting for that frame to be received and handed on by the
-	// Init's reader goroutine: one wake-up less on the way out of every exec.
+	// Init's reader goroutine: one wake-up less on the way out of every exec. With
+	// NoWait the pipe is the only report: the caller hands what it read to
+	// Child.Finish (or, if the pipe ended without a status, calls Wait).
 	Status *os.File
 	// NoWait makes Spawn return as soon as the request is sent, and the init answers
 	// only a failure (no started frame, no pidfd): an exec, which needs neither the
@@ -182,7 +184,8 @@ type SpawnRequest struct {
 	// command such as true was about done) and each exec costs one frame less. The
 	// Child then has no PID, HostPID or ExitFD; a process that could not start ends
 	// it, and Wait returns an error wrapping ErrNotStarted and the cause (ENOENT,
-	// ErrLeaseExpired, ...). It requires Status, the only way to see the exit early.
+	// ErrLeaseExpired, ...). It requires Status, which is then the only report of the
+	// exit: no exit frame follows (see Status).
 	NoWait bool
 }
 

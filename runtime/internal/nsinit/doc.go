@@ -127,7 +127,8 @@
 //	server → init  signal   {id, target, sig}             target: a spawn's id
 //	init → server  ok {id}, or error {id, err, errno}
 //	init → server  exit     {id, code, signal}            id: the spawn's id; once;
-//	                        first written to the status pipe, if any (8 bytes)
+//	                        first written to the status pipe, if any (8 bytes);
+//	                        a no_wait spawn gets the pipe only, no frame
 //	server → init  lease    {lease}                       the new deadline; no reply
 //
 // The started frame carries the process in SCM_CREDENTIALS (the init, with

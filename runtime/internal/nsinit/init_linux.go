@@ -65,11 +65,13 @@ type initProc struct {
 }
 
 // kid is a live spawned process: its spawn id, whether it leads a session, and the
-// pipe its status goes to (SpawnRequest.Status), or -1.
+// pipe its status goes to (SpawnRequest.Status), or -1. A quiet kid (a NoWait spawn,
+// which has a status pipe) gets no exit frame: the pipe is its only report.
 type kid struct {
 	id      uint64
 	session bool
 	status  int
+	quiet   bool
 }
 
 // homeFD is the init's own cgroup.procs when the config frame says so.
@@ -241,8 +243,8 @@ func (ip *initProc) reapLoop() {
 
 // reap collects every exited child, spawned or orphaned (re-parented to pid 1), and
 // reports the spawned ones. A spawned process that exited is first looked at without
-// being reaped: its exit frame goes out at once, with the status waitid showed, and
-// while it is a zombie its pid still names its process group and session, so
+// being reaped: its status goes out at once (to its status pipe, and in an exit frame
+// unless it is quiet), as waitid showed it, and while it is a zombie its pid still names its process group and session, so
 // whatever is left of them is killed before it is reaped, as a process tree ends with
 // its leader.
 func (ip *initProc) reap() {
@@ -265,11 +267,15 @@ func (ip *initProc) reap() {
 		if spawned {
 			fr := &frame{Op: opExit, ID: k.id}
 			fr.Code, fr.Signal = siginfoStatus(&info)
+			wrote := false
 			if k.status >= 0 {
-				_, _ = unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+				_, err := unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+				wrote = err == nil
 				_ = unix.Close(k.status)
 			}
-			_ = ip.c.send(fr, nil, nil)
+			if !k.quiet || !wrote { // a quiet kid's pipe that failed: the frame is all it gets
+				_ = ip.c.send(fr, nil, nil)
+			}
 			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
 		}
 		var ws unix.WaitStatus

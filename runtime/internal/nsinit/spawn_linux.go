@@ -127,7 +127,7 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, fmt.Errorf("failed to start %s: %w", fr.Argv[0], err)), nil, nil)
 		return
 	}
-	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY, status: status}
+	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY, status: status, quiet: fr.NoWait && status >= 0}
 	status = -1
 	ip.ids[fr.ID] = pid
 	select {

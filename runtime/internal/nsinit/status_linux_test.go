@@ -66,8 +66,9 @@ func TestStatusPipe(t *testing.T) {
 }
 
 // TestNoWait: a NoWait spawn returns before the init answers and gets no started
-// frame; the exit still comes through the status pipe and Wait, and a start that
-// fails ends the Child with ErrNotStarted and its cause.
+// frame; its exit comes through the status pipe only (no exit frame: Wait returns what
+// Finish was given), and a start that fails ends the Child with ErrNotStarted and its
+// cause.
 func TestNoWait(t *testing.T) {
 	t.Parallel()
 	in := startInit(t, Config{})
@@ -91,11 +92,35 @@ func TestNoWait(t *testing.T) {
 	if !pollIn(t, int(r.Fd()), testTimeout) {
 		t.Fatal("status pipe not readable")
 	}
-	if st, ok, err := ReadStatus(int(r.Fd())); err != nil || !ok || st.Code != 5 {
+	st, ok, err := ReadStatus(int(r.Fd()))
+	if err != nil || !ok || st.Code != 5 {
 		t.Fatalf("ReadStatus = %+v, %v, %v; want code 5", st, ok, err)
 	}
-	if st, err := ch.Wait(ctx); err != nil || st.Code != 5 {
-		t.Fatalf("Wait = %+v, %v; want code 5", st, err)
+	// The init wrote the status and, in the same step under its lock, would have sent
+	// an exit frame; a waited spawn's started frame comes after it on the socket, and
+	// the reader handles frames in order: once that spawn returns, an exit frame
+	// would have ended ch.
+	other, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch.Done():
+		t.Fatal("a NoWait child was ended by an exit frame, want its status pipe only")
+	default:
+	}
+	ch.Finish(st)
+	if got, err := ch.Wait(ctx); err != nil || got != st {
+		t.Fatalf("Wait after Finish = %+v, %v; want %+v", got, err, st)
+	}
+	if _, err := other.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in.mu.Lock()
+	_, kept := in.children[ch.id]
+	in.mu.Unlock()
+	if kept {
+		t.Fatal("the Init still holds a finished NoWait child")
 	}
 
 	ch, r = spawn("no-such-program-here")

@@ -50,6 +50,7 @@ func (e *TextEncoder) Held() int { return e.st.n }
 type textState struct {
 	held   [utf8.UTFMax - 1]byte // a valid, incomplete sequence
 	n      int                   // bytes in held
+	bad    int64                 // bytes decoded as U+FFFD so far
 	noBulk bool                  // decode with the table loop alone (tests compare the two)
 }
 
@@ -70,6 +71,9 @@ func (s *textState) feed(dst, p []byte, emit bool) ([]byte, int64) {
 				return dst, units
 			}
 			units += int64(u)
+			if !valid {
+				s.bad++
+			}
 			if emit {
 				dst = emitToken(dst, c[i:i+size], valid)
 			}
@@ -151,10 +155,13 @@ func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) 
 				dst = append(dst, p[copied:i]...)
 			}
 			return dst, units
-		case !valid && emit:
-			dst = append(dst, p[copied:i]...)
-			dst = append(dst, replacement...)
-			copied = i + 1
+		case !valid:
+			s.bad++
+			if emit {
+				dst = append(dst, p[copied:i]...)
+				dst = append(dst, replacement...)
+				copied = i + 1
+			}
 		}
 		i += size
 		units += int64(u)
@@ -169,6 +176,7 @@ func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) 
 func (s *textState) flush(dst []byte, emit bool) ([]byte, int64) {
 	n := s.n
 	s.n = 0
+	s.bad += int64(n)
 	if emit {
 		for range n {
 			dst = append(dst, replacement...)

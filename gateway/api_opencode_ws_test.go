@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -383,5 +384,47 @@ func TestOpenCodeConnectSkipped(t *testing.T) {
 	end.toClose(t)
 	if want := end.controls[0].Cursor; got != want {
 		t.Fatalf("client counted %d units, the server's end is %d", got, want)
+	}
+}
+
+// TestOpenCodeConnectInvalidBytes streams output that is not all valid UTF-8: each
+// invalid byte is one U+FFFD, a sequence cut between two writes waits for its end
+// (the replay stops before it, with its control frame), and the bytes of a sequence
+// never finished are U+FFFD each at the exit; the cursors add up to the text's units,
+// and valid output after the invalid bytes is streamed as it is.
+func TestOpenCodeConnectInvalidBytes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("oc1")
+	p := ts.createPty("oc1", `stty -echo; printf 'a\377b \342\202'; read l; printf '\254 \300 ok 😀 '; read l; printf 'é\360\237'`)
+	path := ocBase + "/" + p.ID + "/connect"
+	c, _ := dialPty(t, ts.url, path, testToken, nil)
+	c.readUntil(t, func(c *ptyConn) bool { return c.replied })
+	if c.replay != "a\uFFFDb " || c.controls[0].Cursor != 4 {
+		t.Fatalf("replay %q, controls %+v", c.replay, c.controls)
+	}
+	c.send(t, websocket.MessageText, "\r")
+	c.readUntil(t, func(c *ptyConn) bool { return strings.HasSuffix(c.text.String(), "😀 ") })
+	c.send(t, websocket.MessageText, "\r")
+	if st := c.toClose(t); st != websocket.StatusNormalClosure {
+		t.Fatalf("close %d", st)
+	}
+	want := "a\uFFFDb € \uFFFD ok 😀 é\uFFFD\uFFFD"
+	if c.text.String() != want {
+		t.Fatalf("text %q, want %q", c.text.String(), want)
+	}
+	// A resume from every cursor a client could hold gives exactly the rest.
+	all := c.text.String()
+	for i := range all {
+		if !utf8.RuneStart(all[i]) {
+			continue
+		}
+		r, code := dialPty(t, ts.url, fmt.Sprintf("%s?cursor=%d", path, units(all[:i])), testToken, nil)
+		if code != http.StatusSwitchingProtocols {
+			t.Fatalf("dial: %d", code)
+		}
+		if st := r.toClose(t); st != websocket.StatusNormalClosure || r.text.String() != all[i:] || r.controls[0].Cursor != units(all) {
+			t.Fatalf("from %d: close %d, %q, controls %+v; want %q", units(all[:i]), st, r.text.String(), r.controls, all[i:])
+		}
 	}
 }

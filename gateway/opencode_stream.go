@@ -16,8 +16,11 @@ import (
 const maxTextFrame = 64 << 10
 
 // ptyStream sends a PTY process's output to one connect WebSocket in OpenCode's
-// framing: output as text frames, positions in UTF-16 code units of that text. One
-// goroutine (run) uses it.
+// framing: output as text frames, positions in UTF-16 code units of that text. It
+// reads a TextSubscription, whose events end at unit boundaries with the units the
+// runtime's index counted as it buffered the output: valid UTF-8 goes out as it is,
+// without being decoded again here, and only output with invalid bytes is decoded (each
+// such byte becomes U+FFFD). One goroutine (run) uses it.
 //
 //  1. If the asked-for cursor is older than what is kept, a control frame says so
 //     first: {"cursor": S, "gap": {"from": N, "to": S}}, S being where the text starts.
@@ -28,16 +31,14 @@ const maxTextFrame = 64 << 10
 //  4. Live output, as it comes. A reader that stopped reading for longer than the hold
 //     bound and was skipped gets a control frame with the gap and the new cursor,
 //     and the text goes on from there.
-//  5. At the exit, the text the encoder still held (bytes of an incomplete UTF-8
-//     sequence, one U+FFFD each) and a normal close.
+//  5. At the exit, the last text (bytes of a UTF-8 sequence the process never
+//     finished are one U+FFFD each) and a normal close.
 type ptyStream struct {
 	s       *Server
 	conn    *websocket.Conn
-	p       *runtime.Process
-	sub     *runtime.Subscription
-	enc     runtime.TextEncoder
+	sub     *runtime.TextSubscription
 	units   int64 // the cursor after the text sent so far
-	replay  int64 // the byte offset where the replay ends
+	replay  int64 // the byte offset where the replay ends: a unit boundary
 	replied bool  // the control frame after the replay was sent
 	buf     []byte
 }
@@ -60,7 +61,7 @@ func (ps *ptyStream) run(ctx context.Context, gap *ptyRange) error {
 			return err
 		}
 	}
-	if ps.sub.Offset() >= ps.replay {
+	if ps.sub.Pos().Offset >= ps.replay {
 		if err := ps.endReplay(ctx); err != nil {
 			return err
 		}
@@ -75,25 +76,29 @@ func (ps *ptyStream) run(ctx context.Context, gap *ptyRange) error {
 		}
 		switch ev.Kind {
 		case runtime.EventOutput:
-			text, n := ps.enc.Encode(ps.buf[:0], ev.Data)
-			ps.buf = text
-			if err := ps.text(ctx, text, n); err != nil {
+			text := ev.Data
+			if !ev.Clean {
+				ps.buf = ev.AppendText(ps.buf[:0])
+				text = ps.buf
+			}
+			if err := ps.text(ctx, text, ev.To.Units-ev.From.Units); err != nil {
 				return err
 			}
-			if !ps.replied && ps.sub.Offset() >= ps.replay {
+			if !ps.replied && ev.To.Offset >= ps.replay {
 				if err := ps.endReplay(ctx); err != nil {
 					return err
 				}
 			}
 		case runtime.EventGap:
-			if err := ps.resync(ctx); err != nil {
+			// The client stopped reading for longer than the hold bound and was
+			// skipped: the text goes on at the oldest kept, and a control frame tells
+			// the client the units it will not get and its new cursor.
+			gap := &ptyRange{From: ps.units, To: ev.To.Units}
+			ps.units = ev.To.Units
+			if err := ps.control(ctx, gap); err != nil {
 				return err
 			}
 		case runtime.EventExit:
-			text, n := ps.enc.Flush(ps.buf[:0])
-			if err := ps.text(ctx, text, n); err != nil {
-				return err
-			}
 			if !ps.replied {
 				if err := ps.endReplay(ctx); err != nil {
 					return err
@@ -132,23 +137,6 @@ func (ps *ptyStream) endReplay(ctx context.Context) error {
 func (ps *ptyStream) control(ctx context.Context, gap *ptyRange) error {
 	b, _ := json.Marshal(ptyControl{Cursor: ps.units, Gap: gap})
 	return ps.write(ctx, websocket.MessageBinary, append([]byte{0}, b...))
-}
-
-// resync follows a gap in the subscription (the client stopped reading for longer
-// than the hold bound and was skipped): the stream starts again at the oldest text
-// kept, with a fresh encoder (the bytes it held are in the gap), and a control frame
-// tells the client the units it will not get and its new cursor.
-func (ps *ptyStream) resync(ctx context.Context) error {
-	start, err := ps.p.TextStart()
-	if err != nil {
-		return err
-	}
-	ps.sub.Close()
-	ps.sub = ps.s.subscribeLive(ps.p, start.Offset)
-	ps.enc = runtime.TextEncoder{}
-	gap := &ptyRange{From: ps.units, To: start.Units}
-	ps.units = start.Units
-	return ps.control(ctx, gap)
 }
 
 // write sends one frame within the write timeout: a client that takes nothing for

@@ -61,6 +61,10 @@ func (s *Server) opencodeConnect(w http.ResponseWriter, r *http.Request) error {
 		return ocErr(r, err)
 	}
 	start, gap, err := ptyStart(p, cursor, given)
+	var end runtime.TextPos
+	if err == nil {
+		end, err = p.TextEnd() // the replay ends there
+	}
 	if err != nil {
 		release()
 		return ocErr(r, err)
@@ -71,8 +75,13 @@ func (s *Server) opencodeConnect(w http.ResponseWriter, r *http.Request) error {
 		return nil // Accept answered the client
 	}
 	conn.SetReadLimit(1 << 20)
-	sub := s.subscribeLive(p, start.Offset)
-	ps := &ptyStream{s: s, conn: conn, p: p, sub: sub, units: start.Units, replay: p.Info().OutputOffset}
+	sub, err := p.SubscribeText(start, runtime.SubscribeOptions{Hold: true, HoldBound: s.cfg.StreamHoldBound})
+	if err != nil { // a PTY was checked above
+		conn.Close(websocket.StatusInternalError, "no text")
+		release()
+		return nil
+	}
+	ps := &ptyStream{s: s, conn: conn, sub: sub, units: start.Units, replay: end.Offset}
 	if !s.trackStream(2) {
 		conn.Close(websocket.StatusServiceRestart, "server shutting down")
 		sub.Close()

@@ -19,7 +19,12 @@ type textIndex struct {
 	units  int64     // units before the boundary at r.end - st.n
 	marks  []TextPos // boundaries, at most about markEvery apart; marks[head:] are retained
 	head   int
-	closed bool // the process exited: held bytes were counted as U+FFFD each
+	closed bool  // the process exited: held bytes were counted as U+FFFD each
+	end    int64 // the offset after the last byte counted
+	// badEnd is an offset no byte decoded as U+FFFD is at or after: the end of the
+	// last piece of addLocked that decided one (or the end, for bytes held at the
+	// exit). Text read from a boundary at or after it is its bytes (TextEvent.Clean).
+	badEnd int64
 }
 
 // newTextRing returns a ring of max bytes that keeps a text index.
@@ -34,13 +39,18 @@ func (t *textIndex) addLocked(off int64, p []byte) {
 	if t.closed {
 		return
 	}
+	t.end = off + int64(len(p))
 	for len(p) > 0 {
 		next := (off/markEvery + 1) * markEvery
 		k := int(min(int64(len(p)), next-off))
+		bad := t.st.bad
 		_, u := t.st.feed(nil, p[:k], false)
 		t.units += u
 		off += int64(k)
 		p = p[k:]
+		if t.st.bad != bad {
+			t.badEnd = off
+		}
 		if off == next {
 			b := off - int64(t.st.n)
 			if n := len(t.marks); n == t.head || t.marks[n-1].Offset < b {
@@ -64,6 +74,9 @@ func (t *textIndex) pruneLocked(start int64) {
 
 // closeLocked counts the held bytes, one U+FFFD each: no more bytes can complete them.
 func (t *textIndex) closeLocked() {
+	if t.st.n > 0 {
+		t.badEnd = t.end
+	}
 	_, u := t.st.flush(nil, false)
 	t.units += u
 	t.closed = true

@@ -108,13 +108,21 @@ func (m *textRatio) pair(plainFirst bool, plain, text func() time.Duration) {
 // the ratio of their wall times, which a load that drifts between pairs disturbs less
 // than a ratio of medians) and "cpu-ratio" (the same of the CPU time the test process
 // spent per run: less noisy on a loaded machine, but it counts every goroutine's, and
-// not the writer's).
+// not the writer's); and the p50 CPU time of a run without the index, "plain-cpu-ms",
+// and the median over pairs of what the index added to it, "index-cpu-ms".
 func (m *textRatio) report(b *testing.B) {
 	mbps := func(d time.Duration) float64 { return float64(textBenchBytes) / d.Seconds() / (1 << 20) }
 	b.ReportMetric(mbps(p50(m.plain)), "plain-MiB/s")
 	b.ReportMetric(mbps(p50(m.text)), "text-MiB/s")
 	b.ReportMetric(pairRatio(m.plain, m.text), "ratio")
 	b.ReportMetric(pairRatio(m.plainCPU, m.textCPU), "cpu-ratio")
+	added := make([]time.Duration, len(m.textCPU))
+	for i := range added {
+		added[i] = m.textCPU[i] - m.plainCPU[i]
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(p50(m.plainCPU)), "plain-cpu-ms")
+	b.ReportMetric(ms(p50(added)), "index-cpu-ms")
 }
 
 // pairRatio returns the median of a[i]/b[i].

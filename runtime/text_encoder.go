@@ -48,8 +48,10 @@ func (e *TextEncoder) Held() int { return e.st.n }
 // textState is the decoder state shared by TextEncoder and the ring's text index:
 // one decoding rule, one implementation (see TextEncoder for the rule).
 type textState struct {
-	held [utf8.UTFMax - 1]byte // a valid, incomplete sequence
-	n    int                   // bytes in held
+	held   [utf8.UTFMax - 1]byte // a valid, incomplete sequence
+	n      int                   // bytes in held
+	bad    int64                 // bytes decoded as U+FFFD so far
+	noBulk bool                  // decode with the table loop alone (tests compare the two)
 }
 
 // feed decodes p after the held bytes. With emit it appends the text to dst. It
@@ -69,6 +71,9 @@ func (s *textState) feed(dst, p []byte, emit bool) ([]byte, int64) {
 				return dst, units
 			}
 			units += int64(u)
+			if !valid {
+				s.bad++
+			}
 			if emit {
 				dst = emitToken(dst, c[i:i+size], valid)
 			}
@@ -80,12 +85,27 @@ func (s *textState) feed(dst, p []byte, emit bool) ([]byte, int64) {
 	return s.scan(dst, p, units, emit)
 }
 
-// scan is feed once nothing is held. Runs of ASCII, eight bytes at a time, and valid
-// sequences are copied to dst in bulk; only an invalid byte breaks a run.
+// scan is feed once nothing is held. Where it can, bulkText proves and counts whole
+// blocks; elsewhere runs of ASCII go eight bytes at a time and each other sequence is
+// decided by table. Valid bytes are copied to dst in bulk; only an invalid byte
+// breaks a run.
 func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) {
 	const high = 0x8080808080808080
 	i, copied, n := 0, 0, len(p)
+	next := 0 // where bulkText is tried next
+	if s.noBulk {
+		next = n
+	}
 	for i < n {
+		if i >= next {
+			k, u, checked := bulkText(p[i:])
+			next = i + checked
+			i += k
+			units += u
+			if i == n {
+				break
+			}
+		}
 		if i+8 <= n {
 			w := binary.LittleEndian.Uint64(p[i:]) & high
 			if w == 0 {
@@ -135,10 +155,13 @@ func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) 
 				dst = append(dst, p[copied:i]...)
 			}
 			return dst, units
-		case !valid && emit:
-			dst = append(dst, p[copied:i]...)
-			dst = append(dst, replacement...)
-			copied = i + 1
+		case !valid:
+			s.bad++
+			if emit {
+				dst = append(dst, p[copied:i]...)
+				dst = append(dst, replacement...)
+				copied = i + 1
+			}
 		}
 		i += size
 		units += int64(u)
@@ -153,6 +176,7 @@ func (s *textState) scan(dst, p []byte, units int64, emit bool) ([]byte, int64) 
 func (s *textState) flush(dst []byte, emit bool) ([]byte, int64) {
 	n := s.n
 	s.n = 0
+	s.bad += int64(n)
 	if emit {
 		for range n {
 			dst = append(dst, replacement...)

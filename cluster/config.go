@@ -91,8 +91,9 @@ type Config struct {
 	// OnLease is called each time the node obtains a lease after having none,
 	// including the first time; see OnFence.
 	OnLease func()
-	// OnApply, if set, is called after each applied entry that changed sandbox
-	// records, with the ids of the sandboxes it changed (each once), so the gateway
+	// OnApply, if set, is called after each write of sandbox records to this
+	// replica's state file (an entry, or several written together), with the ids of
+	// the sandboxes it changed (each once), so the gateway
 	// can refresh its indexes. After a snapshot is restored it is called once with
 	// nil: any sandbox may have changed (this happens during Open too, when raft
 	// restores its latest snapshot). It runs synchronously on raft's FSM goroutine

@@ -195,31 +195,46 @@ func dataKey(sandbox string, key []byte) []byte {
 // An entry at or below the file's applied index is already in it (a replay after a
 // restart) and changes nothing.
 func (s *stateDB) applyGroup(index uint64, bs []*Batch, vs []batchVerdict) ([]string, error) {
-	if index <= s.applied.Load() {
+	return s.applyRun([]runEntry{{index: index, bs: bs, vs: vs}})
+}
+
+// applyRun writes the accepted batches of a run of entries, in log order, and the
+// index of the last one in one transaction, and returns the ids of the sandboxes it
+// changed (a sandbox may be named more than once). Entries at or below the file's
+// applied index are already in it (a replay after a restart) and are skipped.
+func (s *stateDB) applyRun(es []runEntry) ([]string, error) {
+	applied := s.applied.Load()
+	for len(es) > 0 && es[0].index <= applied {
+		es = es[1:]
+	}
+	if len(es) == 0 {
 		return nil, nil
 	}
+	last := es[len(es)-1].index
 	var changed []string
 	s.mu.RLock() // only replace, on this same goroutine, takes the write lock
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		data, idx := tx.Bucket(bucketData), tx.Bucket(bucketIndex)
-		for i, b := range bs {
-			if vs[i].code != batchApplied {
-				continue
-			}
-			if err := putBatch(data, idx, b); err != nil {
-				return err
-			}
-			if len(changed) == 0 || changed[len(changed)-1] != b.Sandbox {
-				changed = append(changed, b.Sandbox)
+		for _, e := range es {
+			for i, b := range e.bs {
+				if e.vs[i].code != batchApplied {
+					continue
+				}
+				if err := putBatch(data, idx, b); err != nil {
+					return err
+				}
+				if len(changed) == 0 || changed[len(changed)-1] != b.Sandbox {
+					changed = append(changed, b.Sandbox)
+				}
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyApplied, u64(index))
+		return tx.Bucket(bucketMeta).Put(keyApplied, u64(last))
 	})
 	s.mu.RUnlock()
 	if err != nil {
-		return nil, fmt.Errorf("failed to apply batches at index %d: %w", index, err)
+		return nil, fmt.Errorf("failed to apply batches at indexes %d-%d: %w", es[0].index, last, err)
 	}
-	s.setApplied(index)
+	s.setApplied(last)
 	return changed, nil
 }
 

@@ -239,7 +239,13 @@
 //     load, and each batch gets its own verdict. A node that does not lead sends
 //     its groups to the leader over the cluster listener (a connection opening with
 //     its own first byte, pooled, every call bounded); the leader applies them as
-//     they came.
+//     they came. A replica judges each entry at once (verdicts, tables), entries
+//     raft hands over together in one call (raft.BatchingFSM), and leaves the
+//     records to the state file's writer goroutine, which lingers up to 10 ms and
+//     writes all it has in one transaction, so the leader's commit does not wait for
+//     its file and a file write carries many entries. The file lags the tables only
+//     across batch entries: any other command, a snapshot and Node.sync wait for
+//     the writer first (store_writer.go).
 //  3. Reads. Read serves one sandbox from this node's replica. A follower learns
 //     that an entry committed only with the leader's next append, up to
 //     CommitTimeout later, so an owner that does not lead would not see its own
@@ -261,8 +267,8 @@
 //     twice. A caller that retries must send only batches safe to apply twice.
 //
 // Durability: one fsync per commit. The raft log is fsynced; state.db is bbolt with
-// NoSync, and each applied cmdBatches entry writes its index into the file in the
-// same transaction as its records. Raft replays the log after its latest snapshot at
+// NoSync, and each of its transactions writes the index of its last cmdBatches entry
+// with the entries' records. Raft replays the log after its latest snapshot at
 // every start; entries at or below the file's index are skipped (their verdicts
 // are recomputed from the tables, which are rebuilt from the log, but the file is
 // not touched), and Restore keeps the file when it already holds at least the

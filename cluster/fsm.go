@@ -43,6 +43,7 @@ var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(log *slog.Logger, db *stateDB) *fsm {
 	f := &fsm{log: log, db: db, ov: newOverlay(db.applied.Load())}
+	db.wb.written = f.written
 	f.cur.Store(emptyState())
 	return f
 }
@@ -51,7 +52,15 @@ func newFSM(log *slog.Logger, db *stateDB) *fsm {
 // *groupResult for batches), which the leader's caller receives through the apply
 // future. Raft calls ApplyBatch instead (store_apply.go); Apply is the same for one
 // entry.
-func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+func (f *fsm) Apply(l *raft.Log) any {
+	res := f.ApplyBatch([]*raft.Log{l})[0]
+	if err := f.db.drain(); err != nil && res != nil {
+		if _, ok := res.(error); !ok {
+			res = err
+		}
+	}
+	return res
+}
 
 // applyOne applies one entry that is not a cmdBatches entry, or any entry once the
 // FSM has failed (it answers those with the error).

@@ -35,7 +35,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		if l.Type == raft.LogCommand && len(l.Data) > 0 && isBatches(cmdType(l.Data[0])) && f.err() == nil {
 			if f.beforeBatches != nil {
-				f.flush(&r, out)
+				f.flush(&r, out, true)
 				f.beforeBatches(l.Index)
 			}
 			if err := f.judge(&r, i, l); err != nil {
@@ -43,10 +43,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			}
 			continue
 		}
-		f.flush(&r, out)
+		f.flush(&r, out, true)
 		out[i] = f.applyOne(l)
 	}
-	f.flush(&r, out)
+	f.flush(&r, out, false)
 	return out
 }
 
@@ -95,36 +95,49 @@ func (f *fsm) judge(r *batchRun, pos int, l *raft.Log) error {
 	return nil
 }
 
-// flush writes the run's entries above the file's applied index in one
-// transaction, then publishes its tables and answers its entries; on a write
-// error it latches the FSM (see applyOne) and answers every entry of the run with
-// the error, having written and published nothing. The run is empty afterwards.
-func (f *fsm) flush(r *batchRun, out []any) {
+// flush queues the run for the state file's writer (store_writer.go) and answers
+// its entries. With wait, or when the run changes the tables, it first waits until
+// the writer has written the run (and all before it), then publishes the tables:
+// no table is ever ahead of the file. If a write failed (the writer latches the
+// FSM, see written), every entry of the run is answered with the error, and its
+// tables are not published. The run is empty afterwards.
+func (f *fsm) flush(r *batchRun, out []any, wait bool) {
 	defer r.reset()
-	if len(r.entries) == 0 {
-		return
+	var err error
+	if len(r.entries) > 0 {
+		err = f.db.queueRun(r.entries)
 	}
-	changed, err := f.db.applyRun(r.entries)
+	if err == nil && (wait || len(r.states) > 0) {
+		err = f.db.drain()
+	}
 	if err != nil {
-		// The file cannot take the entries (disk full, I/O error): going on would
-		// leave this replica without records the others have. Stop applying, like
-		// an unknown command does.
-		f.failed.Store(&err)
-		f.log.Error("cluster: failed to apply batches", "err", err)
 		for _, e := range r.entries {
 			out[e.pos] = err
 		}
 		return
 	}
-	f.ov.prune(f.db.applied.Load())
 	for _, s := range r.states {
 		f.publish(s)
 	}
-	if len(changed) > 0 && f.onApply != nil {
-		f.onApply(dedup(changed))
-	}
 	for _, e := range r.entries {
 		out[e.pos] = &groupResult{verdicts: e.vs}
+	}
+}
+
+// written is called on the state file's writer goroutine after each write, with
+// the sandboxes it changed, or the error that stops this replica: the file cannot
+// take the entries (disk full, I/O error), and going on would leave it without
+// records the others have, so the FSM refuses every later entry, like an unknown
+// command makes it do.
+func (f *fsm) written(changed []string, err error) {
+	if err != nil {
+		f.failed.Store(&err)
+		f.log.Error("cluster: failed to apply batches", "err", err)
+		return
+	}
+	f.ov.prune(f.db.applied.Load())
+	if len(changed) > 0 && f.onApply != nil {
+		f.onApply(dedup(changed))
 	}
 }
 

@@ -81,6 +81,9 @@ func TestApplyBatchMatchesApply(t *testing.T) {
 					got = append(got, outcome(r))
 				}
 			}
+			if err := f.db.drain(); err != nil {
+				t.Fatal(err)
+			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("verdicts\n got %v\nwant %v", got, want)
 			}
@@ -105,6 +108,9 @@ func TestApplyBatchFileNeverBehindTables(t *testing.T) {
 	f.observe = func(s *state) { seen = append(seen, fmt.Sprintf("tables@%d file@%d", s.index, f.db.applied.Load())) }
 	f.beforeBatches = func(i uint64) { seen = append(seen, fmt.Sprintf("hook@%d file@%d", i, f.db.applied.Load())) }
 	f.ApplyBatch(log)
+	if err := f.db.drain(); err != nil {
+		t.Fatal(err)
+	}
 	want := "[hook@100 file@0 hook@101 file@100 tables@103 file@101 hook@104 file@101 hook@105 file@104 hook@107 file@105 hook@108 file@107 hook@109 file@107]"
 	if fmt.Sprint(seen) != want {
 		t.Fatalf("got  %v\nwant %s", seen, want)

@@ -39,6 +39,8 @@ type stateDB struct {
 
 	wmu     sync.Mutex
 	changed chan struct{} // closed when applied moves; nil until someone waits
+
+	wb writeBehind // the FSM's judged runs on their way into the file (store_writer.go)
 }
 
 var (
@@ -74,6 +76,7 @@ func openStateDB(path string) (*stateDB, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	s.start()
 	return s, nil
 }
 
@@ -163,6 +166,9 @@ func (s *stateDB) setApplied(i uint64) {
 
 // waitApplied waits until the file holds index i, or ctx or done ends.
 func (s *stateDB) waitApplied(ctx context.Context, done <-chan struct{}, i uint64) error {
+	s.wb.waiters.Add(1) // the writer does not linger while someone waits
+	defer s.wb.waiters.Add(-1)
+	s.urgeWrite()
 	for {
 		s.wmu.Lock()
 		if s.changed == nil {
@@ -271,7 +277,9 @@ func putBatch(data, idx *bolt.Bucket, b *Batch) error {
 		}
 		puts = true
 	}
-	if puts {
+	if puts && idx.Get(id) == nil {
+		// A Put dirties the index's page even when the key is there; most batches
+		// write to a sandbox that already has records.
 		return idx.Put(id, []byte{})
 	}
 	return nil
@@ -349,9 +357,11 @@ func (s *stateDB) replace(r io.Reader, size int64) error {
 	return s.open()
 }
 
-// close marks the file closed cleanly, syncs and closes it. The FSM goroutine has
-// stopped by then.
+// close writes what is queued, stops the writer, marks the file closed cleanly,
+// syncs and closes it. The FSM goroutine has stopped by then. (A failed write was
+// reported by the FSM already; the file holds exactly what its index says.)
 func (s *stateDB) close() error {
+	_ = s.stopWriter()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyClean, []byte("1")) })

@@ -59,6 +59,9 @@ const maxStateBytes = 256 << 20
 // Snapshot captures the current tables and opens a read transaction of the state
 // file; Persist streams both on raft's snapshot goroutine while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.db.drain(); err != nil { // raft takes the snapshot as of the last entry applied
+		return nil, err
+	}
 	tx, release, err := f.db.begin()
 	if err != nil {
 		return nil, err
@@ -102,6 +105,7 @@ func (s *snapshot) Release() { s.release() }
 // so the further one is right, and the entries after it replay idempotently.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	_ = f.db.drain() // a failed writer latched the FSM; the restore replaces its file anyway
 	f.leases.clear() // the snapshot may hold lease entries this replica never applied
 	if err := f.restore(bufio.NewReaderSize(rc, 64<<10)); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

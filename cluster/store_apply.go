@@ -8,11 +8,11 @@ import (
 // at once (up to MaxAppendEntries) through ApplyBatch. A run of consecutive
 // cmdBatches entries among them is judged entry by entry, in log order, against the
 // tables as each entry leaves them, exactly as one Apply per entry would judge
-// them, but written to the state file in ONE transaction that also records the
-// run's last index. A state-file transaction costs the same few page writes
-// whether it holds one group or ten (each sandbox's records share a leaf), so on a
-// replica that learns several entries committed at once the file's cost is per
-// run, not per entry.
+// them, and queued as one run for the state file's writer (store_writer.go), which
+// writes whatever is queued in one transaction that also records the last index.
+// A state-file transaction costs about the same page writes whether it holds one
+// group or ten (a sandbox's records share a leaf), so the file's cost is per write,
+// not per entry.
 //
 // Any other command ends the run: the run is written (and its tables published)
 // before that command is applied, so nothing that is not a batch ever sees the
@@ -21,9 +21,9 @@ import (
 //
 // Replay: an entry at or below the file's applied index is judged (its verdicts and
 // table changes are recomputed, as they depend only on the log) but not written.
-// The applied index the transaction records is the last written entry's, and the
-// file holds every entry up to it, so a replay after a crash at any point writes
-// each entry once.
+// The applied index a transaction records is its last entry's, and the file holds
+// every entry up to it, so a replay after a crash at any point writes each entry
+// once.
 
 var _ raft.BatchingFSM = (*fsm)(nil)
 

@@ -46,7 +46,7 @@
 //   - Write, Read and Sandboxes are the sandbox store (store.go): Write commits a
 //     Batch through the leader from any node, Read serves one sandbox from this
 //     node's replica with its own acknowledged writes on top, Sandboxes lists them
-//     all. Config.OnApply tells the gateway which sandboxes each entry changed.
+//     all. Config.OnApply tells the gateway which sandboxes each write changed.
 //   - Join, Remove, Drain, Pin, Unpin and DropPin run on the leader only; elsewhere
 //     they return a *NotLeaderError naming the leader's id and addresses so the
 //     gateway can forward. DropPin removes a pin only if no record of its sandbox
@@ -304,7 +304,7 @@
 // file's page rewrites (about one leaf per sandbox written per transaction).
 //
 // The write ceiling of one raft group is one leader's commit pipeline: every batch of
-// the cluster goes through one log, one leader's fsync and one FSM goroutine per
+// the cluster goes through one log, one leader's fsync and one state file per
 // replica. Group commit makes the cost per entry, not per batch, so the ceiling is
 // set by entries per second (a few hundred to a few thousand with bbolt, more on
 // faster disks) times batches per entry. Past it, the path is several raft groups,

@@ -27,7 +27,8 @@ import (
 // "sandbox NUL key", which keeps a small sandbox to a few hundred bytes; an index
 // bucket sandbox → "" of every sandbox with records; and a meta bucket.
 //
-// Concurrency: raft's FSM goroutine is the only writer (applyGroup, replace). Readers
+// Concurrency: one goroutine writes at a time: the writer of store_writer.go
+// (applyRun), or raft's FSM goroutine while the writer is idle (replace). Readers
 // (Node.Read, Node.Sandboxes, snapshots) run concurrently in read transactions under
 // mu's read lock; replace takes the write lock to swap the file.
 type stateDB struct {

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -106,3 +108,51 @@ func TestWriteBehindFailureStopsReplica(t *testing.T) {
 }
 
 func isGroup(r any) bool { _, ok := r.(*groupResult); return ok }
+
+// TestWriteBehindHammer applies entries one call at a time on one goroutine (raft's
+// FSM goroutine), with a drain now and then, while readers wait for indexes and
+// check that the file holds every entry up to the index it reports.
+func TestWriteBehindHammer(t *testing.T) {
+	t.Parallel()
+	const entries, readers = 300, 4
+	f := placedFSM(t, 3)
+	log := batchLog(f, "sb-hammer", 1000, entries)
+	ctx := context.Background()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Go(func() {
+			for i := r; i < entries; i += readers {
+				want := log[i].Index
+				if err := f.db.waitApplied(ctx, done, want); err != nil {
+					t.Error(err)
+					return
+				}
+				err := f.db.view(func(tx *bolt.Tx) error {
+					applied := readApplied(tx)
+					if applied < want {
+						return fmt.Errorf("file at %d after waiting for %d", applied, want)
+					}
+					if tx.Bucket(bucketData).Get(dataKey("sb-hammer", fmt.Appendf(nil, "k%d", applied-1000))) == nil {
+						return fmt.Errorf("file at %d lacks that entry's record", applied)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i, l := range log {
+		f.ApplyBatch([]*raft.Log{l})
+		if i%50 == 49 {
+			if err := f.db.drain(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+	close(done)
+}

@@ -93,12 +93,14 @@ type Config struct {
 	// OnLease is called each time the node obtains a lease after having none,
 	// including the first time; see OnFence.
 	OnLease func()
-	// OnApply, if set, is called after each applied entry that changed sandbox
-	// records, with the ids of the sandboxes it changed (each once), so the gateway
-	// can refresh its indexes. After a snapshot is restored it is called once with
-	// nil: any sandbox may have changed (this happens during Open too, when raft
-	// restores its latest snapshot). It runs synchronously on raft's FSM goroutine
-	// and must not block, nor call the Node's Write or Read.
+	// OnApply, if set, is called after each write of sandbox records to this
+	// replica's state file (one or several entries), with the ids of the sandboxes
+	// it changed (each once), so the gateway can refresh its indexes. After a
+	// snapshot is restored it is called once with nil: any sandbox may have changed
+	// (this happens during Open too, when raft restores its latest snapshot). It
+	// runs synchronously on the state file's writer goroutine (or, after a restore,
+	// raft's FSM goroutine; never two at once) and must not block, nor call the
+	// Node's Write or Read.
 	OnApply func(sandboxes []string)
 	// OnValues is called after the replicated key/value table (Node.SetValues) may
 	// have changed on this replica: a committed SetValues that changed something, or

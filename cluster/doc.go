@@ -46,7 +46,7 @@
 //   - Write, Read and Sandboxes are the sandbox store (store.go): Write commits a
 //     Batch through the leader from any node, Read serves one sandbox from this
 //     node's replica with its own acknowledged writes on top, Sandboxes lists them
-//     all. Config.OnApply tells the gateway which sandboxes each entry changed.
+//     all. Config.OnApply tells the gateway which sandboxes each write changed.
 //   - Join, Remove, Drain, Pin, Unpin and DropPin run on the leader only; elsewhere
 //     they return a *NotLeaderError naming the leader's id and addresses so the
 //     gateway can forward. DropPin removes a pin only if no record of its sandbox
@@ -239,7 +239,13 @@
 //     load, and each batch gets its own verdict. A node that does not lead sends
 //     its groups to the leader over the cluster listener (a connection opening with
 //     its own first byte, pooled, every call bounded); the leader applies them as
-//     they came.
+//     they came. A replica judges each entry at once (verdicts, tables), entries
+//     raft hands over together in one call (raft.BatchingFSM), and leaves the
+//     records to the state file's writer goroutine, which lingers up to 30 ms and
+//     writes all it has in one transaction, so the leader's commit does not wait for
+//     its file and a file write carries many entries. The file lags the tables only
+//     across batch entries: any other command, a snapshot and Node.sync wait for
+//     the writer first (store_writer.go).
 //  3. Reads. Read serves one sandbox from this node's replica. A follower learns
 //     that an entry committed only with the leader's next append, up to
 //     CommitTimeout later, so an owner that does not lead would not see its own
@@ -261,8 +267,8 @@
 //     twice. A caller that retries must send only batches safe to apply twice.
 //
 // Durability: one sync per commit, the raft log's fdatasync; state.db is bbolt with
-// NoSync, and each applied cmdBatches entry writes its index into the file in the
-// same transaction as its records. Raft replays the log after its latest snapshot at
+// NoSync, and each of its transactions writes the index of its last cmdBatches entry
+// with the entries' records. Raft replays the log after its latest snapshot at
 // every start; entries at or below the file's index are skipped (their verdicts
 // are recomputed from the tables, which are rebuilt from the log, but the file is
 // not touched), and Restore keeps the file when it already holds at least the
@@ -286,24 +292,17 @@
 // restored in 0.31 s, with 0.15 MiB allocated while persisting.
 //
 // Write figures (BenchmarkStoreWrite: raft at default timeouts, all nodes in one
-// process on a shared 2-core VM at load 9-13, a 200-byte and a 64-byte record per
-// batch; the raft log in the WAL and in bbolt, same run), batches/s, p50 / p99 ms:
-//
-//	bare bbolt update with fsync, 1 writer  530/s  0.24 / 14.7 (the disk's floor)
-//	                                  WAL log                  bbolt log
-//	1 node, 1 writer                  1665/s   0.17 /  5.1     356/s   1.23 / 17.5
-//	1 node, 64 writers                9255/s   6.41 / 19.8    3616/s  15.1  / 162
-//	3 nodes, 1 writer on the leader    537/s   0.77 / 14.3     211/s   2.45 / 24.1
-//	3 nodes, 64 writers on the leader 4407/s  11.3  / 67.8    4703/s   8.71 / 59.8
-//	3 nodes, 64 writers on a follower 4041/s  11.6  / 79.4    4791/s   9.22 / 55.5
-//
-// A commit waits on the leader's log sync, then a follower's, then the FSM's
-// transaction. The WAL syncs once per append where bbolt syncs twice: one writer's
-// p50 is 0.16-0.41x bbolt's over three runs. With 64 writers the process is idle two
-// thirds of the time and the bound lies elsewhere (BENCHMARKS.md, "#15 raft log").
+// process on a shared 2-core VM, a 200-byte and a 64-byte record per batch; more in
+// BENCHMARKS.md, "#15 raft log" and "#15 replicated writes"). The WAL syncs once per
+// append where bbolt synced twice, so one writer's p50 on 3 nodes fell from 2.5-5.3
+// ms to 0.7-1.4 ms. The FSM applies the entries raft hands over together and writes
+// its state file behind, which cut the CPU per batch to 0.59x and raised 64 writers
+// on 3 nodes to 1.5x the build before (median 5,900 batches/s under load, 11,100 in
+// the best run). Under load a commit is bound by its latency (goroutine hand-offs on
+// a busy run queue, the leader's log sync then a follower's) more than by CPU.
 //
 // The write ceiling of one raft group is one leader's commit pipeline: every batch of
-// the cluster goes through one log, one leader's fsync and one FSM goroutine per
+// the cluster goes through one log, one leader's fsync and one state file per
 // replica. Group commit makes the cost per entry, not per batch, so the ceiling is
 // set by entries per second (a few hundred to a few thousand with bbolt, more on
 // faster disks) times batches per entry. Past it, the path is several raft groups,

@@ -43,13 +43,28 @@ var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(log *slog.Logger, db *stateDB) *fsm {
 	f := &fsm{log: log, db: db, ov: newOverlay(db.applied.Load())}
+	db.wb.written = f.written
 	f.cur.Store(emptyState())
 	return f
 }
 
-// Apply applies one committed log entry. Its result is nil or an error, which the
-// leader's caller receives through the apply future.
+// Apply applies one committed log entry. Its result is nil or an error (or a
+// *groupResult for batches), which the leader's caller receives through the apply
+// future. Raft calls ApplyBatch instead (store_apply.go); Apply is the same for one
+// entry.
 func (f *fsm) Apply(l *raft.Log) any {
+	res := f.ApplyBatch([]*raft.Log{l})[0]
+	if err := f.db.drain(); err != nil && res != nil {
+		if _, ok := res.(error); !ok {
+			res = err
+		}
+	}
+	return res
+}
+
+// applyOne applies one entry that is not a cmdBatches entry, or any entry once the
+// FSM has failed (it answers those with the error).
+func (f *fsm) applyOne(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -61,9 +76,6 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	if err := f.err(); err != nil {
 		return err
-	}
-	if len(l.Data) > 0 && isBatches(cmdType(l.Data[0])) {
-		return f.applyBatches(l.Index, l.Data)
 	}
 	return f.apply(l.Index, l.Data)
 }

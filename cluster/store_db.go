@@ -27,7 +27,8 @@ import (
 // "sandbox NUL key", which keeps a small sandbox to a few hundred bytes; an index
 // bucket sandbox → "" of every sandbox with records; and a meta bucket.
 //
-// Concurrency: raft's FSM goroutine is the only writer (applyGroup, replace). Readers
+// Concurrency: one goroutine writes at a time: the writer of store_writer.go
+// (applyRun), or raft's FSM goroutine while the writer is idle (replace). Readers
 // (Node.Read, Node.Sandboxes, snapshots) run concurrently in read transactions under
 // mu's read lock; replace takes the write lock to swap the file.
 type stateDB struct {
@@ -39,6 +40,8 @@ type stateDB struct {
 
 	wmu     sync.Mutex
 	changed chan struct{} // closed when applied moves; nil until someone waits
+
+	wb writeBehind // the FSM's judged runs on their way into the file (store_writer.go)
 }
 
 var (
@@ -74,6 +77,7 @@ func openStateDB(path string) (*stateDB, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	s.start()
 	return s, nil
 }
 
@@ -163,6 +167,9 @@ func (s *stateDB) setApplied(i uint64) {
 
 // waitApplied waits until the file holds index i, or ctx or done ends.
 func (s *stateDB) waitApplied(ctx context.Context, done <-chan struct{}, i uint64) error {
+	s.wb.waiters.Add(1) // the writer does not linger while someone waits
+	defer s.wb.waiters.Add(-1)
+	s.urgeWrite()
 	for {
 		s.wmu.Lock()
 		if s.changed == nil {
@@ -195,31 +202,46 @@ func dataKey(sandbox string, key []byte) []byte {
 // An entry at or below the file's applied index is already in it (a replay after a
 // restart) and changes nothing.
 func (s *stateDB) applyGroup(index uint64, bs []*Batch, vs []batchVerdict) ([]string, error) {
-	if index <= s.applied.Load() {
+	return s.applyRun([]runEntry{{index: index, bs: bs, vs: vs}})
+}
+
+// applyRun writes the accepted batches of a run of entries, in log order, and the
+// index of the last one in one transaction, and returns the ids of the sandboxes it
+// changed (a sandbox may be named more than once). Entries at or below the file's
+// applied index are already in it (a replay after a restart) and are skipped.
+func (s *stateDB) applyRun(es []runEntry) ([]string, error) {
+	applied := s.applied.Load()
+	for len(es) > 0 && es[0].index <= applied {
+		es = es[1:]
+	}
+	if len(es) == 0 {
 		return nil, nil
 	}
+	last := es[len(es)-1].index
 	var changed []string
 	s.mu.RLock() // only replace, on this same goroutine, takes the write lock
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		data, idx := tx.Bucket(bucketData), tx.Bucket(bucketIndex)
-		for i, b := range bs {
-			if vs[i].code != batchApplied {
-				continue
-			}
-			if err := putBatch(data, idx, b); err != nil {
-				return err
-			}
-			if len(changed) == 0 || changed[len(changed)-1] != b.Sandbox {
-				changed = append(changed, b.Sandbox)
+		for _, e := range es {
+			for i, b := range e.bs {
+				if e.vs[i].code != batchApplied {
+					continue
+				}
+				if err := putBatch(data, idx, b); err != nil {
+					return err
+				}
+				if len(changed) == 0 || changed[len(changed)-1] != b.Sandbox {
+					changed = append(changed, b.Sandbox)
+				}
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyApplied, u64(index))
+		return tx.Bucket(bucketMeta).Put(keyApplied, u64(last))
 	})
 	s.mu.RUnlock()
 	if err != nil {
-		return nil, fmt.Errorf("failed to apply batches at index %d: %w", index, err)
+		return nil, fmt.Errorf("failed to apply batches at indexes %d-%d: %w", es[0].index, last, err)
 	}
-	s.setApplied(index)
+	s.setApplied(last)
 	return changed, nil
 }
 
@@ -256,7 +278,9 @@ func putBatch(data, idx *bolt.Bucket, b *Batch) error {
 		}
 		puts = true
 	}
-	if puts {
+	if puts && idx.Get(id) == nil {
+		// A Put dirties the index's page even when the key is there; most batches
+		// write to a sandbox that already has records.
 		return idx.Put(id, []byte{})
 	}
 	return nil
@@ -334,9 +358,11 @@ func (s *stateDB) replace(r io.Reader, size int64) error {
 	return s.open()
 }
 
-// close marks the file closed cleanly, syncs and closes it. The FSM goroutine has
-// stopped by then.
+// close writes what is queued, stops the writer, marks the file closed cleanly,
+// syncs and closes it. The FSM goroutine has stopped by then. (A failed write was
+// reported by the FSM already; the file holds exactly what its index says.)
 func (s *stateDB) close() error {
+	_ = s.stopWriter()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyClean, []byte("1")) })

@@ -11,46 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// applyBatches applies a cmdBatches entry: each batch is checked against the
-// epoch of its sandbox's partition (or pin) in the tables as of this entry, and the
-// accepted ones are written with the entry's index in one transaction. The verdicts
-// depend only on the log, so every replica reaches the same, replaying or not.
-func (f *fsm) applyBatches(index uint64, data []byte) any {
-	if f.beforeBatches != nil {
-		f.beforeBatches(index)
-	}
-	d := decoder{b: data[1:]}
-	bs := d.batches()
-	if err := d.done(); err != nil {
-		return err
-	}
-	vs := verdictsFor(f.cur.Load(), bs)
-	changed, err := f.db.applyGroup(index, bs, vs)
-	if err != nil {
-		// The file cannot take the entry (disk full, I/O error): going on would leave
-		// this replica without records the others have. Stop applying, like an
-		// unknown command does.
-		f.failed.Store(&err)
-		f.log.Error("cluster: failed to apply batches", "err", err)
-		return err
-	}
-	f.ov.prune(f.db.applied.Load())
-	if old := f.cur.Load(); len(old.pins) > 0 {
-		next := old.markWritten(bs, vs)
-		if cmdType(data[0]) == cmdBatchesDrop {
-			next = next.dropDeleted(old, bs, vs)
-		}
-		if next != old {
-			next.index = index
-			f.publish(next)
-		}
-	}
-	if len(changed) > 0 && f.onApply != nil {
-		f.onApply(dedup(changed))
-	}
-	return &groupResult{verdicts: vs}
-}
-
 // verdictsFor decides each batch against the tables s.
 func verdictsFor(s *state, bs []*Batch) []batchVerdict {
 	vs := make([]batchVerdict, len(bs))
@@ -99,6 +59,9 @@ const maxStateBytes = 256 << 20
 // Snapshot captures the current tables and opens a read transaction of the state
 // file; Persist streams both on raft's snapshot goroutine while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.db.drain(); err != nil { // raft takes the snapshot as of the last entry applied
+		return nil, err
+	}
 	tx, release, err := f.db.begin()
 	if err != nil {
 		return nil, err
@@ -142,6 +105,7 @@ func (s *snapshot) Release() { s.release() }
 // so the further one is right, and the entries after it replay idempotently.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	_ = f.db.drain() // a failed writer latched the FSM; the restore replaces its file anyway
 	f.leases.clear() // the snapshot may hold lease entries this replica never applied
 	if err := f.restore(bufio.NewReaderSize(rc, 64<<10)); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

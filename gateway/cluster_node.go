@@ -111,7 +111,8 @@ type clusterHooks struct {
 	onHandoff atomic.Pointer[func(context.Context, cluster.Handoff)]
 }
 
-// applied is cluster.Config.OnApply. It runs on the FSM goroutine, so the work is
+// applied is cluster.Config.OnApply. It runs on the state file's writer goroutine
+// (or raft's FSM goroutine after a restore) and must not block, so the work is
 // handed on.
 func (h *clusterHooks) applied(ids []string) {
 	if f := h.onChange.Load(); f != nil {

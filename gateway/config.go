@@ -232,7 +232,7 @@ func withDefaults(cfg *Config) (Config, error) {
 		return c, fmt.Errorf("gateway: invalid operator budgets: %w", err)
 	}
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
-		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
+		return c, fmt.Errorf("%w: refusing to listen on %s without one: set --token or --tokens", ErrNoToken, c.Listen)
 	}
 	if err := c.advertise(); err != nil {
 		return c, err

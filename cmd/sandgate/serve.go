@@ -169,7 +169,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 			ln.Close()
 		}
 		fmt.Fprintln(stderr, "sandgate serve:", err)
-		if errors.Is(err, gateway.ErrAdvertise) {
+		if errors.Is(err, gateway.ErrAdvertise) || errors.Is(err, gateway.ErrNoToken) {
 			return exitSandgate // a bad --advertise or --listen, as other flag errors
 		}
 		return 1

@@ -222,4 +222,10 @@ func TestClusterSingleNode(t *testing.T) {
 	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict {
 		t.Fatalf("removing the last voter: %d %s", r.status, r.body)
 	}
+	// A member is addressed by its id (DELETE /v1/cluster/members/{id}), so a join
+	// under an id that is no valid id is refused before anything changes.
+	r = ts.doToken(testAdminToken, "POST", "/v1/cluster/join", map[string]any{"id": "Ghost!", "raft_addr": "127.0.0.1:9", "http_addr": "127.0.0.1:9"})
+	if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "member id") {
+		t.Fatalf("join under a bad id: %d %s", r.status, r.body)
+	}
 }

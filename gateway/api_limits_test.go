@@ -49,7 +49,7 @@ func TestBodyLimits(t *testing.T) {
 }
 
 // TestNULRefused: a NUL byte in a command, argv, cwd, env, shell, path, id, tag,
-// label or posted event type is 400 invalid_argument naming the field, on every route that takes one; before
+// label (a process's or a sandbox's) or posted event type is 400 invalid_argument naming the field, on every route that takes one; before
 // this, a NUL in an exec's command ran it and answered exit 126.
 func TestNULRefused(t *testing.T) {
 	t.Parallel()
@@ -84,6 +84,8 @@ func TestNULRefused(t *testing.T) {
 		{"sandbox cwd", "POST", "/v1/sandboxes", map[string]any{"id": "nul2", "cwd": "a\x00b"}, "cwd"},
 		{"sandbox id", "POST", "/v1/sandboxes", map[string]any{"id": "n\x00l"}, "sandbox id"},
 		{"sandbox env", "POST", "/v1/sandboxes", map[string]any{"env": map[string]string{"A": "\x00"}}, "environment variable"},
+		{"sandbox label key", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a\x00b": "v"}}, "label"},
+		{"sandbox label value", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a": "v\x00"}}, "label"},
 		{"file read path", "GET", sb + "/files?path=a%00b", nil, "NUL"},
 		{"file write path", "PUT", sb + "/files?path=a%00b", "x", "NUL"},
 		{"file delete path", "DELETE", sb + "/files?path=a%00b", nil, "NUL"},

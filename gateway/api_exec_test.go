@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -138,6 +139,20 @@ func TestHugeTimeouts(t *testing.T) {
 		r.json(t, &p)
 		if p.Status != "exited" || p.ExitCode == nil || *p.ExitCode != 0 {
 			t.Fatalf("process %+v, want exit code 0 (no timeout)", p)
+		}
+	})
+	// wait_ms is clamped to its maximum the same way: a huge one waits.
+	t.Run("wait_ms", func(t *testing.T) {
+		var p processJSON
+		r := ts.do("POST", "/v1/sandboxes/ht/processes", map[string]any{"command": "sleep 0.3"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+		r.json(t, &p)
+		r = ts.do("GET", fmt.Sprintf("/v1/sandboxes/ht/processes/%s?wait_ms=%d", p.ID, huge), nil)
+		r.json(t, &p)
+		if r.status != http.StatusOK || p.Status != "exited" {
+			t.Fatalf("process %+v after a huge wait_ms, want it waited for", p)
 		}
 	})
 }

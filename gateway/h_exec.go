@@ -79,10 +79,16 @@ func durationMs(field string, v *int64) (time.Duration, error) {
 	if *v < 0 {
 		return 0, badRequest("%s must not be negative", field)
 	}
-	if *v > int64(math.MaxInt64/time.Millisecond) {
-		return math.MaxInt64, nil
+	return msDuration(*v), nil
+}
+
+// msDuration is v milliseconds, saturated at the longest time.Duration rather than
+// wrapped around (v is not negative).
+func msDuration(v int64) time.Duration {
+	if v > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64
 	}
-	return time.Duration(*v) * time.Millisecond, nil
+	return time.Duration(v) * time.Millisecond
 }
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {

@@ -21,6 +21,9 @@ const (
 	// MaxEventBytes bounds the data (its JSON encoding) of an event posted with
 	// PostEvent; a bigger one is ErrTooLarge. Built-in events are small.
 	MaxEventBytes = 64 << 10
+	// MaxEventTypeBytes bounds the type of an event posted with PostEvent ("agent."
+	// included); a longer one is ErrInvalid.
+	MaxEventTypeBytes = 128
 	// MaxEventPageBytes caps the data of the events one Events call (or one page of an
 	// EventSubscription) reads; it returns fewer events, always at least one, and the
 	// caller continues after the last seq it got.
@@ -109,15 +112,21 @@ func (n *Node) readEvents(ctx context.Context, sb string, since uint64, limit in
 	return evs, exists, nil
 }
 
-// PostEvent appends an "agent.*" event (any other type is ErrInvalid) and returns its
+// PostEvent appends an "agent.*" event (any other type, one over MaxEventTypeBytes or
+// one with a NUL byte is ErrInvalid) and returns its
 // seq once it is durable. data must be a JSON value (nil → {}) of at most
 // MaxEventBytes (else ErrTooLarge).
 func (n *Node) PostEvent(ctx context.Context, sb, typ string, data json.RawMessage) (uint64, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return 0, err
 	}
-	if !strings.HasPrefix(typ, "agent.") || len(typ) == len("agent.") || len(typ) > 128 {
+	switch {
+	case !strings.HasPrefix(typ, "agent.") || len(typ) == len("agent."):
 		return 0, fmt.Errorf("%w: event type %q must be agent.<name>", ErrInvalid, typ)
+	case len(typ) > MaxEventTypeBytes:
+		return 0, fmt.Errorf("%w: event type is %d bytes, over the limit of %d", ErrInvalid, len(typ), MaxEventTypeBytes)
+	case strings.IndexByte(typ, 0) >= 0:
+		return 0, fmt.Errorf("%w: event type %q holds a NUL byte", ErrInvalid, typ)
 	}
 	if len(data) > MaxEventBytes {
 		return 0, fmt.Errorf("%w: event data is %d bytes, over the limit of %d", ErrTooLarge, len(data), MaxEventBytes)

@@ -68,8 +68,9 @@ func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runt
 }
 
 // StartProcess starts a background process. With o.Session set, it starts from that
-// session's saved cwd and exported env (ErrNotFound if there is no such session). At
-// the budget's MaxProcesses it fails with a *BudgetError (and a budget.denied event).
+// session's saved cwd and exported env (ErrNotFound if there is no such session, a
+// *DeadSessionError if it died). At the budget's MaxProcesses it fails with a
+// *BudgetError (and a budget.denied event).
 func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptions) (runtime.ProcessInfo, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return runtime.ProcessInfo{}, err
@@ -83,9 +84,15 @@ func (n *Node) StartProcess(ctx context.Context, sb string, o runtime.StartOptio
 			if st == nil {
 				return runtime.ProcessInfo{}, notFound("session", o.Session)
 			}
+			// A dead shell's state can no longer be trusted, as for its exec.
+			if in := a.sessionInfo(st); in.Status == runtime.SessionStatus("dead") {
+				return runtime.ProcessInfo{}, &DeadSessionError{ID: o.Session, Reason: in.DeadReason}
+			}
 			snap := st.snapshot()
 			if o.Cwd == "" {
-				o.Cwd = snap.Cwd
+				// The shell's cwd may lie outside the workspace (cd /tmp): the
+				// runtime takes it as the shell saw it.
+				o.SessionCwd = snap.Cwd
 			}
 			env := maps.Clone(snap.Env)
 			if env == nil {

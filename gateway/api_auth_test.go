@@ -96,22 +96,28 @@ func TestInvalidIDs(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		body               any
+		says               string // what the message names
 	}{
-		{"upper case sandbox in path", "GET", "/v1/sandboxes/Bad", nil},
-		{"sandbox id in body", "POST", "/v1/sandboxes", map[string]any{"id": "-bad"}},
-		{"too long", "GET", "/v1/sandboxes/" + strings.Repeat("a", 64), nil},
-		{"process id", "GET", "/v1/sandboxes/sb1/processes/Proc.1", nil},
-		{"session id in body", "POST", "/v1/sandboxes/sb1/sessions", map[string]any{"id": "a b"}},
-		{"terminal id", "PUT", "/v1/sandboxes/sb1/terminals/T1", map[string]any{}},
-		{"session id in a filter", "GET", "/v1/sandboxes/sb1/processes?session=BAD!", nil},
-		{"empty label key", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"": "v"}}},
-		{"label key with =", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a=b": "v"}}},
+		{"upper case sandbox in path", "GET", "/v1/sandboxes/Bad", nil, "sandbox id"},
+		{"sandbox id in body", "POST", "/v1/sandboxes", map[string]any{"id": "-bad"}, "sandbox id"},
+		{"too long", "GET", "/v1/sandboxes/" + strings.Repeat("a", 64), nil, "sandbox id"},
+		{"process id", "GET", "/v1/sandboxes/sb1/processes/Proc.1", nil, "process id"},
+		{"session id in body", "POST", "/v1/sandboxes/sb1/sessions", map[string]any{"id": "a b"}, "session id"},
+		{"terminal id", "PUT", "/v1/sandboxes/sb1/terminals/T1", map[string]any{}, "terminal id"},
+		{"session id in a filter", "GET", "/v1/sandboxes/sb1/processes?session=BAD!", nil, "session id"},
+		{"message id", "DELETE", "/v1/sandboxes/sb1/messages/BAD", nil, "message id"},
+		{"member id", "DELETE", "/v1/cluster/members/BAD", nil, "member id"},
+		{"empty label key", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"": "v"}}, "label key"},
+		{"label key with =", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a=b": "v"}}, "label key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ts.do(tt.method, tt.path, tt.body)
 			if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
 				t.Fatalf("status %d %s, want 400 invalid_argument", r.status, r.body)
+			}
+			if !strings.Contains(string(r.body), tt.says) {
+				t.Fatalf("message %s does not name the %s", r.body, tt.says)
 			}
 		})
 	}

@@ -189,3 +189,18 @@ func TestBadResumePoint(t *testing.T) {
 		}
 	}
 }
+
+// TestEventTypeLimit: a posted event's type may be up to actor.MaxEventTypeBytes long;
+// a longer one is 400 naming the limit (it said only "must be agent.<name>").
+func TestEventTypeLimit(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("evt")
+	long := "agent." + strings.Repeat("x", actor.MaxEventTypeBytes-len("agent."))
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/evt/events", map[string]any{"type": long})
+	r := ts.do("POST", "/v1/sandboxes/evt/events", map[string]any{"type": long + "x"})
+	if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument ||
+		!strings.Contains(string(r.body), strconv.Itoa(actor.MaxEventTypeBytes)) {
+		t.Fatalf("a type over the limit: %d %s, want 400 invalid_argument naming the limit", r.status, r.body)
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,4 +98,61 @@ func TestExecBadRequests(t *testing.T) {
 	if r := ts.do("POST", "/v1/sandboxes/nope/exec", map[string]any{"command": "true"}); r.status != http.StatusNotFound {
 		t.Fatalf("unknown sandbox: %d", r.status)
 	}
+}
+
+// TestHugeTimeouts: a timeout_ms longer than a time.Duration holds is the longest
+// timeout (then clamped to the budget), never a number that wrapped around: 2^64 ns
+// is 18446744073709.55 ms, so 18446744073710 ms used to be half a millisecond and
+// killed the command at once.
+func TestHugeTimeouts(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("ht")
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/ht/sessions", map[string]any{"id": "s1"})
+	const huge = 18446744073710
+	cmd := "sleep 0.2; echo done"
+	tests := []struct{ name, path string }{
+		{"exec", "/v1/sandboxes/ht/exec"},
+		{"session exec", "/v1/sandboxes/ht/sessions/s1/exec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var res execJSON
+			r := ts.do("POST", tt.path, map[string]any{"command": cmd, "timeout_ms": huge})
+			if r.status != http.StatusOK {
+				t.Fatalf("status %d %s", r.status, r.body)
+			}
+			r.json(t, &res)
+			if res.TimedOut || res.ExitCode != 0 || res.Stdout != "done\n" {
+				t.Fatalf("result %+v, want done without a timeout", res)
+			}
+		})
+	}
+	t.Run("process", func(t *testing.T) {
+		var p processJSON
+		r := ts.do("POST", "/v1/sandboxes/ht/processes", map[string]any{"command": cmd, "timeout_ms": huge, "keep_ms": huge})
+		if r.status != http.StatusCreated {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+		r.json(t, &p)
+		r = ts.do("GET", "/v1/sandboxes/ht/processes/"+p.ID+"?wait_ms=10000", nil)
+		r.json(t, &p)
+		if p.Status != "exited" || p.ExitCode == nil || *p.ExitCode != 0 {
+			t.Fatalf("process %+v, want exit code 0 (no timeout)", p)
+		}
+	})
+	// wait_ms is clamped to its maximum the same way: a huge one waits.
+	t.Run("wait_ms", func(t *testing.T) {
+		var p processJSON
+		r := ts.do("POST", "/v1/sandboxes/ht/processes", map[string]any{"command": "sleep 0.3"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+		r.json(t, &p)
+		r = ts.do("GET", fmt.Sprintf("/v1/sandboxes/ht/processes/%s?wait_ms=%d", p.ID, huge), nil)
+		r.json(t, &p)
+		if r.status != http.StatusOK || p.Status != "exited" {
+			t.Fatalf("process %+v after a huge wait_ms, want it waited for", p)
+		}
+	})
 }

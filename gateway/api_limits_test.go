@@ -48,8 +48,8 @@ func TestBodyLimits(t *testing.T) {
 	}
 }
 
-// TestNULRefused: a NUL byte in a command, argv, cwd, env, shell, path, id, tag or
-// label is 400 invalid_argument naming the field, on every route that takes one; before
+// TestNULRefused: a NUL byte in a command, argv, cwd, env, shell, path, id, tag,
+// label (a process's or a sandbox's) or posted event type is 400 invalid_argument naming the field, on every route that takes one; before
 // this, a NUL in an exec's command ran it and answered exit 126.
 func TestNULRefused(t *testing.T) {
 	t.Parallel()
@@ -84,11 +84,14 @@ func TestNULRefused(t *testing.T) {
 		{"sandbox cwd", "POST", "/v1/sandboxes", map[string]any{"id": "nul2", "cwd": "a\x00b"}, "cwd"},
 		{"sandbox id", "POST", "/v1/sandboxes", map[string]any{"id": "n\x00l"}, "sandbox id"},
 		{"sandbox env", "POST", "/v1/sandboxes", map[string]any{"env": map[string]string{"A": "\x00"}}, "environment variable"},
+		{"sandbox label key", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a\x00b": "v"}}, "label"},
+		{"sandbox label value", "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"a": "v\x00"}}, "label"},
 		{"file read path", "GET", sb + "/files?path=a%00b", nil, "NUL"},
 		{"file write path", "PUT", sb + "/files?path=a%00b", "x", "NUL"},
 		{"file delete path", "DELETE", sb + "/files?path=a%00b", nil, "NUL"},
 		{"mkdir path", "POST", sb + "/files/mkdir", map[string]any{"path": "a\x00b"}, "NUL"},
 		{"path id", "GET", "/v1/sandboxes/nul%00x", nil, "sandbox id"},
+		{"event type", "POST", sb + "/events", map[string]any{"type": "agent.a\x00b"}, "event type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

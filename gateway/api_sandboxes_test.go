@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/sandgate/sandgate/actor"
 )
 
@@ -112,6 +113,64 @@ func TestBudgetAndExpiry(t *testing.T) {
 	}
 }
 
+// TestExpiredSandboxReads: an expired sandbox accepts no new work (410 expired), but
+// what it has is still read: a GET of its terminal shows the terminal as it is (it was
+// 410, since a GET restarts a stopped shell), while an attach, which would, stays 410.
+func TestExpiredSandboxReads(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxDuration: 1500 * time.Millisecond}})
+	ts.sandbox("x1")
+	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/x1/terminals/t1", map[string]any{})
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/x1/sessions", map[string]any{"id": "s1"})
+	eventually(t, 20*time.Second, "sandbox to expire", func() bool {
+		var sb sandboxJSON
+		ts.must(http.StatusOK, "GET", "/v1/sandboxes/x1", nil).json(t, &sb)
+		return sb.State == "expired"
+	})
+	tests := []struct {
+		name, method, path string
+		want               int
+	}{
+		{"get terminal", "GET", "/v1/sandboxes/x1/terminals/t1", http.StatusOK},
+		{"list terminals", "GET", "/v1/sandboxes/x1/terminals", http.StatusOK},
+		{"get session", "GET", "/v1/sandboxes/x1/sessions/s1", http.StatusOK},
+		{"unknown terminal", "GET", "/v1/sandboxes/x1/terminals/t2", http.StatusNotFound},
+		{"put terminal", "PUT", "/v1/sandboxes/x1/terminals/t1", http.StatusGone},
+		{"session exec", "POST", "/v1/sandboxes/x1/sessions/s1/exec", http.StatusGone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body any
+			if tt.method != "GET" {
+				body = map[string]any{"command": "true"}
+				if tt.method == "PUT" {
+					body = map[string]any{}
+				}
+			}
+			r := ts.do(tt.method, tt.path, body)
+			if r.status != tt.want {
+				t.Fatalf("status %d %s, want %d", r.status, r.body, tt.want)
+			}
+		})
+	}
+	var term terminalJSON
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/x1/terminals/t1", nil).json(t, &term)
+	if term.ID != "t1" || term.Status != "exited" {
+		t.Fatalf("terminal of an expired sandbox: %+v", term)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.url, "http")+"/v1/sandboxes/x1/terminals/t1/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("attached to a terminal of an expired sandbox")
+	}
+	if resp == nil || resp.StatusCode != http.StatusGone {
+		t.Fatalf("attach to a terminal of an expired sandbox: %v %v, want 410", resp, err)
+	}
+}
+
 // denyPolicy denies commands containing "forbidden" and places sandboxes by label.
 type denyPolicy struct{}
 
@@ -162,5 +221,11 @@ func TestClusterSingleNode(t *testing.T) {
 	r := ts.doToken(testAdminToken, "DELETE", "/v1/cluster/members/n1", nil)
 	if r.status != http.StatusConflict || r.errorCode(t) != codeConflict {
 		t.Fatalf("removing the last voter: %d %s", r.status, r.body)
+	}
+	// A member is addressed by its id (DELETE /v1/cluster/members/{id}), so a join
+	// under an id that is no valid id is refused before anything changes.
+	r = ts.doToken(testAdminToken, "POST", "/v1/cluster/join", map[string]any{"id": "Ghost!", "raft_addr": "127.0.0.1:9", "http_addr": "127.0.0.1:9"})
+	if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "member id") {
+		t.Fatalf("join under a bad id: %d %s", r.status, r.body)
 	}
 }

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestSessions(t *testing.T) {
@@ -118,6 +120,59 @@ func TestSessionProcessFromSnapshot(t *testing.T) {
 	}
 	if r := ts.do("POST", "/v1/sandboxes/s2/processes", map[string]any{"command": "true", "session": "nope"}); r.status != http.StatusNotFound {
 		t.Fatalf("unknown session: %d", r.status)
+	}
+	// A dead session's state can no longer be trusted: 409, saying why it died.
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/s2/sessions/w/exec", map[string]any{"command": "exit 3"})
+	r := ts.do("POST", "/v1/sandboxes/s2/processes", map[string]any{"command": "true", "session": "w"})
+	if r.status != http.StatusConflict || r.errorCode(t) != "conflict" || !strings.Contains(string(r.body), "status 3") {
+		t.Fatalf("process from a dead session: %d %s", r.status, r.body)
+	}
+}
+
+// TestSessionProcessCwdOutsideWorkspace: a process started from a session starts in
+// the session's cwd also when the shell went outside the workspace (cd /tmp, as a
+// shell may), and in the sandbox's cwd once the session's directory is gone.
+func TestSessionProcessCwdOutsideWorkspace(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("sc")
+	tests := []struct {
+		name, setup, want string
+	}{
+		{"outside the workspace", "cd /tmp && export V=tmp", "/tmp\ntmp\n"},
+		{"removed since", "mkdir -p gone && cd gone && rmdir ../gone && export V=gone", ts.guestWorkspace("sc") + "\ngone\n"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprintf("s%d", i)
+			steps := []struct {
+				want         int
+				method, path string
+				body         any
+			}{
+				{http.StatusCreated, "POST", "/v1/sandboxes/sc/sessions", map[string]any{"id": id}},
+				{http.StatusOK, "POST", "/v1/sandboxes/sc/sessions/" + id + "/exec", map[string]any{"command": tt.setup}},
+				{http.StatusCreated, "POST", "/v1/sandboxes/sc/processes", map[string]any{"command": "pwd; echo $V", "session": id}},
+			}
+			var r response
+			for _, st := range steps {
+				if r = ts.do(st.method, st.path, st.body); r.status != st.want {
+					t.Fatalf("%s %s: status %d, want %d: %s", st.method, st.path, r.status, st.want, r.body)
+				}
+			}
+			var p processJSON
+			r.json(t, &p)
+			base := "/v1/sandboxes/sc/processes/" + p.ID
+			if r := ts.do("GET", base+"?wait_ms=10000", nil); r.status != http.StatusOK {
+				t.Fatalf("wait: status %d: %s", r.status, r.body)
+			}
+			if got := outputOf(t, ts.readSSE(base+"/output", "", 10*time.Second, lastIs("exit"))); got != tt.want {
+				t.Fatalf("output %q, want %q", got, tt.want)
+			}
+			if want := strings.SplitN(tt.want, "\n", 2)[0]; p.Cwd != want {
+				t.Fatalf("process cwd %q, want %q", p.Cwd, want)
+			}
+		})
 	}
 }
 

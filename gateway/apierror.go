@@ -62,10 +62,16 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.Status, body)
 }
 
-// setRetryAfter sets the Retry-After header of e, if it has one.
+// setRetryAfter sets the Retry-After header of e, if it has one. A 503 always has
+// one, a second unless e says otherwise: every unavailable answer is worth a retry,
+// and clients are promised the header to pace it.
 func setRetryAfter(w http.ResponseWriter, e *apiError) {
-	if e.RetryAfter > 0 {
-		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
+	after := e.RetryAfter
+	if after <= 0 && e.Status == http.StatusServiceUnavailable {
+		after = time.Second
+	}
+	if after > 0 {
+		secs := int((after + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/cluster"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // The membership routes. Membership changes run on the raft leader: a node that is
@@ -53,6 +54,9 @@ func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "" {
 		return badRequest("id, raft_addr and http_addr are required")
+	}
+	if !runtime.ValidID(req.ID) { // the member routes address it by id
+		return badRequest("invalid member id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
 	}
 	m := cluster.Member{ID: cluster.NodeID(req.ID), RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Labels: req.Labels}
 	done, err := s.onLeader(w, r, body, func(ctx context.Context) error { return s.cluster.Join(ctx, m) })

@@ -118,6 +118,19 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 				t.Fatalf("%s's view of a: %+v, want draining with no partition and one pin", n.srv.cluster.ID(), m)
 			}
 		}
+		// Another tenant is not shown the id of a sandbox it cannot see; an admin is.
+		for _, tt := range []struct {
+			token string
+			want  []string
+		}{{tokAcme, []string{}}, {testAdminToken, []string{stuck}}} {
+			var info clusterJSON
+			n.raw(tt.token, "GET", "/v1/cluster", nil, nil, false).want(t, http.StatusOK).json(t, &info)
+			for _, m := range info.Members {
+				if m.ID == "a" && !slices.Equal(m.Unmovable, tt.want) {
+					t.Fatalf("%s's view of a for %s: unmovable %v, want %v", n.srv.cluster.ID(), tt.token, m.Unmovable, tt.want)
+				}
+			}
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 // Config configures a gateway node. The zero value of each field means its default.
@@ -218,12 +218,12 @@ func withDefaults(cfg *Config) (Config, error) {
 	}
 	for _, p := range c.Tokens {
 		if p.Tenant == "" {
-			return c, errors.New("gateway: a token has an empty tenant name")
+			return c, fmt.Errorf("%w: a token has an empty tenant name", ErrConfig)
 		}
 	}
 	if n := actor.Network(c.SandboxNetwork); n != "" {
 		if !n.Valid() {
-			return c, fmt.Errorf("gateway: sandbox network %q is not none, loopback or host", n)
+			return c, fmt.Errorf("%w: sandbox network %q is not none, loopback or host", ErrConfig, n)
 		}
 		c.Defaults.Network = n
 	}
@@ -232,7 +232,11 @@ func withDefaults(cfg *Config) (Config, error) {
 		return c, fmt.Errorf("gateway: invalid operator budgets: %w", err)
 	}
 	if len(c.Tokens) == 0 && !IsLoopback(c.Listen) {
-		return c, fmt.Errorf("gateway: refusing to listen on %s without a token: set --token or --tokens", c.Listen)
+		return c, fmt.Errorf("%w: refusing to listen on %s without a token: set --token or --tokens", ErrConfig, c.Listen)
+	}
+	if c.NodeID != "" && !runtime.ValidID(c.NodeID) {
+		// Members are addressed by id in the API (DELETE /v1/cluster/members/{id}).
+		return c, fmt.Errorf("%w: invalid node id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", ErrConfig, c.NodeID)
 	}
 	if err := c.advertise(); err != nil {
 		return c, err

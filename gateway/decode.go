@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -64,6 +65,11 @@ func describeJSONError(err error, target reflect.Type) string {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
+		if lo, hi, ok := intRange(typeErr.Type); ok && isIntegerLiteral(typeErr.Value) {
+			// An integer, but one the field cannot hold: say which ones it can.
+			return fmt.Sprintf("field %q must be an integer from %d to %d, not %s",
+				jsonPath(target, typeErr.Field), lo, hi, strings.TrimPrefix(typeErr.Value, "number "))
+		}
 		if typeErr.Field != "" {
 			return fmt.Sprintf("field %q must be %s, not %s", jsonPath(target, typeErr.Field), kindName(typeErr.Type), typeErr.Value)
 		}
@@ -128,4 +134,28 @@ func optionalID(kind string, id *string) (string, error) {
 		return "", badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", kind, *id)
 	}
 	return *id, nil
+}
+
+// intRange returns the values an integer type can hold; ok is false for other types.
+func intRange(t reflect.Type) (lo, hi int64, ok bool) {
+	if t == nil {
+		return 0, 0, false
+	}
+	switch t.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return -1 << (t.Bits() - 1), 1<<(t.Bits()-1) - 1, true
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return 0, 1<<t.Bits() - 1, true
+	case reflect.Int, reflect.Int64:
+		return math.MinInt64, math.MaxInt64, true
+	}
+	return 0, 0, false // uint64's maximum is no int64; no request field is one
+}
+
+// isIntegerLiteral reports whether v, the value of a json.UnmarshalTypeError, is a
+// JSON number without a fraction or exponent ("number 100000").
+func isIntegerLiteral(v string) bool {
+	n, ok := strings.CutPrefix(v, "number ")
+	n = strings.TrimPrefix(n, "-")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }

@@ -82,6 +82,8 @@ func TestDecodeErrorNamesJSONFields(t *testing.T) {
 		{`{"command":["ls"]}`, `field "command" must be a string, not array`},
 		{`{"command":"ls","env":{"A":1}}`, `field "env" must be a string, not number`},
 		{`{"command":"ls","Timeout_Ms":100}`, `unknown field "Timeout_Ms"`},
+		// An integer the field cannot hold is no type error: the message gives the range.
+		{`{"command":"pwd","timeout_ms":99999999999999999999}`, `field "timeout_ms" must be an integer from -9223372036854775808 to 9223372036854775807, not 99999999999999999999`},
 	}
 	for _, tt := range tests {
 		var v execRequest
@@ -89,6 +91,11 @@ func TestDecodeErrorNamesJSONFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Message, tt.want) {
 			t.Errorf("%s: %v, want it to say %s", tt.body, err, tt.want)
 		}
+	}
+	var r resizeRequest
+	const big = `{"cols":100000,"rows":24}`
+	if err := decodeJSONBytes([]byte(big), &r); err == nil || !strings.Contains(err.Message, `field "cols" must be an integer from 0 to 65535, not 100000`) {
+		t.Errorf("%s: %v, want it to give the range", big, err)
 	}
 	// A field whose type decodes itself (pty: true, false or a size) checks its own keys.
 	var p createProcessRequest

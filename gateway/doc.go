@@ -28,7 +28,10 @@
 // tenancy check for routes that name a sandbox (another tenant's sandbox is 404, as if
 // absent, from an in-memory owner index that never wakes a sandbox), the routing policy,
 // then the handler. Handlers decode strictly (unknown or case-folded fields, duplicate
-// keys and trailing data are 400; NUL bytes are 400) within a body limit (413).
+// keys and trailing data are 400; NUL bytes are 400; an integer a field cannot hold is
+// 400 giving its range) within a body limit (413). Millisecond fields and parameters
+// saturate rather than overflow a time.Duration. Errors become the API's shape in one
+// place (errmap.go), and every 503 carries Retry-After.
 //
 // # Streams
 //

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/runtime"
@@ -71,6 +74,33 @@ func TestCorruptIsUnavailable(t *testing.T) {
 			}
 			if e.RetryAfter <= 0 {
 				t.Errorf("no Retry-After")
+			}
+		})
+	}
+}
+
+// TestUnavailableHasRetryAfter: every 503 carries Retry-After, also one made where no
+// retry time was given (a request that timed out, a node-to-node failure); 429 keeps
+// its own (none for a full workspace, where waiting frees nothing).
+func TestUnavailableHasRetryAfter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"timed out", context.DeadlineExceeded, "1"},
+		{"made without one", errorf(http.StatusServiceUnavailable, codeUnavailable, "the other node failed"), "1"},
+		{"its own", errorf(http.StatusServiceUnavailable, codeUnavailable, "later").retry(3 * time.Second), "3"},
+		{"full workspace", &fs.PathError{Op: "write", Path: "f", Err: syscall.ENOSPC}, ""},
+		{"not found", actor.ErrNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeAPIError(w, toAPIError(tt.err))
+			if got := w.Header().Get("Retry-After"); got != tt.want {
+				t.Fatalf("%d: Retry-After %q, want %q", w.Code, got, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	_ "embed"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sandgate/sandgate/cluster"
@@ -50,7 +51,17 @@ type clusterJSON struct {
 // clusterInfo describes the cluster as this node's replica of the member table
 // has it (see clusterState).
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.clusterState())
+	st := s.clusterState()
+	// Unmovable names sandboxes: a tenant sees only its own, as on every list.
+	if who := principalOf(r.Context()); !who.Admin {
+		for i := range st.Members {
+			st.Members[i].Unmovable = slices.DeleteFunc(st.Members[i].Unmovable, func(id string) bool {
+				owner, ok := s.node.SandboxTenant(id)
+				return !ok || !who.sees(owner)
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }
 

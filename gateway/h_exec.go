@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ func commandOf(command *string, argv []string) ([]string, error) {
 	return nil, badRequest("command or argv is required")
 }
 
+// durationMs turns an optional field of milliseconds into a duration. A value longer
+// than a time.Duration holds (about 292 years) is the longest one: multiplied as it
+// is it would wrap around, and a timeout_ms of 18446744073710 killed its command
+// after half a millisecond.
 func durationMs(field string, v *int64) (time.Duration, error) {
 	if v == nil {
 		return 0, nil
@@ -74,7 +79,16 @@ func durationMs(field string, v *int64) (time.Duration, error) {
 	if *v < 0 {
 		return 0, badRequest("%s must not be negative", field)
 	}
-	return time.Duration(*v) * time.Millisecond, nil
+	return msDuration(*v), nil
+}
+
+// msDuration is v milliseconds, saturated at the longest time.Duration rather than
+// wrapped around (v is not negative).
+func msDuration(v int64) time.Duration {
+	if v > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(v) * time.Millisecond
 }
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {

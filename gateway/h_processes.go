@@ -130,7 +130,10 @@ func queryMs(r *http.Request, name string, max time.Duration) (time.Duration, er
 	if err != nil || v < 0 {
 		return 0, badRequest("%s must be a non-negative integer, not %q", name, raw)
 	}
-	return min(time.Duration(v)*time.Millisecond, max), nil
+	if v > int64(max/time.Millisecond) {
+		return max, nil // before multiplying: a huge v would wrap around to a short wait
+	}
+	return time.Duration(v) * time.Millisecond, nil
 }
 
 func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) error {

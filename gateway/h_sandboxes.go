@@ -123,17 +123,22 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// validateEnv rejects variable names a process environment cannot hold.
-// validateLabels refuses label keys that the ?label=k=v filter could never match.
+// validateLabels refuses label keys that the ?label=k=v filter could never match, and
+// a NUL byte in a key or value, as in every other string the API takes (labels go to
+// policy plugins too).
 func validateLabels(labels map[string]string) error {
-	for k := range labels {
+	for k, v := range labels {
 		if k == "" || strings.Contains(k, "=") {
 			return badRequest("invalid label key %q: it must be non-empty, without \"=\"", k)
+		}
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			return badRequest("label %q holds a NUL byte", k)
 		}
 	}
 	return nil
 }
 
+// validateEnv rejects variable names a process environment cannot hold.
 func validateEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

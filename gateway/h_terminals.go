@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/sandgate/sandgate/actor"
@@ -57,12 +58,32 @@ func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTerminal(w http.ResponseWriter, r *http.Request) error {
-	info, _, err := s.node.GetTerminal(r.Context(), r.PathValue("sb"), r.PathValue("t"))
+	sb, id := r.PathValue("sb"), r.PathValue("t")
+	info, _, err := s.node.GetTerminal(r.Context(), sb, id)
+	if errors.Is(err, actor.ErrExpired) {
+		// A GET is a read: an expired sandbox accepts no new work, so its stopped
+		// terminal gets no new shell, but the terminal is shown as it is, as in the list.
+		info, err = s.terminalRecord(r, sb, id)
+	}
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, renderTerminal(info))
 	return nil
+}
+
+// terminalRecord returns terminal id of sandbox sb as it is, without starting its shell.
+func (s *Server) terminalRecord(r *http.Request, sb, id string) (actor.TerminalInfo, error) {
+	list, err := s.node.ListTerminals(r.Context(), sb)
+	if err != nil {
+		return actor.TerminalInfo{}, err
+	}
+	for _, i := range list {
+		if i.ID == id {
+			return i, nil
+		}
+	}
+	return actor.TerminalInfo{}, notFound("terminal %q not found", id)
 }
 
 func (s *Server) resizeTerminal(w http.ResponseWriter, r *http.Request) error {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/plugins"
@@ -42,10 +41,12 @@ func (p pluginPolicy) Budget(ctx context.Context, r actor.BudgetRequest) (actor.
 
 func fromPluginBudget(b plugins.Budget) actor.Budget {
 	return actor.Budget{
-		IdleTTL:           time.Duration(b.IdleTTLMS) * time.Millisecond,
-		MaxDuration:       time.Duration(b.MaxDurationMS) * time.Millisecond,
+		// A plugin's huge value is the longest (then clamped to the operator's
+		// maximum), not one that wrapped around to a tiny or negative duration.
+		IdleTTL:           msDuration(b.IdleTTLMS),
+		MaxDuration:       msDuration(b.MaxDurationMS),
 		MaxProcesses:      int(b.MaxProcesses),
-		MaxExecTimeout:    time.Duration(b.MaxExecTimeoutMS) * time.Millisecond,
+		MaxExecTimeout:    msDuration(b.MaxExecTimeoutMS),
 		OutputBufferBytes: int(b.OutputBufferBytes),
 		MemoryBytes:       b.MemoryBytes,
 		Pids:              int(b.Pids),

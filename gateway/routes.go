@@ -206,7 +206,7 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, rt route) er
 	}
 	for _, name := range pathIDs {
 		if v := r.PathValue(name); v != "" && !runtime.ValidID(v) {
-			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name), v)
+			return badRequest("invalid %s id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", idNoun(name, rt.pattern), v)
 		}
 	}
 	if !rt.public && forwardedRoute(rt.pattern) {
@@ -249,7 +249,10 @@ func (s *Server) authenticate(r *http.Request, queryAllowed bool) (*http.Request
 	return r.WithContext(withPrincipal(r.Context(), who)), nil
 }
 
-func idNoun(pathVar string) string {
+// idNoun names what the path variable pathVar of the route pattern identifies, for
+// error messages: {id} is a message on the message routes and a member on the
+// cluster's.
+func idNoun(pathVar, pattern string) string {
 	switch pathVar {
 	case "sb":
 		return "sandbox"
@@ -261,6 +264,9 @@ func idNoun(pathVar string) string {
 		return "terminal"
 	case "ptyID":
 		return "pty"
+	}
+	if strings.Contains(pattern, "/messages/") {
+		return "message"
 	}
 	return "member"
 }

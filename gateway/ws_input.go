@@ -122,7 +122,7 @@ func applyControl(p *runtime.Process, data []byte, mode inputMode) error {
 		}
 		sig, err := runtime.ParseSignal(name)
 		if err != nil {
-			return badRequest("%v", err)
+			return badRequest("unknown signal %q", name) // as POST …/signal says it
 		}
 		return p.Signal(sig)
 	default:

@@ -78,7 +78,7 @@ func TestWSInputErrors(t *testing.T) {
 		{"text that is not JSON", "/terminals/t1/ws", frame{websocket.MessageText, "echo hi"}, "?input=line"},
 		{"unknown control", "/terminals/t1/ws", frame{websocket.MessageText, `{"type":"paste","text":"x"}`}, `unknown control type "paste"`},
 		{"size out of range", "/terminals/t1/ws", frame{websocket.MessageText, `{"type":"resize","cols":0,"rows":9}`}, "cols and rows from 1 to"},
-		{"unknown signal", "/terminals/t1/ws", frame{websocket.MessageText, `{"type":"signal","signal":"SIGNOPE"}`}, "SIGNOPE"},
+		{"unknown signal", "/terminals/t1/ws", frame{websocket.MessageText, `{"type":"signal","signal":"SIGNOPE"}`}, `unknown signal "SIGNOPE"`},
 		{"binary that is not JSON in text mode", "/terminals/t1/ws?input=text", frame{websocket.MessageBinary, "\x03"}, "with ?input=text text frames are input"},
 		{"binary that is not JSON in line mode", "/terminals/t1/ws?input=line", frame{websocket.MessageBinary, "ls"}, "with ?input=line text frames are input"},
 		{"resize of a process without a PTY", "/processes/" + p.ID + "/ws", frame{websocket.MessageText, `{"type":"resize","cols":80,"rows":24}`}, "pty"},

@@ -25,6 +25,12 @@ type StartOptions struct {
 	Argv []string
 	// Cwd is relative to the workspace, or absolute inside it; "" is the workspace.
 	Cwd string
+	// SessionCwd, when set, is the cwd of the session the process starts from, as
+	// its shell saw it (SessionSnapshot.Cwd). Unlike Cwd it may lie outside the
+	// workspace, since the shell may cd anywhere it can. It wins over Cwd while it
+	// names a directory; once it does not (removed since), Cwd applies, as when a
+	// session's shell is restarted from its snapshot.
+	SessionCwd string
 	// Env is overlaid on the sandbox env.
 	Env map[string]string
 	// PTY puts the process on a PTY of this size. nil means pipes: stdout and stderr
@@ -64,6 +70,11 @@ func (s *Sandbox) start(ctx context.Context, o StartOptions, envMid map[string]s
 	dir, err := s.resolveCwd(o.Cwd)
 	if err != nil {
 		return nil, err
+	}
+	if o.SessionCwd != "" {
+		if p, ok := s.snapshotDir(o.SessionCwd); ok {
+			dir = p
+		}
 	}
 	if o.ID != "" && !ValidID(o.ID) {
 		return nil, fmt.Errorf("%w: bad process id %q", ErrInvalid, o.ID)

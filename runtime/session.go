@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -208,16 +207,8 @@ func newSession(ctx context.Context, cfg sessionConfig) (*Session, error) {
 		// The snapshot's cwd is the shell's own: a path as the processes see it,
 		// or a server path of the workspace saved before the sandbox had its own
 		// file system.
-		snap := o.Snapshot.Cwd
-		if !within(cfg.Dir, filepath.Clean(snap)) {
-			if p, err := sessResolveCwd(cfg.Dir, sb.guest, snap); err == nil {
-				snap = p
-			} else {
-				snap = root + snap
-			}
-		}
-		if fi, err := os.Stat(snap); err == nil && fi.IsDir() && filepath.IsAbs(o.Snapshot.Cwd) {
-			cwd = snap
+		if p, ok := sb.snapshotDir(o.Snapshot.Cwd); ok {
+			cwd = p
 		}
 		env = maps.Clone(o.Snapshot.Env)
 		delete(env, "SHLVL") // bash adds one on start; keep rehydration stable

@@ -62,6 +62,28 @@ func sessResolveCwd(dir, guest, p string) (string, error) {
 	return filepath.Join(dir, rel), nil
 }
 
+// snapshotDir returns the server path of cwd, the cwd of a session's snapshot, and
+// whether it is still an existing directory. cwd is the shell's own: a path as the
+// processes see it, which may lie outside the workspace (the shell may cd anywhere
+// it can), or a server path of the workspace saved before the sandbox had a file
+// system of its own. A path outside the workspace is looked up through the
+// sandbox's root (host.root), so it is the sandbox's /tmp, not the server's.
+func (s *Sandbox) snapshotDir(cwd string) (string, bool) {
+	if !filepath.IsAbs(cwd) || strings.IndexByte(cwd, 0) >= 0 {
+		return "", false
+	}
+	p := filepath.Clean(cwd)
+	if !within(s.dir, p) {
+		if r, err := sessResolveCwd(s.dir, s.guest, p); err == nil {
+			p = r
+		} else {
+			p = s.h.root() + p
+		}
+	}
+	fi, err := os.Stat(p)
+	return p, err == nil && fi.IsDir()
+}
+
 // sessCheckDir returns ErrInvalid, naming the cwd as the caller spelt it, unless the
 // resolved path p is an existing directory. A bad cwd is the caller's mistake, like
 // a cwd outside the workspace, so it is not reported as a missing file.

@@ -57,7 +57,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
 	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenants: a value is a tenant name, or {\"tenant\": NAME, \"admin\": true} for an operator (--token is always an admin of tenant \"default\")")
 	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
-	nodeID := fs.String("node-id", "", "node `id` (default: a UUID made once and kept in --data)")
+	nodeID := fs.String("node-id", "", "node `id`: 1-63 characters of [a-z0-9_-] (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	advertise := fs.String("advertise", "", "HTTP `host:port` (or host, with the --listen port) other nodes forward to (default: --listen, or for 0.0.0.0/:: the host's first non-loopback address)")
 	raftAdvertise := fs.String("raft-advertise", "", "raft `host:port` (or host, with the --raft-listen port) other nodes dial (default: --raft-listen, or for 0.0.0.0/:: the host's first non-loopback address)")
@@ -169,8 +169,8 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 			ln.Close()
 		}
 		fmt.Fprintln(stderr, "sandgate serve:", err)
-		if errors.Is(err, gateway.ErrAdvertise) {
-			return exitSandgate // a bad --advertise or --listen, as other flag errors
+		if errors.Is(err, gateway.ErrAdvertise) || errors.Is(err, gateway.ErrConfig) {
+			return exitSandgate // a bad flag, as for the flags parsed here
 		}
 		return 1
 	}

@@ -14,7 +14,8 @@ import (
 	"testing"
 )
 
-// TestServeFlagErrors: bad tenancy, budget and advertise flags stop serve before it starts, with exit code
+// TestServeFlagErrors: bad tenancy, budget, advertise and node id flags, and a listen
+// address other than loopback without a token, stop serve before it starts, with exit code
 // 125 (an error of sandgate itself, as for every subcommand) and a message that says
 // what is wrong.
 func TestServeFlagErrors(t *testing.T) {
@@ -43,6 +44,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{"missing budget file", []string{"--budget", filepath.Join(dir, "nope-budget.json")}, "failed to read budget file"},
 		{"--advertise on all interfaces", []string{"--advertise", "0.0.0.0:7070"}, "no address to advertise"},
 		{"--raft-advertise on all interfaces", []string{"--raft-advertise", "[::]"}, "no address to advertise"},
+		{"all interfaces without a token", []string{"--token=", "--listen", "0.0.0.0:0"}, "without a token: set --token or --tokens"},
+		{"node id that is no id", []string{"--node-id", "Node!"}, `invalid node id "Node!"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,6 +157,11 @@ func (s *logStore) SetUint64(k []byte, v uint64) error { return s.Set(k, u64(v))
 // GetUint64 reads a stable counter.
 func (s *logStore) GetUint64(k []byte) (uint64, error) {
 	v, err := s.Get(k)
+	return stableUint64(k, v, err)
+}
+
+// stableUint64 decodes the counter a stable store's Get returned for k.
+func stableUint64(k, v []byte, err error) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
@@ -167,7 +172,13 @@ func (s *logStore) GetUint64(k []byte) (uint64, error) {
 }
 
 func encodeLog(l *raft.Log) []byte {
-	e := encoder{b: make([]byte, 0, 32+len(l.Data)+len(l.Extensions))}
+	return appendLog(make([]byte, 0, 32+len(l.Data)+len(l.Extensions)), l)
+}
+
+// appendLog appends l's encoding (index, term, type, data, extensions, appended
+// at) to b: the value of a bbolt log key and the payload of a WAL record.
+func appendLog(b []byte, l *raft.Log) []byte {
+	e := encoder{b: b}
 	e.uvarint(l.Index)
 	e.uvarint(l.Term)
 	e.byte(byte(l.Type))

@@ -80,13 +80,7 @@ func (s *stableStore) SetUint64(k []byte, v uint64) error { return s.Set(k, u64(
 // GetUint64 reads a counter.
 func (s *stableStore) GetUint64(k []byte) (uint64, error) {
 	v, err := s.Get(k)
-	if err != nil {
-		return 0, err
-	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: stable key %q has %d bytes", ErrCorrupt, k, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return stableUint64(k, v, err)
 }
 
 // encodeStable writes the pairs in key order, then a CRC-32C of all before it.

@@ -28,14 +28,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // appendRecord appends l as one framed record to b.
 func appendRecord(b []byte, l *raft.Log) []byte {
 	start := len(b)
-	e := encoder{b: append(b, make([]byte, recordHeader)...)}
-	e.uvarint(l.Index)
-	e.uvarint(l.Term)
-	e.byte(byte(l.Type))
-	e.bytes(l.Data)
-	e.bytes(l.Extensions)
-	e.uvarint(uint64(l.AppendedAt.UnixNano()))
-	b = e.b
+	b = appendLog(append(b, make([]byte, recordHeader)...), l)
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-recordHeader))
 	binary.LittleEndian.PutUint32(b[start+4:], recordCRC(b[start:start+4], b[start+recordHeader:]))
 	return b

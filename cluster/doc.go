@@ -291,20 +291,20 @@
 // BenchmarkStoreSnapshot on a loaded 2-core VM: a 204 MiB snapshot in 0.25 s,
 // restored in 0.31 s, with 0.15 MiB allocated while persisting.
 //
-// Write figures (BenchmarkStoreWrite: raft at default timeouts, all nodes in one
-// process on a shared 2-core VM, a 200-byte and a 64-byte record per batch; more in
-// BENCHMARKS.md, "#15 raft log" and "#15 replicated writes"). The WAL syncs once per
-// append where bbolt synced twice, so one writer's p50 on 3 nodes fell from 2.5-5.3
-// ms to 0.7-1.4 ms. The FSM applies the entries raft hands over together and writes
-// its state file behind, which cut the CPU per batch to 0.59x and raised 64 writers
-// on 3 nodes to 1.5x the build before (median 5,900 batches/s under load, 11,100 in
-// the best run). Under load a commit is bound by its latency (goroutine hand-offs on
-// a busy run queue, the leader's log sync then a follower's) more than by CPU.
+// Write figures (BenchmarkStoreWrite: three nodes in one process on a shared 2-core
+// VM, raft at default timeouts, a 200-byte and a 64-byte record per batch; more in
+// BENCHMARKS.md). The WAL syncs once per append where bbolt synced twice, and the
+// FSM applies the entries raft hands over together and writes its state file
+// behind. Against the build before both, alternating, on the quiet VM: one writer's
+// p50 0.27 ms (was 0.64-0.72), 64 writers on the leader 37,800-40,600 batches/s at
+// p50 1.1-1.3 ms (was 8,400-13,100/s), 29-49 µs of CPU per batch over the three
+// replicas. Under heavy load (load average 15-20) 64 writers fell to 3,200-11,700/s:
+// a commit is then bound by goroutine hand-offs on a busy run queue.
 //
 // The write ceiling of one raft group is one leader's commit pipeline: every batch of
 // the cluster goes through one log, one leader's fsync and one state file per
 // replica. Group commit makes the cost per entry, not per batch, so the ceiling is
-// set by entries per second (a few hundred to a few thousand with bbolt, more on
+// set by entries per second (a few thousand with the WAL on this VM's disk, more on
 // faster disks) times batches per entry. Past it, the path is several raft groups,
 // each owning a range of partitions (a multi-raft like CockroachDB's or TiKV's): the
 // partition table already names each sandbox's partition, so a range of partitions

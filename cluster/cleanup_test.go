@@ -13,7 +13,7 @@ import (
 // live voters again and still commits.
 func TestDeadServerCleanup(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
+	const timeout = deadTestTimeout
 	nodes := formedWithTimeout(t, 4, timeout)
 	l := leader(t, nodes...)
 	servers, err := l.RaftServers()
@@ -48,7 +48,7 @@ func TestDeadServerCleanup(t *testing.T) {
 			t.Logf("last seen: %s", last)
 		}
 	})
-	waitFor(t, "the dead voter removed and the non-voter promoted", func() bool {
+	waitLong(t, "the dead voter removed and the non-voter promoted", func() bool {
 		l := leader(t, rest...)
 		servers, err := l.RaftServers()
 		if err != nil {
@@ -81,7 +81,7 @@ func TestDeadServerCleanup(t *testing.T) {
 // would ever take it out.
 func TestDeadServerCleanupFinishesLeft(t *testing.T) {
 	t.Parallel()
-	nodes := formedWithTimeout(t, 4, time.Second)
+	nodes := formedWithTimeout(t, 4, deadTestTimeout)
 	l := leader(t, nodes...)
 	servers, err := l.RaftServers()
 	if err != nil {
@@ -121,7 +121,7 @@ func TestDeadServerCleanupFinishesLeft(t *testing.T) {
 			t.Logf("last seen: %s", last)
 		}
 	})
-	waitFor(t, "the left voter removed and the non-voter promoted", func() bool {
+	waitLong(t, "the left voter removed and the non-voter promoted", func() bool {
 		l := leader(t, rest...)
 		servers, err := l.RaftServers()
 		if err != nil {
@@ -175,6 +175,29 @@ func TestDeadServerKeptWithoutSpare(t *testing.T) {
 	defer cancel()
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {
 		t.Fatalf("a write with one voter dead: %v", err)
+	}
+}
+
+// deadTestTimeout is the DeadServerTimeout of the tests in which a spare must
+// survive it: on a loaded two-core machine under -race a live node has gone
+// unheard for over a second, and a spare silent for the timeout is itself removed
+// as dead, leaving no seat-filler. Generous, as liveness bounds are.
+const deadTestTimeout = 3 * time.Second
+
+// cleanupPatience bounds the wait for a dead server's removal. Silence counts from a
+// leadership's start at the earliest, so each election on a loaded machine restarts
+// the timeout: the bound is well past patience.
+const cleanupPatience = 2 * time.Minute
+
+// waitLong is waitFor with cleanupPatience as its bound.
+func waitLong(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(cleanupPatience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -21,9 +21,12 @@ import (
 // mean replacing both or running two sets of rules over one configuration; the rule
 // below is the part of it we need.
 //
-// A server is dead when its member is down (or missing from the member table: a raft
-// server the table never registered) and the leader has not heard from it for
-// DeadServerTimeout, counted from this leadership's start at the earliest. Then:
+// A server is dead when its member is down, left (a removal that marked it left
+// and then lost leadership, or failed, before it changed the configuration: a left
+// member is refused heartbeats, so nothing else would finish the job), or missing
+// from the member table (a raft server the table never registered), and the leader
+// has not heard from it for DeadServerTimeout, counted from this leadership's start
+// at the earliest. Then:
 //
 //   - A dead non-voter is removed: it counts for nothing.
 //   - A dead voter is removed only when the voters that remain still have a healthy
@@ -108,7 +111,8 @@ func (n *Node) deadServers(servers []raft.Server, s *state, now time.Duration) d
 		}
 		m, known := s.members[id]
 		healthy := id == n.cfg.NodeID || (known && s.serving(id) && n.live.silent(id, now) <= n.grace())
-		dead := id != n.cfg.NodeID && (!known || m.Status == StatusDown) && n.live.silent(id, now) > time.Duration(n.deadAfter.Load())
+		gone := !known || m.Status == StatusDown || m.Status == StatusLeft
+		dead := id != n.cfg.NodeID && gone && n.live.silent(id, now) > time.Duration(n.deadAfter.Load())
 		switch {
 		case dead && voter:
 			d.voters = append(d.voters, id)

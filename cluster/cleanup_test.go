@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // live voters again and still commits.
 func TestDeadServerCleanup(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
+	const timeout = deadTestTimeout
 	nodes := formedWithTimeout(t, 4, timeout)
 	l := leader(t, nodes...)
 	servers, err := l.RaftServers()
@@ -41,14 +42,22 @@ func TestDeadServerCleanup(t *testing.T) {
 			rest = append(rest, nd)
 		}
 	}
-	waitFor(t, "the dead voter removed and the non-voter promoted", func() bool {
+	var last string // what the last look saw, for a failure's message
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", last)
+		}
+	})
+	waitLong(t, "the dead voter removed and the non-voter promoted", func() bool {
 		l := leader(t, rest...)
 		servers, err := l.RaftServers()
 		if err != nil {
+			last = err.Error()
 			return false
 		}
 		_, present := servers[victim.ID()]
 		m := memberOf(l, victim.ID())
+		last = fmt.Sprintf("leader %s, servers %v, victim %s, spare %s (%s), kept %d", l.ID(), servers, m.Status, spare.ID(), memberOf(l, spare.ID()).Status, l.deadKept.Load())
 		return !present && servers[spare.ID()] && voters(l) == 3 && m.Status == StatusLeft
 	})
 	// Safety: not before the member was silent for the timeout. Silence counts from
@@ -63,6 +72,66 @@ func TestDeadServerCleanup(t *testing.T) {
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {
 		t.Fatalf("a write after the cleanup: %v", err)
 	}
+}
+
+// TestDeadServerCleanupFinishesLeft: a voter marked left whose removal from the raft
+// configuration never followed (the leader lost leadership between the two steps
+// of Remove) is removed by the dead-server pass once silent for the timeout, and the
+// non-voter takes its seat: a left member is refused heartbeats, so nothing else
+// would ever take it out.
+func TestDeadServerCleanupFinishesLeft(t *testing.T) {
+	t.Parallel()
+	nodes := formedWithTimeout(t, 4, deadTestTimeout)
+	l := leader(t, nodes...)
+	servers, err := l.RaftServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim, spare *Node
+	for _, nd := range nodes {
+		switch {
+		case !servers[nd.ID()]:
+			spare = nd
+		case nd != l && victim == nil:
+			victim = nd
+		}
+	}
+	if victim == nil || spare == nil {
+		t.Fatalf("no follower voter and non-voter among %v", servers)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	// The first half of a removal only: the member table says left, the raft
+	// configuration still has the voter.
+	if err := onLeader(t, nodes, func(l *Node) error { return l.apply(ctx, encodeSetStatus(victim.ID(), StatusLeft)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]*Node, 0, 3)
+	for _, nd := range nodes {
+		if nd != victim {
+			rest = append(rest, nd)
+		}
+	}
+	var last string // what the last look saw, for a failure's message
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", last)
+		}
+	})
+	waitLong(t, "the left voter removed and the non-voter promoted", func() bool {
+		l := leader(t, rest...)
+		servers, err := l.RaftServers()
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		_, present := servers[victim.ID()]
+		last = fmt.Sprintf("leader %s, servers %v, victim %s, spare %s (%s), kept %d", l.ID(), servers, memberOf(l, victim.ID()).Status, spare.ID(), memberOf(l, spare.ID()).Status, l.deadKept.Load())
+		return !present && servers[spare.ID()] && voters(l) == 3
+	})
 }
 
 // TestDeadServerKeptWithoutSpare: three voters and no non-voter; a follower voter
@@ -106,6 +175,29 @@ func TestDeadServerKeptWithoutSpare(t *testing.T) {
 	defer cancel()
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {
 		t.Fatalf("a write with one voter dead: %v", err)
+	}
+}
+
+// deadTestTimeout is the DeadServerTimeout of the tests in which a spare must
+// survive it: on a loaded two-core machine under -race a live node has gone
+// unheard for over a second, and a spare silent for the timeout is itself removed
+// as dead, leaving no seat-filler. Generous, as liveness bounds are.
+const deadTestTimeout = 3 * time.Second
+
+// cleanupPatience bounds the wait for a dead server's removal. Silence counts from a
+// leadership's start at the earliest, so each election on a loaded machine restarts
+// the timeout: the bound is well past patience.
+const cleanupPatience = 2 * time.Minute
+
+// waitLong is waitFor with cleanupPatience as its bound.
+func waitLong(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(cleanupPatience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -390,13 +390,13 @@
 //
 // # Dead servers
 //
-// The leader removes a raft server that has been down and silent for
-// Config.DeadServerTimeout (10 minutes) from the configuration and marks it left: a
-// non-voter at once, a voter only while the remaining voters keep a healthy majority
-// and the voter target can be kept (more voters than the target, or a healthy
-// non-voter to promote in its place). This is raft-autopilot's CleanupDeadServers
-// rule on this package's own failure detector; cleanup.go says why autopilot itself
-// is not used.
+// The leader removes a raft server that has been down (or left, by a removal cut
+// short between its two steps) and silent for Config.DeadServerTimeout (10
+// minutes) from the configuration and marks it left: a non-voter at once, a voter
+// only while the remaining voters keep a healthy majority and the voter target can
+// be kept (more voters than the target, or a healthy non-voter to promote in its
+// place). This is raft-autopilot's CleanupDeadServers rule on this package's own
+// failure detector; cleanup.go says why autopilot itself is not used.
 //
 // Handoff figures (3 nodes on loopback under -race on a shared 2-core machine,
 // L = 300 ms, raft at 0.1×; TestHandoffReported, TestDrainUnderLoad): one partition

@@ -15,20 +15,17 @@ func TestValuesReplicate(t *testing.T) {
 	t.Parallel()
 	var hooks [2]atomic.Int64
 	nodes := clusterWith(t, 2, func(i int, cfg *Config) { cfg.OnValues = func() { hooks[i].Add(1) } })
-	l := leader(t, nodes...)
-	var f *Node
-	for _, n := range nodes {
-		if n != l {
-			f = n
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := l.SetValues(ctx, map[string][]byte{"tok/a": []byte("1"), "tok/b": []byte("2"), "other": []byte("x")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.SetValues(ctx, map[string][]byte{"tok/a": nil, "tok/b": []byte("3")}); err != nil {
-		t.Fatal(err)
+	// Setting values is safe to repeat: a set that met a leadership change
+	// (ErrNotLeader, its outcome unknown) is sent again to the leader of the moment.
+	for _, kv := range []map[string][]byte{
+		{"tok/a": []byte("1"), "tok/b": []byte("2"), "other": []byte("x")},
+		{"tok/a": nil, "tok/b": []byte("3")},
+	} {
+		if err := onLeader(t, nodes, func(l *Node) error { return l.SetValues(ctx, kv) }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, n := range nodes {
 		waitFor(t, "the values on "+string(n.ID()), func() bool {
@@ -46,9 +43,21 @@ func TestValuesReplicate(t *testing.T) {
 			t.Errorf("%s: OnValues called %d times, want at least 2", n.ID(), hooks[i].Load())
 		}
 	}
-	if err := f.SetValue(ctx, "k", []byte("v")); !errors.Is(err, ErrNotLeader) {
+	// On a follower of the moment (one that won an election in between is asked again).
+	var err error
+	waitFor(t, "a SetValue on a follower", func() bool {
+		l := leader(t, nodes...)
+		f := nodes[0]
+		if f == l {
+			f = nodes[1]
+		}
+		err = f.SetValue(ctx, "k", []byte("v"))
+		return err != nil || !f.IsLeader()
+	})
+	if !errors.Is(err, ErrNotLeader) {
 		t.Errorf("SetValue on a follower: %v, want ErrNotLeader", err)
 	}
+	l := leader(t, nodes...)
 	for _, bad := range []string{"", strings.Repeat("k", MaxKeyLen+1)} {
 		if err := l.SetValue(ctx, bad, []byte("v")); !errors.Is(err, ErrInvalid) {
 			t.Errorf("SetValue(%.10q): %v, want ErrInvalid", bad, err)

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -147,4 +149,37 @@ func (s *Server) closedForTest() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
+}
+
+// settleTries bounds mustSettled's tries of one request.
+const settleTries = 8
+
+// mustSettled is must as a client of a cluster sends (sendSettled). A create whose
+// earlier try did land finds it on the retry: 200 with the same thing is then
+// accepted for a wanted 201. Every other status fails the test as must does.
+func (ts *testServer) mustSettled(want int, method, path string, body any) response {
+	ts.t.Helper()
+	r, retried := ts.sendSettled(method, path, body)
+	if r.status != want && !(retried && want == http.StatusCreated && r.status == http.StatusOK) {
+		ts.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
+	}
+	return r
+}
+
+// sendSettled sends a request as a client of a cluster does: a 503 with Retry-After
+// (a write that met a raft election on a loaded machine, its outcome unknown, or no
+// leader for a moment) is sent again after the Retry-After, up to settleTries
+// times. It returns the last answer and whether the request was sent again.
+func (ts *testServer) sendSettled(method, path string, body any) (r response, retried bool) {
+	ts.t.Helper()
+	for try := 1; ; try++ {
+		r = ts.do(method, path, body)
+		after, err := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.status != http.StatusServiceUnavailable || err != nil || after <= 0 || try >= settleTries {
+			return r, retried
+		}
+		ts.t.Logf("%s %s: 503 with Retry-After %d (try %d): %s", method, path, after, try, r.body)
+		retried = true
+		time.Sleep(time.Duration(after) * time.Second) // the client's back-off the server asked for
+	}
 }

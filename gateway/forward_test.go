@@ -18,31 +18,33 @@ import (
 // TestForwardThroughNonOwner: every kind of request for a sandbox owned by node a
 // answers through b and c, which own nothing of it, exactly as a would: REST exec,
 // a session's exec, files up (over the buffering bound, so streamed) and down, SSE
-// events and process output, and a terminal WebSocket, byte for byte.
+// events and process output, and a terminal WebSocket, byte for byte. Requests are
+// sent as a cluster's client sends them (mustSettled): a write that met a raft
+// election is answered 503 with Retry-After, its outcome unknown, and sent again.
 func TestForwardThroughNonOwner(t *testing.T) {
 	tr := newTrio(t, nil)
 	a, b, c := tr.node("a"), tr.node("b"), tr.node("c")
 	sb := tr.ownedBy("fwd", "a")
 
 	var info sandboxJSON
-	b.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb}).json(t, &info)
+	b.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb}).json(t, &info)
 	if info.Node != "a" {
 		t.Fatalf("created through b: node %q, want a", info.Node)
 	}
-	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil).json(t, &info)
+	c.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil).json(t, &info)
 	if info.Node != "a" {
 		t.Fatalf("read through c: node %q, want a", info.Node)
 	}
 
 	var ex execJSON
-	b.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "printf 'x%.0s' $(seq 1 5000); echo; echo err >&2"}).json(t, &ex)
+	b.mustSettled(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/exec", map[string]any{"command": "printf 'x%.0s' $(seq 1 5000); echo; echo err >&2"}).json(t, &ex)
 	if ex.Stdout != strings.Repeat("x", 5000)+"\n" || ex.Stderr != "err\n" || ex.ExitCode != 0 {
 		t.Fatalf("exec through b: %+v", ex)
 	}
 
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/sessions", map[string]any{"id": "main"})
-	b.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/sessions/main/exec", map[string]any{"command": "export FWD=through-b; cd /tmp"})
-	c.must(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/sessions/main/exec", map[string]any{"command": "echo $FWD $(pwd)"}).json(t, &ex)
+	c.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/sessions", map[string]any{"id": "main"})
+	b.mustSettled(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/sessions/main/exec", map[string]any{"command": "export FWD=through-b; cd /tmp"})
+	c.mustSettled(http.StatusOK, "POST", "/v1/sandboxes/"+sb+"/sessions/main/exec", map[string]any{"command": "echo $FWD $(pwd)"}).json(t, &ex)
 	if ex.Stdout != "through-b /tmp\n" {
 		t.Fatalf("session exec through c: %q", ex.Stdout)
 	}
@@ -51,16 +53,16 @@ func TestForwardThroughNonOwner(t *testing.T) {
 		data := make([]byte, size)
 		_, _ = rand.Read(data)
 		path := "/v1/sandboxes/" + sb + "/files?path=blob-" + strconv.Itoa(size)
-		b.must(http.StatusNoContent, "PUT", path, data)
-		if got := c.must(http.StatusOK, "GET", path, nil).body; !bytes.Equal(got, data) {
+		b.mustSettled(http.StatusNoContent, "PUT", path, data)
+		if got := c.mustSettled(http.StatusOK, "GET", path, nil).body; !bytes.Equal(got, data) {
 			t.Fatalf("file of %d bytes: read back %d bytes, not the same", size, len(got))
 		}
-		if got := a.must(http.StatusOK, "GET", path, nil).body; !bytes.Equal(got, data) {
+		if got := a.mustSettled(http.StatusOK, "GET", path, nil).body; !bytes.Equal(got, data) {
 			t.Fatalf("file of %d bytes on the owner: not the same", size)
 		}
 	}
 
-	b.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/events", map[string]any{"type": "agent.fwd", "data": map[string]any{"n": 1}})
+	b.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/events", map[string]any{"type": "agent.fwd", "data": map[string]any{"n": 1}})
 	evs := c.readSSE("/v1/sandboxes/"+sb+"/events/stream", "", 20*time.Second, func(evs []sseEvent) bool {
 		return strings.Contains(evs[len(evs)-1].data, "agent.fwd")
 	})
@@ -69,13 +71,13 @@ func TestForwardThroughNonOwner(t *testing.T) {
 	}
 
 	var p processJSON
-	b.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes", map[string]any{"command": "seq 1 20000"}).json(t, &p)
+	b.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes", map[string]any{"command": "seq 1 20000"}).json(t, &p)
 	out := c.readSSE("/v1/sandboxes/"+sb+"/processes/"+p.ID+"/output", "", 30*time.Second, lastIs("exit"))
 	if got, want := outputOf(t, out), seqLines(1, 20000); got != want {
 		t.Fatalf("process output through c: %d bytes, want %d", len(got), len(want))
 	}
 
-	b.must(http.StatusCreated, "PUT", "/v1/sandboxes/"+sb+"/terminals/main", map[string]any{"cols": 100, "rows": 30})
+	b.mustSettled(http.StatusCreated, "PUT", "/v1/sandboxes/"+sb+"/terminals/main", map[string]any{"cols": 100, "rows": 30})
 	ws := c.dialWS("/v1/sandboxes/" + sb + "/terminals/main/ws")
 	ws.readUntil(t, 20*time.Second, func(w *wsClient) bool { return w.control("ready") != nil })
 	ws.send(t, websocket.MessageBinary, []byte("echo fwd-$((6*7))\r"))
@@ -87,7 +89,7 @@ func TestForwardThroughNonOwner(t *testing.T) {
 	if n := testutil.ToFloat64(a.srv.fwd.metrics.forwards.WithLabelValues(forwardOK)); n != 0 {
 		t.Fatalf("the owner forwarded %v requests, want none", n)
 	}
-	if m := string(b.must(http.StatusOK, "GET", "/metrics", nil).body); !strings.Contains(m, `sandgate_forward_requests_total{result="ok"}`) ||
+	if m := string(b.mustSettled(http.StatusOK, "GET", "/metrics", nil).body); !strings.Contains(m, `sandgate_forward_requests_total{result="ok"}`) ||
 		!strings.Contains(m, "sandgate_forward_held_requests 0") || !strings.Contains(m, "sandgate_forward_streams 0") ||
 		!strings.Contains(m, "sandgate_forward_hold_duration_seconds_count") {
 		t.Fatalf("/metrics lacks the forwarding metrics")

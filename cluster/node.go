@@ -49,7 +49,10 @@ type Node struct {
 	// (its FSM goroutine exits without draining the queue, and those futures do not
 	// watch shutdown), so a lead loop waiting on one would block Close forever.
 	leading sync.WaitGroup
-	kick    chan struct{} // wakes the leader's reconcile loop
+	// raftDown is closed when Close begins raft's shutdown; futureError stops
+	// waiting for an answer then.
+	raftDown chan struct{}
+	kick     chan struct{} // wakes the leader's reconcile loop
 
 	now      func() time.Duration // the monotonic clock (mono)
 	lease    lease
@@ -188,7 +191,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: cfg.Logger, raft: r, trans: trans, stream: stream, store: store, fsm: f,
-		commits: newCommitter(), kick: make(chan struct{}, 1), now: mono,
+		commits: newCommitter(), kick: make(chan struct{}, 1), raftDown: make(chan struct{}), now: mono,
 		lease: lease{renewed: make(chan struct{}, 1)},
 		ver:   verifier{wake: make(chan struct{}, 1)},
 	}
@@ -223,7 +226,9 @@ func (n *Node) Close() error {
 		n.cancel()
 		n.verifying.Wait() // raft answers verifications only while it runs
 		n.leading.Wait()   // and applies and barriers (see Node.leading)
-		err := n.raft.Shutdown().Error()
+		shutdown := n.raft.Shutdown()
+		close(n.raftDown)
+		err := shutdown.Error()
 		n.wg.Wait()
 		err = errors.Join(err, n.trans.Close(), n.stream.Close(), n.store.Close(), n.fsm.db.close())
 		if err != nil {
@@ -350,11 +355,11 @@ func (n *Node) apply(ctx context.Context, cmd []byte) error {
 	return nil
 }
 
-// wait blocks on a raft future, mapping raft's errors to ours. Raft completes every
-// future on commit, on loss of leadership or on shutdown, so the wait is bounded even
-// though raft futures cannot be cancelled.
+// wait blocks on a raft future, mapping raft's errors to ours. Raft completes a
+// future on commit or on loss of leadership, and futureError stops waiting when
+// the node shuts raft down, so the wait is bounded.
 func (n *Node) wait(ctx context.Context, f raft.Future) error {
-	err := f.Error()
+	err := n.futureError(f)
 	switch {
 	case err == nil:
 		return nil

@@ -217,7 +217,7 @@ func (n *Node) commitOnce(data []byte) (res commitResult, definite bool, err err
 // commitLocal applies data on this node's raft, which must lead.
 func (n *Node) commitLocal(data []byte) (res commitResult, definite bool, err error) {
 	f := n.raft.Apply(data, applyTimeout)
-	if err := f.Error(); err != nil {
+	if err := n.futureError(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
 			errors.Is(err, raft.ErrEnqueueTimeout):

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+
+	"github.com/hashicorp/raft"
 )
 
 // Waiting for the table: a node that learns of a newer table than its own (a 421 from
@@ -48,6 +50,31 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 			return ErrClosed
 		case <-ctx.Done():
 			return fmt.Errorf("failed to wait for table index %d (at %d): %w", index, n.TableIndex(), ctx.Err())
+		}
+	}
+}
+
+// futureError returns f's error once raft answers it, or raft.ErrRaftShutdown
+// once Close has begun shutting raft down. Raft never answers a future whose
+// entry is still queued for its FSM when it shuts down (its FSM goroutine returns
+// without draining the queue), and a wait on such a future would block Close,
+// which waits for the raft listener's connection handlers and the node's
+// goroutines; raft's Shutdown itself closes the transport and so waits for those
+// handlers. The entry may have committed all the same: callers take
+// ErrRaftShutdown as an unknown outcome. The goroutine that waits on f outlives
+// the call only when raft never answers, and then only until the process ends.
+func (n *Node) futureError(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.raftDown:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return raft.ErrRaftShutdown
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestWaitApplied waits on a follower for a pin committed on the leader, and checks
@@ -78,5 +80,50 @@ func TestWaitAppliedClosed(t *testing.T) {
 		}
 	case <-time.After(patience):
 		t.Fatal("WaitApplied did not return after Close")
+	}
+}
+
+// heldFuture is a raft future that raft has not answered (yet): its Error blocks
+// until answer is closed. Raft leaves such a future unanswered for good when it
+// shuts down with the entry still queued for its FSM, which a test cannot bring
+// about on purpose.
+type heldFuture struct {
+	answer chan struct{}
+	err    error
+}
+
+func (f *heldFuture) Error() error {
+	<-f.answer
+	return f.err
+}
+
+// TestFutureErrorEndsAtShutdown checks that a wait on a raft future ends when the
+// node shuts raft down even if raft never answers, and that an answer before that
+// is returned as it is.
+func TestFutureErrorEndsAtShutdown(t *testing.T) {
+	n := &Node{raftDown: make(chan struct{})}
+	answered := &heldFuture{answer: make(chan struct{}), err: raft.ErrLeadershipLost}
+	close(answered.answer)
+	if err := n.futureError(answered); !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("answered future: %v, want %v", err, raft.ErrLeadershipLost)
+	}
+
+	held := &heldFuture{answer: make(chan struct{})}
+	t.Cleanup(func() { close(held.answer) })
+	got := make(chan error, 1)
+	go func() { got <- n.futureError(held) }()
+	select {
+	case err := <-got:
+		t.Fatalf("futureError returned %v before raft answered or shut down", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(n.raftDown)
+	select {
+	case err := <-got:
+		if !errors.Is(err, raft.ErrRaftShutdown) {
+			t.Fatalf("after shutdown: %v, want %v", err, raft.ErrRaftShutdown)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("futureError still waits after the node shut raft down")
 	}
 }

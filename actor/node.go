@@ -209,6 +209,10 @@ func (n *Node) active(id string) *sbActor {
 	return n.actors[id]
 }
 
+// IsActive reports whether sandbox id is active (in memory) on this node; it starts
+// nothing. (Extension.)
+func (n *Node) IsActive(id string) bool { return n.active(id) != nil }
+
 // ActiveActors returns how many sandbox actors are in memory. (Extension, for metrics.)
 func (n *Node) ActiveActors() int {
 	n.mu.Lock()

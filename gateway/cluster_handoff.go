@@ -36,7 +36,7 @@ import (
 // sandbox is admitted at the epoch before the handoff (cluster.Assignment.Prev),
 // which its activation was loaded at; the cluster store accepts writes stamped with
 // that epoch until the handoff ends. Any other activation, and any new one after
-// the ending one stopped, sees the cluster's own answer.
+// the ending one stopped, sees the cluster's own answer (handoffGate.admit).
 //
 // The gate stays open for at most one lease after the hook began. The leader
 // completes a handoff nobody reported once the lease plus its margin have passed
@@ -68,6 +68,9 @@ type handoffGate struct {
 	incoming map[string]*arrival
 	// alive reports whether a member is alive (set once before the server serves).
 	alive func(cluster.NodeID) bool
+	// isActive reports whether a sandbox has an activation on this node (the actor
+	// node's IsActive, set once it is open).
+	isActive atomic.Pointer[func(sb string) bool]
 }
 
 // newHandoffGate returns the gate of cn, whose node lease is lease.
@@ -75,16 +78,29 @@ func newHandoffGate(cn *cluster.Node, lease time.Duration) *handoffGate {
 	return &handoffGate{cn: cn, window: lease, ending: map[string]time.Time{}}
 }
 
-// admit is actor.Config.Admission.
+// admit is actor.Config.Admission. The gate admits the turns of an activation
+// that a handoff is ending here, never a new activation: a request that comes
+// after the ending one stopped (a stream's detach, a client's retry) would
+// otherwise start the sandbox again here and hold its workspace in use when it
+// is to be streamed to the new owner. The actor node asks before it starts an
+// activation only when it has none, and its activations ask while they are
+// registered, so "has an activation" tells the two apart.
 func (g *handoffGate) admit(sb string) error {
 	if g.isArriving(sb) {
 		return cluster.ErrHandoff
 	}
 	err := g.cn.Admit(sb)
-	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) {
+	if err != nil && errors.Is(err, cluster.ErrHandoff) && g.passivating(sb) && g.hasActivation(sb) {
 		return nil
 	}
 	return err
+}
+
+// hasActivation reports whether sb has an activation here; true until the actor
+// node is open (nothing is ending before the server exists).
+func (g *handoffGate) hasActivation(sb string) bool {
+	f := g.isActive.Load()
+	return f == nil || (*f)(sb)
 }
 
 // epoch is actor.Config.Epoch.

@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/actor"
 	"github.com/sandgate/sandgate/cluster"
 )
 
@@ -71,5 +75,61 @@ func TestHandoffEndsStreamsInsideTheGate(t *testing.T) {
 	}
 	if proc.Status != "exited" || proc.Signal == nil && proc.ExitCode == nil {
 		t.Fatalf("process after the move: %+v, want exited with a known status (not lost)", proc)
+	}
+}
+
+// TestHandoffStartsNoNewActivation ends a sandbox's activation while a drain's
+// gate is open for it, then makes a request that would start it again here, as a
+// stream's late detach or a client's retry does: the gate refuses a new
+// activation, so the workspace is free to stream and the move stays planned.
+func TestHandoffStartsNoNewActivation(t *testing.T) {
+	tr := newTrio(t, func(_ int, c *Config) { c.RebalanceRate = 1000 })
+	a, b := tr.node("a"), tr.node("b")
+	sb := tr.ownedBy("na", "a")
+	b.sandbox(sb)
+	b.must(http.StatusNoContent, "PUT", filesPath(sb)+"?path=kept.txt", "kept\n")
+	if !a.srv.node.IsActive(sb) {
+		b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil) // active on a again
+	}
+
+	var fenced atomic.Bool // a lease that lapsed on a loaded machine makes any move unplanned
+	fence := func() { fenced.Store(true); a.srv.fence() }
+	a.srv.hooks.onFence.Store(&fence)
+	again := make(chan error, 1)
+	a.srv.streams.add(sb, func() { // runs inside the handoff, its gate open for sb
+		if err := a.srv.node.Deactivate(context.Background(), sb); err != nil {
+			again <- fmt.Errorf("deactivate: %w", err)
+			return
+		}
+		_, err := a.srv.node.Attached(context.Background(), sb)
+		again <- err
+	})
+
+	b.doToken(testAdminToken, "POST", "/v1/cluster/members/a/drain", nil).want(t, http.StatusAccepted)
+	var err error
+	select {
+	case err = <-again:
+	case <-time.After(clusterPatience):
+		t.Fatal("the drain did not end the stream")
+	}
+	if fenced.Load() {
+		t.Skip("a's lease lapsed (a loaded machine): the move was not a planned one")
+	}
+	if !errors.Is(err, actor.ErrUnavailable) {
+		t.Fatalf("a request after the activation ended inside the handoff: %v, want refused (%v)", err, actor.ErrUnavailable)
+	}
+	eventually(t, clusterPatience, "the sandbox on another node", func() bool {
+		owner, _, ok := b.srv.cluster.Owner(sb)
+		return ok && owner != "a"
+	})
+	if got := string(b.must(http.StatusOK, "GET", filesPath(sb)+"?path=kept.txt", nil).body); got != "kept\n" {
+		t.Fatalf("kept.txt after the move: %q", got)
+	}
+	if fenced.Load() {
+		t.Skip("a's lease lapsed (a loaded machine): the move was not a planned one")
+	}
+	moved := movedData(t, b, sb)
+	if len(moved) != 1 || moved[0]["planned"] != true || slices.Contains(lostOf(moved[0]), "workspace") {
+		t.Fatalf("sandbox.moved %v, want one planned move that lost no workspace", moved)
 	}
 }

@@ -145,6 +145,8 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		_ = cn.Close()
 		return nil, fmt.Errorf("failed to open actor node: %w", err)
 	}
+	isActive := node.IsActive
+	gate.isActive.Store(&isActive)
 	s := &Server{
 		store:     store,
 		initLease: initLease,

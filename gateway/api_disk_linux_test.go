@@ -76,7 +76,7 @@ func smallDataDir(t *testing.T, size int) string {
 	}
 	t.Cleanup(func() {
 		var err error
-		eventually(t, 10*time.Second, "the test's tmpfs to unmount", func() bool {
+		eventually(t, 60*time.Second, "the test's tmpfs to unmount", func() bool {
 			err = unix.Unmount(data, 0) // busy while the kernel clears the loop devices
 			return err != unix.EBUSY
 		})

@@ -78,19 +78,6 @@ func createSegment(dir string, base uint64) (*segment, error) {
 	return &segment{base: base, path: path, f: f}, nil
 }
 
-// truncate cuts the segment before the record of index i (which it holds) and
-// syncs the file.
-func (s *segment) truncate(i uint64) error {
-	off := s.offs[i-s.base]
-	if err := s.f.Truncate(off); err != nil {
-		return fmt.Errorf("failed to truncate raft log segment: %w", err)
-	}
-	if err := datasync(s.f); err != nil {
-		return fmt.Errorf("failed to sync raft log segment: %w", err)
-	}
-	return nil
-}
-
 // remove closes and deletes the segment's file. The caller syncs the directory.
 func (s *segment) remove() error {
 	s.f.Close()

@@ -36,30 +36,7 @@ func TestDeadServerCleanup(t *testing.T) {
 	if err := victim.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rest := make([]*Node, 0, 3)
-	for _, nd := range nodes {
-		if nd != victim {
-			rest = append(rest, nd)
-		}
-	}
-	var last string // what the last look saw, for a failure's message
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", last)
-		}
-	})
-	waitLong(t, "the dead voter removed and the non-voter promoted", func() bool {
-		l := leader(t, rest...)
-		servers, err := l.RaftServers()
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		_, present := servers[victim.ID()]
-		m := memberOf(l, victim.ID())
-		last = fmt.Sprintf("leader %s, servers %v, victim %s, spare %s (%s), kept %d", l.ID(), servers, m.Status, spare.ID(), memberOf(l, spare.ID()).Status, l.deadKept.Load())
-		return !present && servers[spare.ID()] && voters(l) == 3 && m.Status == StatusLeft
-	})
+	rest := awaitReplaced(t, nodes, victim, spare, "the dead voter removed and the non-voter promoted")
 	// Safety: not before the member was silent for the timeout. Silence counts from
 	// its last heartbeat, sent up to L/6 before the kill (L is a generous bound).
 	gone := time.Since(killed)
@@ -109,29 +86,7 @@ func TestDeadServerCleanupFinishesLeft(t *testing.T) {
 	if err := victim.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rest := make([]*Node, 0, 3)
-	for _, nd := range nodes {
-		if nd != victim {
-			rest = append(rest, nd)
-		}
-	}
-	var last string // what the last look saw, for a failure's message
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", last)
-		}
-	})
-	waitLong(t, "the left voter removed and the non-voter promoted", func() bool {
-		l := leader(t, rest...)
-		servers, err := l.RaftServers()
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		_, present := servers[victim.ID()]
-		last = fmt.Sprintf("leader %s, servers %v, victim %s, spare %s (%s), kept %d", l.ID(), servers, memberOf(l, victim.ID()).Status, spare.ID(), memberOf(l, spare.ID()).Status, l.deadKept.Load())
-		return !present && servers[spare.ID()] && voters(l) == 3
-	})
+	awaitReplaced(t, nodes, victim, spare, "the left voter removed and the non-voter promoted")
 }
 
 // TestDeadServerKeptWithoutSpare: three voters and no non-voter; a follower voter
@@ -243,4 +198,36 @@ func TestDeadVoterVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awaitReplaced waits until the leader among the nodes other than victim has taken
+// victim out of the raft configuration, marked it left, and seated spare as a
+// voter; it returns those other nodes.
+func awaitReplaced(t *testing.T, nodes []*Node, victim, spare *Node, what string) []*Node {
+	t.Helper()
+	rest := make([]*Node, 0, len(nodes)-1)
+	for _, nd := range nodes {
+		if nd != victim {
+			rest = append(rest, nd)
+		}
+	}
+	var last string // what the last look saw, for a failure's message
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", last)
+		}
+	})
+	waitLong(t, what, func() bool {
+		l := leader(t, rest...)
+		servers, err := l.RaftServers()
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		_, present := servers[victim.ID()]
+		m := memberOf(l, victim.ID())
+		last = fmt.Sprintf("leader %s, servers %v, victim %s, spare %s (%s), kept %d", l.ID(), servers, m.Status, spare.ID(), memberOf(l, spare.ID()).Status, l.deadKept.Load())
+		return !present && servers[spare.ID()] && voters(l) == 3 && m.Status == StatusLeft
+	})
+	return rest
 }

@@ -15,23 +15,7 @@ func TestDeadServerCleanup(t *testing.T) {
 	t.Parallel()
 	const timeout = deadTestTimeout
 	nodes := formedWithTimeout(t, 4, timeout)
-	l := leader(t, nodes...)
-	servers, err := l.RaftServers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim, spare *Node
-	for _, nd := range nodes {
-		switch {
-		case !servers[nd.ID()]:
-			spare = nd
-		case nd != l && victim == nil:
-			victim = nd
-		}
-	}
-	if victim == nil || spare == nil {
-		t.Fatalf("no follower voter and non-voter among %v", servers)
-	}
+	victim, spare := voterAndSpare(t, nodes)
 	killed := time.Now()
 	if err := victim.Close(); err != nil {
 		t.Fatal(err)
@@ -59,23 +43,7 @@ func TestDeadServerCleanup(t *testing.T) {
 func TestDeadServerCleanupFinishesLeft(t *testing.T) {
 	t.Parallel()
 	nodes := formedWithTimeout(t, 4, deadTestTimeout)
-	l := leader(t, nodes...)
-	servers, err := l.RaftServers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim, spare *Node
-	for _, nd := range nodes {
-		switch {
-		case !servers[nd.ID()]:
-			spare = nd
-		case nd != l && victim == nil:
-			victim = nd
-		}
-	}
-	if victim == nil || spare == nil {
-		t.Fatalf("no follower voter and non-voter among %v", servers)
-	}
+	victim, spare := voterAndSpare(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	// The first half of a removal only: the member table says left, the raft
@@ -230,4 +198,26 @@ func awaitReplaced(t *testing.T, nodes []*Node, victim, spare *Node, what string
 		return !present && servers[spare.ID()] && voters(l) == 3 && m.Status == StatusLeft
 	})
 	return rest
+}
+
+// voterAndSpare returns a voter that does not lead and a non-voter among nodes.
+func voterAndSpare(t *testing.T, nodes []*Node) (voter, spare *Node) {
+	t.Helper()
+	l := leader(t, nodes...)
+	servers, err := l.RaftServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		switch {
+		case !servers[nd.ID()]:
+			spare = nd
+		case nd != l && voter == nil:
+			voter = nd
+		}
+	}
+	if voter == nil || spare == nil {
+		t.Fatalf("no follower voter and non-voter among %v", servers)
+	}
+	return voter, spare
 }

@@ -397,6 +397,13 @@ func TestOpenCodeConnectInvalidBytes(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.sandbox("oc1")
 	p := ts.createPty("oc1", `stty -echo; printf 'a\377b \342\202'; read l; printf '\254 \300 ok 😀 '; read l; printf 'é\360\237'`)
+	eventually(t, 30*time.Second, "the first printf's 6 bytes in the ring", func() bool {
+		var st struct {
+			OutputOffset int64 `json:"output_offset"`
+		}
+		ts.must(http.StatusOK, "GET", "/v1/sandboxes/oc1/processes/"+p.ID, nil).json(t, &st)
+		return st.OutputOffset >= 6
+	})
 	path := ocBase + "/" + p.ID + "/connect"
 	c, _ := dialPty(t, ts.url, path, testToken, nil)
 	c.readUntil(t, func(c *ptyConn) bool { return c.replied })

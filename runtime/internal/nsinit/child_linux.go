@@ -29,13 +29,16 @@ type Child struct {
 // in blocking mode. If ctx ends first the process may still start; Close ends it.
 func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	fr := &frame{Op: opSpawn, Argv: req.Argv, Env: req.Env, Dir: req.Dir, Session: req.Session, TTY: req.TTY != nil,
-		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, Status: req.Status != nil, NoWait: req.NoWait,
+		Extra: len(req.Extra), Cgroup: req.Cgroup != nil, CgroupDir: req.CgroupDir != nil, Status: req.Status != nil, NoWait: req.NoWait,
 		Lease: in.lease.until.Load()}
 	if len(req.Argv) == 0 {
 		return nil, fmt.Errorf("failed to spawn: %w: empty argv", ErrInvalidRequest)
 	}
 	if req.NoWait && req.Status == nil {
 		return nil, fmt.Errorf("failed to spawn: %w: NoWait without Status", ErrInvalidRequest)
+	}
+	if req.CgroupDir != nil && req.Cgroup == nil {
+		return nil, fmt.Errorf("failed to spawn: %w: CgroupDir without Cgroup", ErrInvalidRequest)
 	}
 	var files []*os.File
 	if req.TTY != nil {
@@ -51,6 +54,9 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	files = append(files, req.Extra...)
 	if req.Cgroup != nil {
 		files = append(files, req.Cgroup)
+	}
+	if req.CgroupDir != nil {
+		files = append(files, req.CgroupDir)
 	}
 	if req.Status != nil {
 		files = append(files, req.Status)

@@ -39,6 +39,8 @@ type Init struct {
 	err      error // set once the init is gone: ErrClosed or ErrInitExited
 	null     int   // /dev/null for spawns without some stdio (devNull), or -1
 	freezeFD int   // the init's fd of the freeze group's cgroup.freeze (config frame), or 0
+	// spawnPath is how the init starts processes, from its ready frame.
+	spawnPath SpawnPath
 
 	nullMu sync.RWMutex // held for reading by Spawn while it uses null; Close closes it under the lock
 
@@ -150,7 +152,7 @@ func start(cfg Config) (*Init, error) {
 		}
 		defer home.Close()
 		defer dir.Close()
-		extra, cgDir = append(extra, home), dir
+		extra, cgDir = append(extra, home, dir), dir
 	}
 	freezeFD := 0
 	if cfg.Freeze != "" {
@@ -223,6 +225,7 @@ func (in *Init) handshake(ctx context.Context, cfg Config, fds []int) error {
 	closeFDs(fds)
 	switch fr.Op {
 	case opReady:
+		in.spawnPath = SpawnPath(fr.Code)
 		return nil
 	case opError:
 		return errnoError(fr)
@@ -232,6 +235,9 @@ func (in *Init) handshake(ctx context.Context, cfg Config, fds []int) error {
 
 // PID returns the host pid of the init.
 func (in *Init) PID() int { return in.pid }
+
+// SpawnPath says how the init starts processes, as it chose at start.
+func (in *Init) SpawnPath() SpawnPath { return in.spawnPath }
 
 // Done returns a channel closed once the init is gone: closed, or exited by itself
 // (killed, say); Err then says which.
@@ -413,7 +419,8 @@ func (in *Init) kill() {
 }
 
 // openCgroup opens the cgroup2 group dir: its cgroup.procs for writing (the init's way
-// home after placing a spawn) and the directory itself (to clone the init into it).
+// home after placing a spawn) and the directory itself (to clone the init into it,
+// and for the init's probe of clone3 into a cgroup).
 func openCgroup(dir string) (procs, d *os.File, err error) {
 	procs, err = os.OpenFile(dir+"/cgroup.procs", os.O_WRONLY, 0)
 	if err != nil {

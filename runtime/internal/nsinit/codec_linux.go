@@ -18,7 +18,7 @@ import (
 //
 //	op        1 byte, an index into ops
 //	ID, Target                                 uvarint
-//	flags     1 byte: TTY, Session, Cgroup, Home, Status, NoWait (bits 0-5)
+//	flags     1 byte: TTY, Session, Cgroup, Home, Status, NoWait, CgroupDir (bits 0-6)
 //	Extra, FreezeFD, Lease, PID, Sig, Code, Signal, Errno   varint
 //	Err, Dir                                   string: uvarint length, bytes
 //	Argv      uvarint count, strings
@@ -35,6 +35,7 @@ const (
 	flagHome
 	flagStatus
 	flagNoWait
+	flagCgroupDir
 )
 
 // encodeFrame appends fr's encoding to b.
@@ -55,7 +56,7 @@ func encodeFrame(b []byte, fr *frame) ([]byte, error) {
 	for _, f := range []struct {
 		on  bool
 		bit byte
-	}{{fr.TTY, flagTTY}, {fr.Session, flagSession}, {fr.Cgroup, flagCgroup}, {fr.Home, flagHome}, {fr.Status, flagStatus}, {fr.NoWait, flagNoWait}} {
+	}{{fr.TTY, flagTTY}, {fr.Session, flagSession}, {fr.Cgroup, flagCgroup}, {fr.Home, flagHome}, {fr.Status, flagStatus}, {fr.NoWait, flagNoWait}, {fr.CgroupDir, flagCgroupDir}} {
 		if f.on {
 			flags |= f.bit
 		}
@@ -191,7 +192,7 @@ func decodeFrame(b []byte) (*frame, error) {
 	flags := d.byte("flags")
 	fr.TTY, fr.Session = flags&flagTTY != 0, flags&flagSession != 0
 	fr.Cgroup, fr.Home, fr.Status = flags&flagCgroup != 0, flags&flagHome != 0, flags&flagStatus != 0
-	fr.NoWait = flags&flagNoWait != 0
+	fr.NoWait, fr.CgroupDir = flags&flagNoWait != 0, flags&flagCgroupDir != 0
 	fr.Extra, fr.FreezeFD = d.int("extra"), d.int("freeze_fd")
 	fr.Lease = d.varint("lease")
 	fr.PID, fr.Sig, fr.Code, fr.Signal, fr.Errno = d.int("pid"), d.int("sig"), d.int("code"), d.int("signal"), d.int("errno")

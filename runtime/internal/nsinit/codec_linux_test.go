@@ -12,7 +12,7 @@ var codecFrames = []frame{
 	{Op: opConfig, Config: &Config{ID: "sb", Workspace: "/w", Network: NetworkNone, UID: 1000, GID: 1000}, Home: true, FreezeFD: 5},
 	{Op: opReady},
 	{Op: opSpawn, ID: 1 << 40, Argv: []string{"sh", "-c", "echo ü\x00"}, Env: []string{"A=b", ""}, Dir: "/workspace/x",
-		TTY: true, Session: true, Extra: 2, Cgroup: true, Status: true, Lease: -1 << 62},
+		TTY: true, Session: true, Extra: 2, Cgroup: true, CgroupDir: true, Status: true, Lease: -1 << 62},
 	{Op: opSpawn, ID: 2, Argv: []string{"true"}, Env: []string{}, NoWait: true},
 	{Op: opStarted, ID: 3, PID: 1 << 30},
 	{Op: opSignal, ID: 4, Target: 3, Sig: 9},

@@ -43,9 +43,16 @@ type Config struct {
 	GID int `json:"gid,omitempty"`
 
 	// Cgroup, if set, is the host directory of a cgroup2 group the init starts in
-	// (cloned into it). Its cgroup.procs is handed to the init, which returns there
-	// after placing each spawn that names a group of its own (SpawnRequest.Cgroup).
+	// (cloned into it). Its cgroup.procs and directory are handed to the init: on the
+	// fallback spawn path it returns there after placing each spawn that names a
+	// group of its own (SpawnRequest.Cgroup); on its own path it probes, once at
+	// start, whether it may clone into the directory (see SpawnRequest.CgroupDir).
 	Cgroup string `json:"-"`
+	// ForceFork makes the init spawn on its fallback path (Go's ForkExec from the
+	// thread that carries the seccomp filter, with the cgroup moves around each fork)
+	// even where its own clone3 path works: for tests of that path and to measure one
+	// against the other.
+	ForceFork bool `json:"force_fork,omitempty"`
 	// Enter, if set, is called with the init's host pid once it has started and
 	// before it builds the sandbox or spawns anything, so the caller can put it in
 	// groups that clone cannot (cgroup v1); an error ends the start.
@@ -142,6 +149,36 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// SpawnPath is how an init starts processes (Init.SpawnPath); see the package doc,
+// "Spawning".
+type SpawnPath int
+
+const (
+	// SpawnFork is the fallback: Go's ForkExec from the init's thread that carries the
+	// seccomp filter, the init moving into a spawn's cgroup for the fork and back.
+	SpawnFork SpawnPath = iota
+	// SpawnClone is the init's own clone3 path, each child installing the seccomp
+	// filter and writing itself into its cgroup (SpawnRequest.Cgroup) before it execs:
+	// where the init may not clone into the cgroup itself.
+	SpawnClone
+	// SpawnCloneInto is the init's own clone3 path, each child cloned straight into
+	// its cgroup (SpawnRequest.CgroupDir): nothing moves between cgroups.
+	SpawnCloneInto
+)
+
+// String names the path.
+func (p SpawnPath) String() string {
+	switch p {
+	case SpawnFork:
+		return "fork"
+	case SpawnClone:
+		return "clone"
+	case SpawnCloneInto:
+		return "clone-into-cgroup"
+	}
+	return fmt.Sprintf("SpawnPath(%d)", int(p))
+}
+
 // SpawnRequest describes one process for the init to start inside the sandbox.
 type SpawnRequest struct {
 	// Argv is the command; Argv[0] is looked up in the PATH of Env (or the default
@@ -170,6 +207,15 @@ type SpawnRequest struct {
 	// the opener's credentials are what the kernel checks). The init must have been
 	// started with Config.Cgroup.
 	Cgroup *os.File
+	// CgroupDir, if set (with Cgroup), is that group's directory, open (O_PATH will
+	// do). Where the kernel allows, the init then clones the process straight into the
+	// group (clone3 with CLONE_INTO_CGROUP) and neither it nor the process moves:
+	// the init's own credentials are what the kernel checks then, so with a user
+	// namespace the group's cgroup.procs, and that of the group's common ancestor
+	// with Config.Cgroup, must be writable by Config.UserNS.HostUID (the init's probe
+	// at start, a clone into Config.Cgroup, says whether they are; if not, it falls
+	// back to the process writing itself into Cgroup before it execs).
+	CgroupDir *os.File
 	// Status, if set, is the write end of a pipe: once the process has exited, the
 	// init writes its status there (ReadStatus reads it) and closes it, before it
 	// sends the exit frame. An exec that polls the read end learns how its command

@@ -25,7 +25,8 @@ func testCtx(tb testing.TB) context.Context {
 // startInit starts an init (with a fresh workspace unless cfg has one), checks that it
 // really has its own pid and mount namespaces, and closes it when the test ends. With
 // NSINIT_TEST_USERNS=1 an init without UserNS gets DefaultIDRange, so the whole
-// suite can be run in user namespaces.
+// suite can be run in user namespaces; with NSINIT_TEST_FORK=1 every init spawns on
+// the fallback path (Config.ForceFork), so the whole suite can be run against it.
 func startInit(tb testing.TB, cfg Config) *Init {
 	tb.Helper()
 	if cfg.ID == "" {
@@ -36,6 +37,9 @@ func startInit(tb testing.TB, cfg Config) *Init {
 	}
 	if cfg.UserNS == nil && os.Getenv("NSINIT_TEST_USERNS") == "1" {
 		cfg.UserNS = &DefaultIDRange // run every such test in a user namespace
+	}
+	if os.Getenv("NSINIT_TEST_FORK") == "1" {
+		cfg.ForceFork = true
 	}
 	in, err := Start(testCtx(tb), cfg)
 	if err != nil {

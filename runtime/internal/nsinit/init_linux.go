@@ -53,6 +53,12 @@ type initProc struct {
 	cfg  Config
 	kick chan struct{} // a spawn forked: wakes the reaper if it found no children
 	home *os.File      // the init's own cgroup.procs (Config.Cgroup), or nil
+	// homeDir is the init's own cgroup directory (Config.Cgroup), or -1: what the
+	// spawn path's probe clones into; closed after it.
+	homeDir int
+	// own is the spawn path of our own (clone_linux.go), or nil: the fallback
+	// (ForkExec from the filtered thread). Set by the spawner thread before it serves.
+	own *ownSpawn
 	// lease is the lease the init holds (Config.Lease), or nil. Set by setup.
 	lease *initLease
 	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
@@ -74,7 +80,8 @@ type kid struct {
 	quiet   bool
 }
 
-// homeFD is the init's own cgroup.procs when the config frame says so.
+// homeFD is the init's own cgroup.procs when the config frame says so, and
+// homeFD+1 its directory.
 const homeFD = 4
 
 func runInit() int {
@@ -94,7 +101,7 @@ func runInit() int {
 		return 1
 	}
 	c := newBlockingConn(ctlFD, initRecvBuf)
-	ip := &initProc{c: c, kick: make(chan struct{}, 1), kids: map[int]kid{}, ids: map[uint64]int{},
+	ip := &initProc{c: c, kick: make(chan struct{}, 1), homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 	done := make(chan int, 1)
 	if err := ip.setup(done); err != nil {
@@ -103,7 +110,8 @@ func runInit() int {
 	}
 	spareThreads(spareMs)
 	go ip.reapLoop()
-	if err := c.send(&frame{Op: opReady}, nil, nil); err != nil {
+	// The ready frame's Code says which spawn path the init took (Init.SpawnPath).
+	if err := c.send(&frame{Op: opReady, Code: int(ip.spawnPath())}, nil, nil); err != nil {
 		return 1
 	}
 	select {
@@ -131,6 +139,7 @@ func (ip *initProc) setup(done chan<- int) error {
 	}
 	if fr.Home {
 		ip.home = os.NewFile(homeFD, "cgroup.procs")
+		ip.homeDir = homeFD + 1
 	}
 	if ip.cfg.Lease {
 		freeze := -1

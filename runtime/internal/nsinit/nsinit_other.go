@@ -25,6 +25,9 @@ func Start(ctx context.Context, cfg Config) (*Init, error) { return nil, ErrUnsu
 // PID returns 0.
 func (in *Init) PID() int { return 0 }
 
+// SpawnPath returns SpawnFork.
+func (in *Init) SpawnPath() SpawnPath { return SpawnFork }
+
 // Renew does nothing.
 func (in *Init) Renew(until int64) {}
 

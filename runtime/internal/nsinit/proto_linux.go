@@ -43,9 +43,12 @@ type frame struct {
 	Session bool
 	Extra   int  // spawn: fds after the stdio, for fds 3...
 	Cgroup  bool // spawn: a cgroup.procs to start in follows the stdio and extra fds
-	Status  bool // spawn: the last fd is a pipe for the exit status (SpawnRequest.Status)
-	NoWait  bool // spawn: answer only a failure (SpawnRequest.NoWait)
-	// Home (config) says the init's fd 4 is its own group's cgroup.procs.
+	// CgroupDir (spawn): that group's directory follows its cgroup.procs.
+	CgroupDir bool
+	Status    bool // spawn: the last fd is a pipe for the exit status (SpawnRequest.Status)
+	NoWait    bool // spawn: answer only a failure (SpawnRequest.NoWait)
+	// Home (config) says the init's fd 4 is its own group's cgroup.procs and fd 5
+	// its directory.
 	Home bool
 	// FreezeFD (config) is the init's fd of the freeze group's cgroup.freeze, or 0.
 	FreezeFD int

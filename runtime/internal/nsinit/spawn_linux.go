@@ -21,18 +21,29 @@ type spawnJob struct {
 
 // spawnLoop runs on its own OS thread for the life of the init. It hardens that thread
 // (no_new_privs, an empty capability bounding set, no inheritable or ambient
-// capabilities, the seccomp filter) and then serves the control socket from it
-// (serve), forking every sandbox process right where its request was read, so each
-// inherits exactly that state.
+// capabilities, and, on the fallback spawn path, the seccomp filter) and then serves
+// the control socket from it (serve), forking every sandbox process right where its
+// request was read, so each inherits exactly that state.
 //
 // Why a thread and not the whole init: syscall.AllThreadsSyscall would harden every
 // thread at once but refuses in a cgo binary, which sandgate is (net). seccomp, the
 // bounding set and no_new_privs are per thread and inherited by clone, and a goroutine
 // locked to its thread forks from that thread. The thread is never unlocked, so Go
 // never runs anything else on it; it ends with the process.
+//
+// Which spawn path: chooseSpawnPath probes the own one first, before the thread is
+// hardened (with the filter on, the probe's clone3 would fail). On the own path each
+// child installs the filter itself, and the thread goes without it: it keeps the rest,
+// which every child inherits.
 func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	goruntime.LockOSThread()
-	if err := hardenThread(); err != nil {
+	ip.own = chooseSpawnPath(ip.cfg, ip.homeDir)
+	ip.homeDir = -1
+	if ip.own != nil && ip.home != nil {
+		_ = ip.home.Close() // no moves on this path
+		ip.home = nil
+	}
+	if err := hardenThread(ip.own == nil); err != nil {
 		ready <- err
 		return
 	}
@@ -40,8 +51,9 @@ func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	ip.serve(done)
 }
 
-// hardenThread applies to the calling thread what every sandbox process inherits.
-func hardenThread() error {
+// hardenThread applies to the calling thread what every sandbox process inherits, and
+// the seccomp filter if filter says so.
+func hardenThread(filter bool) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("failed to set no_new_privs: %w", err)
 	}
@@ -66,6 +78,10 @@ func hardenThread() error {
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("failed to clear inheritable capabilities: %w", err)
+	}
+	if !filter {
+		_, err := buildFilter() // the children's: fail the start here as the fallback would
+		return err
 	}
 	return installFilter()
 }
@@ -151,19 +167,23 @@ func (ip *initProc) spawn(j spawnJob) {
 	}
 }
 
-// forkIn forks and execs the process, in the cgroup the request names if any: the
-// init enters that group for the fork, so the child starts there, and returns to its
-// own group at once. With a lease the caller holds it (initLease.hold), so the group
-// cannot be frozen meanwhile with the init inside. (clone3 into a cgroup would need no move, but the seccomp filter
-// every spawn inherits from this thread refuses clone3, whose flags it cannot see.)
+// forkIn starts the process, in the cgroup the request names if any. On the own path
+// (ownSpawn) the kernel clones it there. On the fallback path the init enters that
+// group for the fork, so the child starts there, and returns to its own group at once;
+// with a lease the caller holds it (initLease.hold), so the group cannot be frozen
+// meanwhile with the init inside. (The seccomp filter that fallback children inherit
+// from this thread refuses clone3, whose flags it cannot see.)
 func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	if ip.own != nil {
+		return ip.own.start(j, argv0, argv, attr)
+	}
 	if !j.fr.Cgroup {
 		return syscall.ForkExec(argv0, argv, attr)
 	}
 	if ip.home == nil {
 		return 0, fmt.Errorf("%w: a cgroup spawn needs an init started in a cgroup", ErrInvalidRequest)
 	}
-	procs := j.fds[len(j.fds)-1]
+	procs, _ := cgroupFDs(j)
 	if _, err := unix.Write(procs, []byte("0")); err != nil {
 		return 0, fmt.Errorf("failed to enter the process's cgroup: %w", err)
 	}
@@ -187,7 +207,10 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv
 	if fr.Cgroup {
 		want++
 	}
-	if len(fr.Argv) == 0 || fr.Extra < 0 || len(fds) != want {
+	if fr.CgroupDir {
+		want++
+	}
+	if len(fr.Argv) == 0 || (fr.CgroupDir && !fr.Cgroup) || fr.Extra < 0 || len(fds) != want {
 		return nil, "", false, fmt.Errorf("%w: need argv and %d fds, got %d", ErrInvalidRequest, want, len(fds))
 	}
 	if !fr.Cgroup && ip.lease != nil && ip.lease.freeze >= 0 {

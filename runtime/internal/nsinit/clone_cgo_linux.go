@@ -1,0 +1,195 @@
+//go:build linux && cgo && amd64
+
+package nsinit
+
+/*
+#include "clone_linux.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// cloneBuilt says this build has the init's own spawn path (clone_linux_amd64.c).
+const cloneBuilt = true
+
+// cloneStages names the step of the child that failed (SG_STAGE_), for errors that
+// are not the exec's own.
+var cloneStages = map[int32]string{
+	C.SG_STAGE_SECCOMP: "install the seccomp filter",
+	C.SG_STAGE_CGROUP:  "enter the process's cgroup",
+	C.SG_STAGE_SESSION: "start a session or process group",
+	C.SG_STAGE_CRED:    "set the process's ids",
+	C.SG_STAGE_CHDIR:   "change to the working directory",
+	C.SG_STAGE_FDS:     "set up the process's fds",
+	C.SG_STAGE_CTTY:    "set the controlling terminal",
+}
+
+// probeClone tries the own spawn path once with a child that exits at once: into the
+// cgroup2 directory cgroupDir (if >= 0), then, if the kernel refuses that (EBADF for a
+// v1 group, EACCES or EPERM where the init may not write the group, as in a user
+// namespace the group's owner did not delegate to), without it. It reports whether
+// clones may go into a cgroup, or an error if clone3 with CLONE_VM, CLONE_VFORK,
+// CLONE_CLEAR_SIGHAND and CLONE_PIDFD is unavailable (before Linux 5.5, or a
+// seccomp filter of the host's that refuses clone3).
+func probeClone(cgroupDir int) (into bool, err error) {
+	try := func(cg int) error {
+		a := C.struct_sg_spawn{cgroup: C.int32_t(cg), procs: -1, want_pidfd: 1}
+		pid := int(C.sg_probe(&a))
+		if pid < 0 {
+			return syscall.Errno(-pid)
+		}
+		_ = unix.Close(int(a.pidfd))
+		return waitChild(pid)
+	}
+	if cgroupDir >= 0 {
+		err := try(cgroupDir)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+			// Not a refusal of this group: clone3 itself is unusable.
+			return false, fmt.Errorf("failed to clone3 into a cgroup: %w", err)
+		}
+	}
+	if err := try(-1); err != nil {
+		return false, fmt.Errorf("failed to clone3: %w", err)
+	}
+	return false, nil
+}
+
+// cloneSpawn starts argv0 as attr says (the fields procAttr sets) on the own spawn
+// path: cloned into the cgroup2 directory cgroup if >= 0, else made to write itself
+// into procs if >= 0, with filter installed in the child. It returns the pid and,
+// with wantPidFD, its pidfd (else -1). A child that failed is reaped here, and its
+// errno returned as ForkExec returns it.
+func cloneSpawn(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, wantPidFD bool, filter *unix.SockFprog) (pid, pidfd int, err error) {
+	var b cstrings
+	path := b.add(argv0)
+	dir := b.add(attr.Dir)
+	argvAt := b.list(argv)
+	envAt := b.list(attr.Env)
+	fds := make([]int32, len(attr.Files))
+	for i, f := range attr.Files {
+		fds[i] = int32(f)
+	}
+	b.seal()
+	a := C.struct_sg_spawn{
+		path: b.ptr(path), dir: b.ptr(dir), argv: b.vec(argvAt), envp: b.vec(envAt),
+		nfds: C.int32_t(len(fds)), cgroup: C.int32_t(cgroup), procs: C.int32_t(procs), pidfd: -1,
+	}
+	if len(fds) > 0 {
+		a.fds = C.uint64_t(uintptr(unsafe.Pointer(&fds[0])))
+	}
+	if filter != nil {
+		a.filter = C.uint64_t(uintptr(unsafe.Pointer(filter)))
+	}
+	if wantPidFD {
+		a.want_pidfd = 1
+	}
+	if sys := attr.Sys; sys != nil {
+		if sys.Setsid {
+			a.setsid = 1
+		}
+		if sys.Setctty {
+			a.ctty = 1
+		}
+		if c := sys.Credential; c != nil {
+			a.cred, a.uid, a.gid = 1, C.uint32_t(c.Uid), C.uint32_t(c.Gid)
+		}
+	}
+	pid = int(C.sg_spawn(&a))
+	goruntime.KeepAlive(&b)
+	goruntime.KeepAlive(fds)
+	goruntime.KeepAlive(filter)
+	if pid < 0 {
+		errno := syscall.Errno(-pid)
+		if cgroup >= 0 && (errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBADF) {
+			return 0, -1, fmt.Errorf("failed to clone3: %w: %w", errCloneInto, errno)
+		}
+		return 0, -1, fmt.Errorf("failed to clone3: %w", errno)
+	}
+	if a.err == 0 {
+		return pid, int(a.pidfd), nil
+	}
+	if wantPidFD {
+		_ = unix.Close(int(a.pidfd))
+	}
+	_ = waitChild(pid)
+	errno := syscall.Errno(a.err)
+	if what, ok := cloneStages[int32(a.stage)]; ok {
+		return 0, -1, fmt.Errorf("failed to %s: %w", what, errno)
+	}
+	return 0, -1, errno // the exec's own, as ForkExec returns it
+}
+
+// cstrings lays out NUL-terminated strings and NULL-terminated pointer arrays for
+// the child in one Go buffer, which the caller keeps alive across the spawn. Go's heap
+// does not move objects, so the addresses taken after seal hold.
+type cstrings struct {
+	buf  []byte
+	ptrs []uint64
+	// lists are the [start, end) ranges of offsets in offs that make each pointer array.
+	offs []int
+}
+
+// add appends s and returns its offset.
+func (b *cstrings) add(s string) int {
+	at := len(b.buf)
+	b.buf = append(append(b.buf, s...), 0)
+	return at
+}
+
+// list appends each string of ss and returns the index of its pointer array.
+func (b *cstrings) list(ss []string) int {
+	start := len(b.offs)
+	for _, s := range ss {
+		b.offs = append(b.offs, b.add(s))
+	}
+	b.offs = append(b.offs, -1) // the array's NULL
+	return start
+}
+
+// seal fixes the buffer and builds the pointer arrays.
+func (b *cstrings) seal() {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
+	b.ptrs = make([]uint64, len(b.offs))
+	for i, o := range b.offs {
+		if o >= 0 {
+			b.ptrs[i] = uint64(base + uintptr(o))
+		}
+	}
+}
+
+func (b *cstrings) ptr(off int) C.uint64_t {
+	return C.uint64_t(uintptr(unsafe.Pointer(unsafe.SliceData(b.buf))) + uintptr(off))
+}
+
+func (b *cstrings) vec(start int) C.uint64_t {
+	return C.uint64_t(uintptr(unsafe.Pointer(&b.ptrs[start])))
+}
+
+// waitChild reaps pid and returns an error unless it exited 0.
+func waitChild(pid int) error {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !ws.Exited() || ws.ExitStatus() != 0 {
+			return fmt.Errorf("child ended with %v", ws)
+		}
+		return nil
+	}
+}

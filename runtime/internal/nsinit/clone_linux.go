@@ -1,0 +1,94 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ownSpawn is the init's spawn path of its own: clone3 with CLONE_VM|CLONE_VFORK onto
+// a stack of its own, the child cloned straight into its cgroup, with default signal
+// handlers and a pidfd, installing the seccomp filter itself before it execs (see the
+// package doc, "Spawning"). It is used by the spawner thread only.
+type ownSpawn struct {
+	// into says the kernel lets the init clone into a cgroup2 group (CLONE_INTO_CGROUP);
+	// if not, a child writes itself into its group's cgroup.procs before it execs.
+	into bool
+	// filter is the seccomp program each child installs; kept alive with prog.
+	filter *unix.SockFprog
+	prog   []unix.SockFilter
+}
+
+// chooseSpawnPath probes the own spawn path once, on the spawner thread before it is
+// hardened, and returns it, or nil where it cannot be used: a build without it (no
+// cgo, another architecture), Config.ForceFork, or a kernel that refuses the probe.
+// homeDir is the init's own cgroup2 directory, or -1; it is closed here, as nothing
+// after the probe needs it.
+func chooseSpawnPath(cfg Config, homeDir int) *ownSpawn {
+	if homeDir >= 0 {
+		defer unix.Close(homeDir)
+	}
+	if !cloneBuilt || cfg.ForceFork {
+		return nil
+	}
+	prog, err := buildFilter()
+	if err != nil {
+		return nil // hardenThread fails the start with the same error
+	}
+	into, err := probeClone(homeDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nsinit: spawning with ForkExec and cgroup moves:", err)
+		return nil
+	}
+	return &ownSpawn{into: into, prog: prog, filter: &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}}
+}
+
+// spawnPath says which spawn path the init took.
+func (ip *initProc) spawnPath() SpawnPath {
+	switch {
+	case ip.own == nil:
+		return SpawnFork
+	case ip.own.into:
+		return SpawnCloneInto
+	}
+	return SpawnClone
+}
+
+// start starts the process of job j as attr says. cgroupFDs gives the group's
+// cgroup.procs and directory fds of a spawn that names one.
+func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	cg, procs := -1, -1
+	if j.fr.Cgroup {
+		p, d := cgroupFDs(j)
+		if o.into && d >= 0 {
+			cg = d
+		} else {
+			procs = p
+		}
+	}
+	pid, pidfd, err := cloneSpawn(argv0, argv, attr, cg, procs, attr.Sys.PidFD != nil, o.filter)
+	if cg >= 0 && errors.Is(err, errCloneInto) {
+		// The init may clone into its own group but not this one (its cgroup.procs, or
+		// that of their common ancestor, is not the init's to write): no child was
+		// made, so let the child write itself in, with the opener's rights.
+		procs, _ = cgroupFDs(j)
+		pid, pidfd, err = cloneSpawn(argv0, argv, attr, -1, procs, attr.Sys.PidFD != nil, o.filter)
+	}
+	if attr.Sys.PidFD != nil {
+		*attr.Sys.PidFD = pidfd
+	}
+	return pid, err
+}
+
+// cgroupFDs returns the cgroup.procs and (with CgroupDir, else -1) the directory
+// that follow a spawn's stdio and extra fds; the status pipe was taken off already.
+func cgroupFDs(j spawnJob) (procs, dir int) {
+	n := len(j.fds)
+	if j.fr.CgroupDir {
+		return j.fds[n-2], j.fds[n-1]
+	}
+	return j.fds[n-1], -1
+}

@@ -1,0 +1,20 @@
+//go:build linux && !(cgo && amd64)
+
+package nsinit
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// cloneBuilt says this build has the init's own spawn path: not without cgo or on
+// another architecture, where every spawn takes the fallback (ForkExec from the
+// filtered thread, with the cgroup moves).
+const cloneBuilt = false
+
+func probeClone(int) (bool, error) { return false, errNoClone }
+
+func cloneSpawn(string, []string, *syscall.ProcAttr, int, int, bool, *unix.SockFprog) (int, int, error) {
+	return 0, -1, errNoClone
+}

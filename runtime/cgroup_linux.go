@@ -51,6 +51,8 @@ type sandboxCgroup struct {
 	spareMu sync.Mutex   // guards spare; taken under mu (read or write)
 	spare   []spareGroup // emptied tree groups kept for the next trees
 	killed  atomic.Bool  // KillAll wrote the sandbox's cgroup.kill
+
+	owner *cgroupOwner // whom new tree groups are delegated to (delegate), or nil; under mu
 }
 
 // v1Procs is one v1 group's cgroup.procs, open for writing.

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxSpare bounds the emptied tree groups a sandbox keeps for reuse; each holds three
+// maxSpare bounds the emptied tree groups a sandbox keeps for reuse; each holds four
 // fds. With 4, eight concurrent execs still made (and later removed) a group for about
 // one exec in sixteen, each mkdir and rmdir of a cgroup costing the server ~100 µs of
 // CPU (BENCHMARKS.md, "#14, third pass").
@@ -29,11 +29,15 @@ type spareGroup struct {
 	dir        string
 	fd, events int
 	procs      *os.File // its cgroup.procs, or nil (procsFile)
+	dirf       *os.File // a copy of fd as a file, or nil (dirFile)
 }
 
 func (g spareGroup) close() {
 	if g.procs != nil {
 		_ = g.procs.Close()
+	}
+	if g.dirf != nil {
+		_ = g.dirf.Close()
 	}
 	_ = unix.Close(g.events)
 	_ = unix.Close(g.fd)
@@ -68,6 +72,13 @@ func (c *sandboxCgroup) newTree() (*treeCgroup, error) {
 		_ = unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
 		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("open", err))
 	}
+	if o := c.owner; o != nil {
+		if err := unix.Fchownat(fd, "cgroup.procs", o.uid, o.gid, 0); err != nil {
+			_ = unix.Close(fd)
+			_ = unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
+			return nil, fmt.Errorf("failed to delegate process cgroup: %w", os.NewSyscallError("fchownat", err))
+		}
+	}
 	return &treeCgroup{c: c, dir: filepath.Join(parentDir, name), fd: fd, events: -1}, nil
 }
 
@@ -89,7 +100,7 @@ func (c *sandboxCgroup) reuseLocked() *treeCgroup {
 		g := c.spare[n-1]
 		c.spare = c.spare[:n-1]
 		c.spareMu.Unlock()
-		t := &treeCgroup{c: c, dir: g.dir, fd: g.fd, events: g.events, procs: g.procs}
+		t := &treeCgroup{c: c, dir: g.dir, fd: g.fd, events: g.events, procs: g.procs, dirf: g.dirf}
 		t.mu.Lock()
 		empty := t.emptyLocked()
 		t.empty = false // the new tree's own state starts now
@@ -123,8 +134,8 @@ func (c *sandboxCgroup) keep(t *treeCgroup) bool {
 	if c.destroyed || len(c.spare) >= maxSpare || t.events < 0 || t.killed || c.killed.Load() {
 		return false
 	}
-	c.spare = append(c.spare, spareGroup{dir: t.dir, fd: t.fd, events: t.events, procs: t.procs})
-	t.fd, t.events, t.procs = -1, -1, nil
+	c.spare = append(c.spare, spareGroup{dir: t.dir, fd: t.fd, events: t.events, procs: t.procs, dirf: t.dirf})
+	t.fd, t.events, t.procs, t.dirf = -1, -1, nil, nil
 	return true
 }
 
@@ -147,6 +158,7 @@ type treeCgroup struct {
 	fd     int        // the group's directory, open from newTree until remove
 	events int        // its cgroup.events, opened at the first kill or remove; -1 before
 	procs  *os.File   // its cgroup.procs, opened by the first procsFile; nil before
+	dirf   *os.File   // a copy of fd, made by the first dirFile; nil before
 	empty  bool       // cgroup.events said "populated 0"; only read once the leader started
 	killed bool       // cgroup.kill was written: the group cannot be reused
 }
@@ -184,6 +196,28 @@ func (t *treeCgroup) procsFile() (*os.File, error) {
 	}
 	t.procs = os.NewFile(uintptr(fd), t.dir+"/cgroup.procs")
 	return t.procs, nil
+}
+
+// dirFile returns the group's directory as a file: what the namespace driver's init
+// clones a process into. Like procsFile, the tree owns it and a spare keeps it.
+func (t *treeCgroup) dirFile() (*os.File, error) {
+	if t == nil {
+		return nil, fmt.Errorf("%w: a process tree needs a cgroup", ErrNoCgroups)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dirf != nil {
+		return t.dirf, nil
+	}
+	if t.fd < 0 {
+		return nil, fmt.Errorf("failed to open process cgroup: %w", ErrClosed)
+	}
+	fd, err := unix.FcntlInt(uintptr(t.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open process cgroup: %w", os.NewSyscallError("fcntl", err))
+	}
+	t.dirf = os.NewFile(uintptr(fd), t.dir)
+	return t.dirf, nil
 }
 
 // kill sends SIGKILL to every process in the group, at once.
@@ -271,6 +305,10 @@ func (t *treeCgroup) closeLocked() {
 	if t.procs != nil {
 		_ = t.procs.Close()
 		t.procs = nil
+	}
+	if t.dirf != nil {
+		_ = t.dirf.Close()
+		t.dirf = nil
 	}
 	if t.events >= 0 {
 		_ = unix.Close(t.events)

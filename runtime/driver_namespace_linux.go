@@ -22,6 +22,13 @@ func (d NamespaceDriver) open(ctx context.Context, s *Sandbox) (host, error) {
 	if s.cg == nil || s.cg.v2 == "" {
 		return nil, fmt.Errorf("%w: the namespace driver needs a cgroup2 hierarchy to contain process trees", ErrNoCgroups)
 	}
+	if d.UserNS {
+		// So the init, root of its user namespace, may clone into the trees' groups.
+		ids := nsinit.DefaultIDRange
+		if err := s.cg.delegate(int(ids.HostUID), int(ids.HostGID)); err != nil {
+			return nil, err
+		}
+	}
 	home, err := s.cg.newTree()
 	if err != nil {
 		return nil, err
@@ -89,9 +96,13 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := sp.tree.dirFile() // the tree's too
+	if err != nil {
+		return nil, err
+	}
 	req := nsinit.SpawnRequest{
 		Argv: sp.argv, Env: sp.env, Dir: h.s.guestPath(sp.dir),
-		Stdin: sp.stdin, Stdout: sp.stdout, Stderr: sp.stderr, Extra: sp.extra, Cgroup: procs,
+		Stdin: sp.stdin, Stdout: sp.stdout, Stderr: sp.stderr, Extra: sp.extra, Cgroup: procs, CgroupDir: dir,
 	}
 	// The init writes the status to this pipe when the process exits: the leader's
 	// exit fd, and reap's answer, without waiting for the exit frame.

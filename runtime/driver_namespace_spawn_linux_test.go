@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandgate/sandgate/runtime/internal/nsinit"
+)
+
+// TestNamespaceClonesIntoTrees checks that the namespace driver's init, with a user
+// namespace too (its groups are then delegated to the namespace's root), clones each
+// exec's process straight into the tree's group, and that the process runs there.
+func TestNamespaceClonesIntoTrees(t *testing.T) {
+	t.Parallel()
+	for _, userNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("userns=%v", userNS), func(t *testing.T) {
+			t.Parallel()
+			s := newNSSandbox(t, &Config{Driver: NamespaceDriver{UserNS: userNS}})
+			h := s.h.(*nsHost)
+			if got := h.in.SpawnPath(); got != nsinit.SpawnCloneInto {
+				if !userNS && got == nsinit.SpawnFork {
+					t.Skip("the init has no clone3 path here (build or kernel)")
+				}
+				t.Fatalf("the init spawns on the %v path, want %v", got, nsinit.SpawnCloneInto)
+			}
+			r, err := s.Exec(testCtx(t), ExecOptions{Argv: []string{"cat", "/proc/self/cgroup"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var group string
+			for _, l := range strings.Split(string(r.Stdout), "\n") {
+				if v, ok := strings.CutPrefix(l, "0::"); ok {
+					group = v
+				}
+			}
+			// The group is relative to the hierarchy's root: <...>/<sandbox>/t<n>.
+			inSandbox := filepath.Base(filepath.Dir(group)) == filepath.Base(s.cg.v2)
+			if r.ExitCode != 0 || !inSandbox || !strings.HasPrefix(filepath.Base(group), "t") || filepath.Base(group) == filepath.Base(h.home.dir) {
+				t.Fatalf("the exec ran in %q (exit %d, %q); want a tree's group in %s, not the init's %s", group, r.ExitCode, r.Stderr, s.cg.v2, h.home.dir)
+			}
+		})
+	}
+}

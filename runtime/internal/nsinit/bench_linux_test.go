@@ -12,10 +12,11 @@ import (
 )
 
 // BenchmarkSpawn times a spawn of `true` through a running init, waited for as the
-// runtime's exec waits (a poll on Child.ExitFD, then Wait), without
-// and with a cgroup to start in (the runtime's tree groups), against a raw
-// exec.Command("true").Run() in rotated order each round, and reports the p50s and
-// their ratios to the raw exec.
+// runtime's exec waits (a poll on Child.ExitFD, then Wait), without and with a cgroup
+// to start in (the runtime's tree groups, handed over as the runtime does: cgroup.procs
+// and directory), and the latter on an init forced onto the fallback spawn path
+// (ForkExec and cgroup moves), against a raw exec.Command("true").Run() in rotated
+// order each round, and reports the p50s and their ratios to the raw exec.
 //
 //	go test -run '^$' -bench BenchmarkSpawn -benchtime=1x ./runtime/internal/nsinit/
 func BenchmarkSpawn(b *testing.B) {
@@ -27,15 +28,29 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 	}
 	in := startInit(b, Config{Cgroup: home})
+	forkHome := filepath.Join(base, "fork-home")
+	if err := os.Mkdir(forkHome, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	fork := startInit(b, Config{Cgroup: forkHome, ForceFork: true})
 	procs, err := os.OpenFile(filepath.Join(tree, "cgroup.procs"), os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer procs.Close()
+	dir, err := os.Open(tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dir.Close()
 	ctx := testCtx(b)
-	spawn := func(cg *os.File) func() {
+	spawn := func(in *Init, cg *os.File) func() {
 		return func() {
-			ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, Cgroup: cg})
+			req := SpawnRequest{Argv: []string{"true"}, Cgroup: cg}
+			if cg != nil {
+				req.CgroupDir = dir
+			}
+			ch, err := in.Spawn(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,8 +77,9 @@ func BenchmarkSpawn(b *testing.B) {
 				b.Fatal(err)
 			}
 		},
-		spawn(nil),
-		spawn(procs),
+		spawn(in, nil),
+		spawn(in, procs),
+		spawn(fork, procs),
 	}
 	for _, w := range ways {
 		w()
@@ -86,4 +102,7 @@ func BenchmarkSpawn(b *testing.B) {
 	b.ReportMetric(float64(p(took[2], 50))/1e3, "spawn-cgroup-p50-µs")
 	b.ReportMetric(float64(p(took[1], 50))/raw, "spawn/raw")
 	b.ReportMetric(float64(p(took[2], 50))/raw, "spawn-cgroup/raw")
+	b.ReportMetric(float64(p(took[3], 50))/1e3, "fork-cgroup-p50-µs")
+	b.ReportMetric(float64(p(took[3], 50))/raw, "fork-cgroup/raw")
+	b.ReportMetric(float64(p(took[2], 50))/float64(p(took[3], 50)), "spawn-cgroup/fork-cgroup")
 }

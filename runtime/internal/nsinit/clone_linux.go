@@ -11,13 +11,14 @@ import (
 
 // ownSpawn is the init's spawn path of its own: clone3 with CLONE_VM|CLONE_VFORK onto
 // a stack of its own, the child cloned straight into its cgroup, with default signal
-// handlers and a pidfd, installing the seccomp filter itself before it execs (see the
+// handlers and a pidfd, adding a seccomp filter that refuses clone3 before it execs
+// (the spawner thread's, which it inherits, allows it; see seccomp_linux.go and the
 // package doc, "Spawning"). It is used by the spawner thread only.
 type ownSpawn struct {
 	// into says the kernel lets the init clone into a cgroup2 group (CLONE_INTO_CGROUP);
 	// if not, a child writes itself into its group's cgroup.procs before it execs.
 	into bool
-	// filter is the seccomp program each child installs; kept alive with prog.
+	// filter is the seccomp program each child adds (childFilter); kept alive with prog.
 	filter *unix.SockFprog
 	prog   []unix.SockFilter
 }
@@ -34,10 +35,10 @@ func chooseSpawnPath(cfg Config, homeDir int) *ownSpawn {
 	if !cloneBuilt || cfg.ForceFork {
 		return nil
 	}
-	prog, err := buildFilter()
-	if err != nil {
+	if _, err := buildFilter(); err != nil {
 		return nil // hardenThread fails the start with the same error
 	}
+	prog := childFilter()
 	into, err := probeClone(homeDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nsinit: spawning with ForkExec and cgroup moves:", err)

@@ -87,7 +87,7 @@ func skipForced(t *testing.T) {
 
 // TestSpawnPathChosen checks which spawn path an init takes, that a process spawned on
 // each starts in its tree's group (cat reads /proc/self/cgroup first thing), and that
-// only the fallback path filters a thread of the init itself. With a user namespace the
+// one thread of the init, the spawner, carries the filter. With a user namespace the
 // init may clone into the groups only once they are delegated to its root.
 func TestSpawnPathChosen(t *testing.T) {
 	t.Parallel()
@@ -135,12 +135,8 @@ func TestSpawnPathChosen(t *testing.T) {
 			if got := cgroupPIDs(t, home); !slices.Equal(got, []int{in.PID()}) {
 				t.Fatalf("home group holds %v, want only the init %d", got, in.PID())
 			}
-			wantFiltered := 0
-			if tt.fork {
-				wantFiltered = 1
-			}
-			if got := filteredThreads(t, in.PID()); got != wantFiltered {
-				t.Fatalf("%d of the init's threads carry the seccomp filter, want %d", got, wantFiltered)
+			if got := filteredThreads(t, in.PID()); got != 1 {
+				t.Fatalf("%d of the init's threads carry the seccomp filter, want 1", got)
 			}
 		})
 	}

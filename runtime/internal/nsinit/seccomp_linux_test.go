@@ -48,11 +48,31 @@ func TestFilterDecisions(t *testing.T) {
 	if x32Bit != 0 {
 		tests = append(tests, filterCase{"x32 read", auditArch, x32Bit | unix.SYS_READ, 0, eperm})
 	}
+	thread, err := buildThreadFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := childFilter()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if got := runBPF(t, prog, tt.nr, tt.arch, tt.arg0); got != tt.want {
 				t.Fatalf("filter(%#x, nr %d, arg0 %#x) = %#x, want %#x", tt.arch, tt.nr, tt.arg0, got, tt.want)
+			}
+			// The own spawn path: the spawner thread's program allows clone3 and nothing
+			// else more; with the child's added, the kernel's answer (the most
+			// restrictive, the lowest action) is the same as the full program's.
+			th := runBPF(t, thread, tt.nr, tt.arch, tt.arg0)
+			if want := tt.want; tt.nr == unix.SYS_CLONE3 && tt.arch == auditArch {
+				if th != allow {
+					t.Fatalf("thread filter(clone3) = %#x, want allow", th)
+				}
+			} else if th != want {
+				t.Fatalf("thread filter(%#x, nr %d, arg0 %#x) = %#x, want %#x", tt.arch, tt.nr, tt.arg0, th, want)
+			}
+			// The kernel compares actions as signed (KILL_PROCESS is the lowest).
+			if got := uint32(min(int32(th), int32(runBPF(t, child, tt.nr, tt.arch, tt.arg0)))); got != tt.want {
+				t.Fatalf("thread and child filters(%#x, nr %d, arg0 %#x) = %#x, want %#x", tt.arch, tt.nr, tt.arg0, got, tt.want)
 			}
 		})
 	}

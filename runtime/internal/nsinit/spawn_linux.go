@@ -21,7 +21,7 @@ type spawnJob struct {
 
 // spawnLoop runs on its own OS thread for the life of the init. It hardens that thread
 // (no_new_privs, an empty capability bounding set, no inheritable or ambient
-// capabilities, and, on the fallback spawn path, the seccomp filter) and then serves
+// capabilities, the seccomp filter) and then serves
 // the control socket from it (serve), forking every sandbox process right where its
 // request was read, so each inherits exactly that state.
 //
@@ -32,9 +32,9 @@ type spawnJob struct {
 // never runs anything else on it; it ends with the process.
 //
 // Which spawn path: chooseSpawnPath probes the own one first, before the thread is
-// hardened (with the filter on, the probe's clone3 would fail). On the own path each
-// child installs the filter itself, and the thread goes without it: it keeps the rest,
-// which every child inherits.
+// hardened (the fallback's filter refuses clone3). On the own path the
+// thread's filter allows clone3, which it clones with, and each child adds a filter
+// that refuses it (see seccomp_linux.go).
 func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	goruntime.LockOSThread()
 	ip.own = chooseSpawnPath(ip.cfg, ip.homeDir)
@@ -43,7 +43,15 @@ func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 		_ = ip.home.Close() // no moves on this path
 		ip.home = nil
 	}
-	if err := hardenThread(ip.own == nil); err != nil {
+	build := buildFilter
+	if ip.own != nil {
+		build = buildThreadFilter
+	}
+	prog, err := build()
+	if err == nil {
+		err = hardenThread(prog)
+	}
+	if err != nil {
 		ready <- err
 		return
 	}
@@ -51,9 +59,9 @@ func (ip *initProc) spawnLoop(ready chan<- error, done chan<- int) {
 	ip.serve(done)
 }
 
-// hardenThread applies to the calling thread what every sandbox process inherits, and
-// the seccomp filter if filter says so.
-func hardenThread(filter bool) error {
+// hardenThread applies to the calling thread what every sandbox process inherits: the
+// seccomp filter prog last.
+func hardenThread(prog []unix.SockFilter) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("failed to set no_new_privs: %w", err)
 	}
@@ -79,11 +87,7 @@ func hardenThread(filter bool) error {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("failed to clear inheritable capabilities: %w", err)
 	}
-	if !filter {
-		_, err := buildFilter() // the children's: fail the start here as the fallback would
-		return err
-	}
-	return installFilter()
+	return installFilter(prog)
 }
 
 func capLastCap() (int, error) {

@@ -46,6 +46,12 @@
 // (cgroup.events, bounded) and removed; Close does the same to the sandbox's group.
 // Without cgroup2, a setsid'd descendant escapes its group, and exec and process output
 // readers stop waiting for its copy of stdout after a bounded drain (1 s).
+// On the namespace driver the init clones the leader into the group itself; with a
+// user namespace the kernel then checks the init's own uid (the namespace's root as
+// the host sees it), so the sandbox's group and each tree's group have their
+// cgroup.procs chowned to that uid (see the nsinit package's doc, "Spawning", for why
+// that is safe); without it each leader would write itself into its group before it
+// execs, one more cgroup migration per exec.
 //
 // The limits ([Config] MemoryBytes, Pids, CPUMillis; [Sandbox.SetLimits]) go to the
 // sandbox's group in the cgroup v1 memory, pids and cpu hierarchies where those are

@@ -26,13 +26,13 @@
 // it sets the hostname to the sandbox id, brings lo up ([NetworkLoopback]) or leaves
 // it down ([NetworkNone]), pivots into the new root and remounts it read-only.
 //
-// Every spawned process is forked from one hardened thread of the init: no_new_privs,
+// Every spawned process is started from one hardened thread of the init: no_new_privs,
 // an empty capability bounding set (so root inside has no capabilities), and a seccomp
 // filter that fails keyctl, bpf, ptrace, perf_event_open, mount and the new mount API,
 // unshare, setns, clone into new namespaces, module and kexec calls, reboot, swap,
 // acct, clock setting and a few more with EPERM (clone3 with ENOSYS, so libc falls
 // back to clone, whose flags the filter can see). Processes run as root inside unless
-// [Config].UID and GID are set.
+// [Config].UID and GID are set. How the thread starts them is under Spawning.
 //
 // That thread also reads the control socket, blocking in recvmsg outside Go's poller,
 // so a spawn request wakes the very thread that forks it; another thread waits in
@@ -41,6 +41,73 @@
 // while they wait, so before it is ready the init makes a few spare idle threads: its
 // thread count, which its pids group counts with the sandbox's processes, then stays
 // what it was at start instead of growing by one at some later spawn.
+//
+// # Spawning
+//
+// The init starts processes on a path of its own where it can ([SpawnCloneInto]),
+// and on Go's syscall.ForkExec otherwise ([SpawnFork]); [Init.SpawnPath] says which.
+//
+// The own path (clone_linux_amd64.c, cgo on amd64) is one clone3 with
+//
+//   - CLONE_INTO_CGROUP: the kernel puts the child in its tree's cgroup2 group
+//     ([SpawnRequest].CgroupDir) as it creates it. On the fallback path the init
+//     writes itself into that group, forks, and writes itself back: two migrations
+//     of the whole init per exec, each interrupting every one of its threads, which
+//     were about 68 µs of CPU, 30% of the init's, under eight clients (BENCHMARKS.md,
+//     "#14, third pass");
+//   - CLONE_CLEAR_SIGHAND: the child starts with default handlers, where Go's child
+//     resets each of some 55 signals with a syscall before it execs;
+//   - CLONE_PIDFD, for [Child].ExitFD;
+//   - CLONE_VM|CLONE_VFORK on a stack of its own (one mapping with a guard page below
+//     it, reused: the spawns are serialized on the spawner thread, and each child has
+//     left it, by exec or exit, before clone3 returns).
+//
+// The thread blocks every signal around the clone (no handler may run in a child that
+// shares its memory). The child runs C with raw syscalls only (no libc: errno and
+// libc's locks would be the parent's) and does, in order, what Go's child does for
+// the same request: its seccomp filter (below), setsid or setpgid, setgroups, setgid
+// and setuid when Config.UID or GID are set, chdir, the fds moved into 0..n-1 (those
+// in the way moved up first; the targets lose close-on-exec, everything else of the
+// init has it), TIOCSCTTY for a PTY, RLIMIT_NOFILE back to what the process started
+// with (Go raises its soft limit at start; a C constructor reads it before), the
+// signal mask back, and execve. A failure is stored in the memory it shares with the
+// parent (the errno and the step) before it exits 127; the init reaps it and answers
+// the spawn with that errno, as ForkExec would (ENOENT, EACCES, ...). The parent of a
+// vfork resumes once the exec has passed its point of no return, before the kernel
+// closes the close-on-exec fds: a process seen from outside right after its spawn may
+// still show the init's fds, though it runs none of its own code until they are gone.
+//
+// The seccomp filter: the thread cannot carry the filter above, which refuses clone3
+// (its flags sit behind a pointer, out of the filter's sight), and it must call
+// clone3. It carries the same program with clone3 allowed, which every child inherits
+// (a shared reference, nothing to compile), and each child adds a four-instruction
+// filter that refuses clone3 with ENOSYS before it execs: the kernel runs every filter
+// of a task and takes the most restrictive answer, so a sandbox process sees exactly
+// the program above. Loading the whole program in each child instead was measured at
+// about a fifth of a spawn of true (the kernel checks, JIT-compiles and pre-evaluates a
+// new filter for every syscall number).
+//
+// The init probes the path once at start, on the spawner thread before it is
+// hardened: a clone3 with those flags into its own group, then, if the kernel refuses
+// the group (EBADF for a cgroup v1 directory; EACCES where the init may not write the
+// group, as in a user namespace whose root the groups were not delegated to), one
+// without it ([SpawnClone]: each child then writes itself into its group's
+// cgroup.procs, which the server opened, before it execs: a migration of one small
+// process rather than two of the init). A probe that fails (a kernel before 5.5, a
+// build without cgo or on another architecture, [Config].ForceFork) leaves the
+// fallback: ForkExec from the thread carrying the full filter, with the moves. A
+// spawn whose group refuses the clone though the init's own group did not is retried
+// the [SpawnClone] way.
+//
+// With [Config].UserNS the kernel checks the init's own credentials (root of its user
+// namespace, an unprivileged uid to the host) for CLONE_INTO_CGROUP: write access to
+// the target group's cgroup.procs and to that of the common ancestor of the target
+// and the init's own group. The runtime therefore chowns the cgroup.procs of the
+// sandbox's group and of each tree's group to that uid (see the runtime's doc): it lets
+// the uid move processes between that sandbox's own groups and nowhere else, and
+// nothing inside a sandbox can reach those files (no /sys, no mount, and the init's
+// fds are out of reach through /proc: its processes lack the init's capabilities, so
+// the kernel refuses them the ptrace access that asks).
 //
 // # User namespace and workspace ownership
 //
@@ -99,9 +166,11 @@
 //  4. While fenced the init refuses spawns (ErrLeaseExpired). Each spawn frame also
 //     carries the client's latest deadline, so a spawn never fails for a renewal still
 //     queued behind it. The init checks the lease and forks under one lock, the one the
-//     timer takes to freeze: it enters the spawn's group (below the freeze group) for
-//     the fork, and must never be frozen there. A sandbox started with its deadline
-//     past is frozen (empty) at once and runs nothing until renewed.
+//     timer takes to freeze: on the fallback path it enters the spawn's group (below
+//     the freeze group) for the fork, and must never be frozen there; on its own path
+//     it would wait, in clone3 with CLONE_VFORK, for a child frozen before its exec. A
+//     sandbox started with its deadline past is frozen (empty) at once and runs nothing
+//     until renewed.
 //
 // The timer fired within a few milliseconds of the deadline in the tests (under -race
 // on a loaded 2-core VM). A frozen process can still be killed (SIGKILL, cgroup.kill):
@@ -116,11 +185,12 @@
 //
 //	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)
-//	init → server  ready                                   setup done; or error {err, errno}
-//	server → init  spawn    {id, argv, env, dir, tty, session, extra, cgroup, status,
-//	                        no_wait, lease} + 3 fds (stdin, stdout, stderr) or 1 fd (a PTY slave,
-//	                        with tty set), then the extra fds, the cgroup.procs and the
-//	                        status pipe, each if the frame says so
+//	init → server  ready    {code: the SpawnPath}          setup done; or error {err, errno}
+//	server → init  spawn    {id, argv, env, dir, tty, session, extra, cgroup, cgroup_dir,
+//	                        status, no_wait, lease} + 3 fds (stdin, stdout, stderr) or 1 fd
+//	                        (a PTY slave, with tty set), then the extra fds, the
+//	                        cgroup.procs, the group's directory and the status pipe,
+//	                        each if the frame says so
 //	init → server  started  {id, pid} + SCM_CREDENTIALS naming the process + its
 //	                        pidfd (SCM_RIGHTS); or error. A no_wait spawn (an exec)
 //	                        gets no started frame, only an error if it fails
@@ -136,7 +206,8 @@
 // receiver's pid namespace, which is how the server learns the host pid without a
 // /proc scan. The init holds one lock across fork, the started frame, and each
 // wait4, so a process is never reaped before it is announced, and its exit frame
-// always follows its started frame. The pidfd (the init forks with CLONE_PIDFD) is
+// always follows its started frame. With home set, the init's fds 4 and 5 are its own
+// group's cgroup.procs and directory. The pidfd (the init forks with CLONE_PIDFD) is
 // what Child.ExitFD hands out: a poll on it sees the exit without waiting for the
 // exit frame, which still brings the status.
 //
@@ -146,7 +217,9 @@
 //     controlling terminal (and through /dev/tty), but has no name under /dev/pts.
 //   - stdio files are put in blocking mode, as os/exec does: the process shares
 //     their open file descriptions.
-//   - The seccomp filter exists for amd64 and arm64; elsewhere Start fails.
+//   - The seccomp filter exists for amd64 and arm64; elsewhere Start fails. The own
+//     spawn path exists for amd64 with cgo; arm64 and builds without cgo take the
+//     fallback.
 //   - With UserNS every sandbox shares one range unless the caller gives each its
 //     own. Root inside may set the setuid bit on its own files, which are root's on
 //     disk: the host must never run programs from workspaces (mount their disks

@@ -33,12 +33,13 @@ var cloneStages = map[int32]string{
 }
 
 // probeClone tries the own spawn path once with a child that exits at once: into the
-// cgroup2 directory cgroupDir (if >= 0), then, if the kernel refuses that (EBADF for a
-// v1 group, EACCES or EPERM where the init may not write the group, as in a user
-// namespace the group's owner did not delegate to), without it. It reports whether
+// cgroup2 directory cgroupDir (if >= 0), then, if that fails, without it. The kernel
+// refuses the group with EBADF for a v1 directory and EACCES or EPERM where the init
+// may not write it (a user namespace the group was not delegated to), and a kernel
+// before 5.7 refuses CLONE_INTO_CGROUP itself (EINVAL or E2BIG). It reports whether
 // clones may go into a cgroup, or an error if clone3 with CLONE_VM, CLONE_VFORK,
-// CLONE_CLEAR_SIGHAND and CLONE_PIDFD is unavailable (before Linux 5.5, or a
-// seccomp filter of the host's that refuses clone3).
+// CLONE_CLEAR_SIGHAND and CLONE_PIDFD is unavailable (before Linux 5.5, or a seccomp
+// filter of the host's that refuses clone3).
 func probeClone(cgroupDir int) (into bool, err error) {
 	try := func(cg int) error {
 		a := C.struct_sg_spawn{cgroup: C.int32_t(cg), procs: -1, want_pidfd: 1}
@@ -49,15 +50,8 @@ func probeClone(cgroupDir int) (into bool, err error) {
 		_ = unix.Close(int(a.pidfd))
 		return waitChild(pid)
 	}
-	if cgroupDir >= 0 {
-		err := try(cgroupDir)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, unix.EBADF) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
-			// Not a refusal of this group: clone3 itself is unusable.
-			return false, fmt.Errorf("failed to clone3 into a cgroup: %w", err)
-		}
+	if cgroupDir >= 0 && try(cgroupDir) == nil {
+		return true, nil
 	}
 	if err := try(-1); err != nil {
 		return false, fmt.Errorf("failed to clone3: %w", err)

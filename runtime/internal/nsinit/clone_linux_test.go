@@ -279,20 +279,27 @@ func testSpawnedProcessState(t *testing.T, in *Init) {
 		}
 	})
 	t.Run("start errors", func(t *testing.T) {
+		// An exec that fails reads as it did with ForkExec on both paths, word for word.
 		for _, tc := range []struct {
-			argv []string
-			dir  string
-			want error
+			argv  []string
+			dir   string
+			want  error
+			exact bool
 		}{
-			{[]string{"/no/such/program"}, "", unix.ENOENT},
-			{[]string{"no-such-program"}, "", unix.ENOENT},
-			{[]string{"/workspace/noexec"}, "", unix.EACCES},
-			{[]string{"/workspace"}, "", unix.EACCES},
-			{[]string{"true"}, "no-such-dir", unix.ENOENT},
+			{[]string{"/no/such/program"}, "", unix.ENOENT, true},
+			{[]string{"no-such-program"}, "", unix.ENOENT, false},
+			{[]string{"/workspace/noexec"}, "", unix.EACCES, true},
+			{[]string{"/workspace"}, "", unix.EACCES, true},
+			{[]string{"true"}, "no-such-dir", unix.ENOENT, false},
 		} {
 			_, err := in.Spawn(ctx, SpawnRequest{Argv: tc.argv, Dir: tc.dir})
 			if !errors.Is(err, tc.want) {
 				t.Errorf("Spawn %q in %q = %v, want %v", tc.argv, tc.dir, err, tc.want)
+				continue
+			}
+			a := tc.argv[0]
+			if want := "failed to spawn " + a + ": failed to start " + a + ": " + tc.want.Error(); tc.exact && err.Error() != want {
+				t.Errorf("Spawn %q = %q, want %q", tc.argv, err, want)
 			}
 		}
 	})

@@ -5,19 +5,27 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime/internal/nsinit"
 )
 
 // TestNamespaceClonesIntoTrees checks that the namespace driver's init, with a user
-// namespace too (its groups are then delegated to the namespace's root), clones each
-// exec's process straight into the tree's group, and that the process runs there.
+// namespace too (its groups are then delegated to the namespace's root) and with a
+// lease (trees below the freeze group), clones each exec's process straight into the
+// tree's group, and that the process runs there.
 func TestNamespaceClonesIntoTrees(t *testing.T) {
 	t.Parallel()
-	for _, userNS := range []bool{false, true} {
-		t.Run(fmt.Sprintf("userns=%v", userNS), func(t *testing.T) {
+	for _, tc := range []struct{ userNS, lease bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		userNS := tc.userNS
+		t.Run(fmt.Sprintf("userns=%v,lease=%v", tc.userNS, tc.lease), func(t *testing.T) {
 			t.Parallel()
-			s := newNSSandbox(t, &Config{Driver: NamespaceDriver{UserNS: userNS}})
+			d := NamespaceDriver{UserNS: tc.userNS}
+			if tc.lease {
+				d.Lease = NewLease()
+				d.Lease.Extend(time.Now().Add(time.Hour))
+			}
+			s := newNSSandbox(t, &Config{Driver: d})
 			h := s.h.(*nsHost)
 			if got := h.in.SpawnPath(); got != nsinit.SpawnCloneInto {
 				if !userNS && got == nsinit.SpawnFork {
@@ -35,8 +43,8 @@ func TestNamespaceClonesIntoTrees(t *testing.T) {
 					group = v
 				}
 			}
-			// The group is relative to the hierarchy's root: <...>/<sandbox>/t<n>.
-			inSandbox := filepath.Base(filepath.Dir(group)) == filepath.Base(s.cg.v2)
+			// The group is relative to the hierarchy's root: <...>/<sandbox>/[trees/]t<n>.
+			inSandbox := strings.Contains(group, "/"+filepath.Base(s.cg.v2)+"/")
 			if r.ExitCode != 0 || !inSandbox || !strings.HasPrefix(filepath.Base(group), "t") || filepath.Base(group) == filepath.Base(h.home.dir) {
 				t.Fatalf("the exec ran in %q (exit %d, %q); want a tree's group in %s, not the init's %s", group, r.ExitCode, r.Stderr, s.cg.v2, h.home.dir)
 			}

@@ -51,3 +51,22 @@ func TestNamespaceClonesIntoTrees(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceDelegatedGroupsOutOfReach checks what makes delegating a sandbox's
+// cgroups to its user namespace's root safe: nothing inside reaches a cgroup file. No
+// cgroup hierarchy is mounted inside, and the init's fds (where a tree's group passes
+// during a spawn) cannot be opened through /proc: the sandbox's processes lack the
+// init's capabilities, so the kernel refuses them ptrace access to it.
+func TestNamespaceDelegatedGroupsOutOfReach(t *testing.T) {
+	t.Parallel()
+	s := newNSSandbox(t, &Config{Driver: NamespaceDriver{UserNS: true}})
+	r, err := s.Exec(testCtx(t), ExecOptions{Command: `grep -c cgroup /proc/self/mountinfo
+ls /proc/1/fd >/dev/null 2>&1 && echo listed
+for f in /proc/1/fd/*; do readlink "$f" && echo "readable $f"; cat "$f" </dev/null >/dev/null 2>&1 && echo "opened $f"; done; true`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(r.Stdout); out != "0\n" && out != "0\nlisted\n" {
+		t.Fatalf("inside a sandbox: %q (stderr %q); want no cgroup mount and none of the init's fds readable", out, r.Stderr)
+	}
+}

@@ -117,8 +117,9 @@ static int sg_fail(struct sg_spawn *a, int stage, long r) {
 }
 
 // sg_child is what Go's forkAndExecInChild does for the init's spawns, in its order,
-// after installing the seccomp filter (first, so nothing the child does runs without
-// it) and moving into the spawn's cgroup when the kernel did not clone it there.
+// after adding the seccomp filter that refuses clone3 (the rest of the filter it
+// inherits from the spawner thread) and moving into the spawn's cgroup when the
+// kernel did not clone it there.
 __attribute__((noinline)) static int sg_child(void *arg) {
 	struct sg_spawn *a = arg;
 	int *fd = (int *)(uintptr_t)a->fds;

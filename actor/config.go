@@ -45,6 +45,12 @@ type Config struct {
 	// MessageQueueLimit bounds a sandbox's queued messages; PostMessage to a full
 	// queue fails with ErrBudgetExceeded. Default 10000. (Extension.)
 	MessageQueueLimit int
+	// ExitedLimit is how many exited processes' records a sandbox keeps listed at
+	// once. Past it the record of the process that exited longest ago is dropped, as
+	// its keep time passing would (no event; Stats.ExitedDropped counts it): a
+	// sandbox that starts short processes quickly keeps its newest ExitedLimit, and
+	// a new process is never refused for old ones. Default 100. (Extension.)
+	ExitedLimit int
 	// MaxSandboxesPerTenant caps how many sandboxes one tenant (SandboxSpec.Tenant)
 	// may have on the node; a create past it fails with a *BudgetError for
 	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
@@ -100,6 +106,7 @@ const (
 	DefaultMailboxSize       = 256
 	DefaultEventLogLimit     = 10000
 	DefaultMessageQueueLimit = 10000
+	DefaultExitedLimit       = 100
 )
 
 func (c *Config) withDefaults() (Config, error) {
@@ -138,6 +145,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MessageQueueLimit <= 0 {
 		cfg.MessageQueueLimit = DefaultMessageQueueLimit
+	}
+	if cfg.ExitedLimit <= 0 {
+		cfg.ExitedLimit = DefaultExitedLimit
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second

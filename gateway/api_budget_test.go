@@ -48,7 +48,7 @@ func TestBudgetDefaultsRendered(t *testing.T) {
 	if got := metricValue(t, ts, "sandgate_usage_disk_bytes"); got != sb.Usage.DiskBytes {
 		t.Fatalf("sandgate_usage_disk_bytes = %d, want the active sandbox's %d", got, sb.Usage.DiskBytes)
 	}
-	for _, name := range []string{"sandgate_usage_memory_bytes", "sandgate_usage_pids"} {
+	for _, name := range []string{"sandgate_usage_memory_bytes", "sandgate_usage_pids", "sandgate_exited_records_dropped_total"} {
 		metricValue(t, ts, name) // present
 	}
 

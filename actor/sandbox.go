@@ -33,9 +33,9 @@ type SandboxInfo struct {
 	Budget          Budget
 	Counts          struct{ Processes, Sessions, Terminals int }
 	FailReason      string
-	// Usage is what the sandbox uses now; nil unless it is active (in memory). A listed
-	// active sandbox shows it as of its last turn, its memory and pids up to a second
-	// older than that.
+	// Usage is what the sandbox uses now; nil unless it is active: running (not
+	// hibernated, expired or failed) and in memory. A listed active sandbox shows it as
+	// of its last turn, its memory and pids up to a second older than that.
 	Usage *Usage
 }
 
@@ -52,7 +52,11 @@ func (a *sbActor) infoOf(fresh bool) SandboxInfo {
 		FailReason: r.FailReason,
 	}
 	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
-	in.Usage = a.usageNow(fresh)
+	if r.State == StateRunning {
+		// Only a running sandbox is active: a hibernated, expired or failed one runs
+		// nothing, and a figure kept from before would read as a live one.
+		in.Usage = a.usageNow(fresh)
+	}
 	return in
 }
 

@@ -3,7 +3,6 @@ package actor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -187,34 +186,15 @@ func (n *Node) GetSandbox(ctx context.Context, id string) (SandboxInfo, error) {
 
 // ListSandboxes returns the sandboxes whose labels include every pair in labels, in id
 // order. Active sandboxes are shown as of their last turn; passivated ones from storage.
-// It does not activate anything.
+// It does not activate anything. It holds the whole list: EachSandbox does not.
 func (n *Node) ListSandboxes(ctx context.Context, labels map[string]string) ([]SandboxInfo, error) {
 	out := []SandboxInfo{}
-	err := n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
-		if v == nil {
-			return nil
-		}
-		var in SandboxInfo
-		if a := n.active(id); a != nil && a.info.Load() != nil {
-			in = *a.info.Load()
-			in.Labels, in.Pool = maps.Clone(in.Labels), maps.Clone(in.Pool)
-		} else {
-			var r sandboxRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode sandbox %q: %w", id, err)
-			}
-			in = infoFromRec(n, &r)
-		}
-		for k, want := range labels {
-			if got, ok := in.Labels[k]; !ok || got != want {
-				return nil
-			}
-		}
+	err := n.EachSandbox(ctx, labels, func(in SandboxInfo) error {
 		out = append(out, in)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("actor: failed to list sandboxes: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

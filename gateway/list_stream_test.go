@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -154,6 +156,63 @@ func TestJSONListErrors(t *testing.T) {
 			}
 			if err := json.Unmarshal(body, &got); err != nil || len(got.Items) != tc.items {
 				t.Fatalf("decoded %d items (%v), want %d", len(got.Items), err, tc.items)
+			}
+		})
+	}
+}
+
+// TestListDirStreamed: a directory of up to dirSortLimit entries is listed sorted by
+// name and sent whole; a larger one is sent as it is read (chunked), every entry once.
+func TestListDirStreamed(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "ld"})
+	ws := ts.hostWorkspace("ld")
+	var big []string
+	for i := range dirSortLimit + 50 {
+		big = append(big, fmt.Sprintf("f%05d", i))
+	}
+	for dir, names := range map[string][]string{"small": {"c", "a", "b"}, "big": big} {
+		if err := os.MkdirAll(filepath.Join(ws, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(ws, dir, n), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name, dir string
+		want      []string
+		sorted    bool // listed in name order, and sent whole
+	}{
+		{name: "small", dir: "small", want: []string{"a", "b", "c"}, sorted: true},
+		{name: "big", dir: "big", want: big},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := ts.must(http.StatusOK, "GET", "/v1/sandboxes/ld/files?path="+tc.dir, nil)
+			if whole := r.header.Get("Content-Length") != ""; whole != tc.sorted {
+				t.Fatalf("sent with a Content-Length: %v, want %v (%d bytes)", whole, tc.sorted, len(r.body))
+			}
+			var list struct {
+				Entries []dirEntryJSON `json:"entries"`
+			}
+			r.json(t, &list)
+			var got []string
+			for _, e := range list.Entries {
+				if e.Type != "file" || e.Mode != "0644" {
+					t.Fatalf("entry %+v", e)
+				}
+				got = append(got, e.Name)
+			}
+			if !tc.sorted {
+				slices.Sort(got) // the filesystem's order
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("listed %d entries, want %d, each once", len(got), len(tc.want))
 			}
 		})
 	}

@@ -51,6 +51,11 @@ type Config struct {
 	// sandbox that starts short processes quickly keeps its newest ExitedLimit, and
 	// a new process is never refused for old ones. Default 100. (Extension.)
 	ExitedLimit int
+	// SessionLimit and TerminalLimit bound the sessions and terminals a sandbox
+	// remembers, dead and stopped ones included: creating one more under a new id
+	// fails with a *BudgetError ("max_sessions", "max_terminals"); deleting one makes
+	// room (kept.go). Default 256 each. (Extension.)
+	SessionLimit, TerminalLimit int
 	// MaxSandboxesPerTenant caps how many sandboxes one tenant (SandboxSpec.Tenant)
 	// may have on the node; a create past it fails with a *BudgetError for
 	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
@@ -107,6 +112,8 @@ const (
 	DefaultEventLogLimit     = 10000
 	DefaultMessageQueueLimit = 10000
 	DefaultExitedLimit       = 100
+	DefaultSessionLimit      = 256
+	DefaultTerminalLimit     = 256
 )
 
 func (c *Config) withDefaults() (Config, error) {
@@ -148,6 +155,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.ExitedLimit <= 0 {
 		cfg.ExitedLimit = DefaultExitedLimit
+	}
+	if cfg.SessionLimit <= 0 {
+		cfg.SessionLimit = DefaultSessionLimit
+	}
+	if cfg.TerminalLimit <= 0 {
+		cfg.TerminalLimit = DefaultTerminalLimit
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second

@@ -82,3 +82,59 @@ func TestEachSandboxPaged(t *testing.T) {
 		t.Fatalf("EachSandbox = %v after %d calls, want fn's error after 1", err, calls)
 	}
 }
+
+// TestEachSandboxWhileChanging walks the sandboxes again and again while others are
+// created and deleted: every walk is in strictly increasing id order (none twice) and
+// holds every sandbox that existed throughout.
+func TestEachSandboxWhileChanging(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	ctx := tctx(t)
+	const stable = listPage + 20
+	for i := range stable {
+		_, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: fmt.Sprintf("s%04d", 2*i)})
+		must(t, err)
+	}
+	stop := make(chan struct{})
+	churned := make(chan error, 1)
+	go func() {
+		defer close(churned)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := fmt.Sprintf("s%04d", 2*(i%stable)+1) // between two stable ones
+			if _, _, err := n.CreateSandbox(ctx, SandboxSpec{ID: id}); err != nil {
+				churned <- err
+				return
+			}
+			if err := n.DeleteSandbox(ctx, id); err != nil {
+				churned <- err
+				return
+			}
+		}
+	}()
+	for range 10 {
+		prev, seen := "", 0
+		must(t, n.EachSandbox(ctx, nil, func(in SandboxInfo) error {
+			if in.ID <= prev {
+				return fmt.Errorf("%s listed after %s", in.ID, prev)
+			}
+			prev = in.ID
+			var i int
+			if _, err := fmt.Sscanf(in.ID, "s%04d", &i); err == nil && i%2 == 0 {
+				seen++
+			}
+			return nil
+		}))
+		if seen != stable {
+			t.Fatalf("a walk listed %d of the %d sandboxes that existed throughout", seen, stable)
+		}
+	}
+	close(stop)
+	if err := <-churned; err != nil {
+		t.Fatal(err)
+	}
+}

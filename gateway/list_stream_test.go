@@ -217,3 +217,31 @@ func TestListDirStreamed(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxListsStreamed: the processes and sessions lists of a sandbox go out as
+// they are encoded once over listFlushBytes (chunked), with every item.
+func TestSandboxListsStreamed(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "ls"})
+	pad := strings.Repeat("x", 5000)
+	const count = 16 // 80 KB of commands or env
+	for i := range count {
+		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/ls/processes", map[string]any{"command": "true #" + pad})
+		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/ls/sessions", map[string]any{"id": fmt.Sprintf("s%02d", i), "env": map[string]string{"PAD": pad}})
+	}
+	for _, name := range []string{"processes", "sessions"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := ts.must(http.StatusOK, "GET", "/v1/sandboxes/ls/"+name, nil)
+			if r.header.Get("Content-Length") != "" {
+				t.Fatalf("%d bytes sent with a Content-Length, want chunked", len(r.body))
+			}
+			var list map[string][]map[string]any
+			r.json(t, &list)
+			if len(list[name]) != count {
+				t.Fatalf("%d %s listed, want %d", len(list[name]), name, count)
+			}
+		})
+	}
+}

@@ -40,9 +40,6 @@ type SandboxPager interface {
 
 var _ SandboxPager = (*BoltStore)(nil)
 
-// errPageFull ends a storage walk once a page is read.
-var errPageFull = errors.New("actor: list page full")
-
 // EachSandbox calls fn, in id order, for each sandbox whose labels include every pair
 // in labels, as ListSandboxes shows it: active sandboxes as of their last turn,
 // passivated ones from storage. It never holds more than a page of them (listPage)

@@ -134,12 +134,23 @@ func (s *BoltStore) Read(ctx context.Context, sandbox string, fn func(r Reader) 
 // its Read and Write fail; a damaged sandbox index ends the walk with an error matching
 // ErrCorrupt after the sandboxes before the damaged page (bolt_damage.go).
 func (s *BoltStore) Sandboxes(ctx context.Context, key []byte, fn func(id string, val []byte) error) error {
+	return s.SandboxesAfter(ctx, key, "", fn)
+}
+
+// SandboxesAfter implements SandboxPager: Sandboxes from the first id after after.
+func (s *BoltStore) SandboxesAfter(ctx context.Context, key []byte, after string, fn func(id string, val []byte) error) error {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var broken string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketData)
 		ids := &boltReader{c: tx.Bucket(bucketIndex).Cursor()}
-		for k, _ := ids.first(); k != nil; k, _ = ids.nextIn(span{}) {
+		var k []byte
+		if after == "" {
+			k, _ = ids.first()
+		} else if k, _ = ids.seekIn([]byte(after), span{}); string(k) == after {
+			k, _ = ids.nextIn(span{})
+		}
+		for ; k != nil; k, _ = ids.nextIn(span{}) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -45,6 +45,17 @@ type Config struct {
 	// MessageQueueLimit bounds a sandbox's queued messages; PostMessage to a full
 	// queue fails with ErrBudgetExceeded. Default 10000. (Extension.)
 	MessageQueueLimit int
+	// ExitedLimit is how many exited processes' records a sandbox keeps listed at
+	// once. Past it the record of the process that exited longest ago is dropped, as
+	// its keep time passing would (no event; Stats.ExitedDropped counts it): a
+	// sandbox that starts short processes quickly keeps its newest ExitedLimit, and
+	// a new process is never refused for old ones. Default 100. (Extension.)
+	ExitedLimit int
+	// SessionLimit and TerminalLimit bound the sessions and terminals a sandbox
+	// remembers, dead and stopped ones included: creating one more under a new id
+	// fails with a *BudgetError ("max_sessions", "max_terminals"); deleting one makes
+	// room (kept.go). Default 256 each. (Extension.)
+	SessionLimit, TerminalLimit int
 	// MaxSandboxesPerTenant caps how many sandboxes one tenant (SandboxSpec.Tenant)
 	// may have on the node; a create past it fails with a *BudgetError for
 	// "max_sandboxes_per_tenant". 0 means no limit. (Extension.)
@@ -100,6 +111,9 @@ const (
 	DefaultMailboxSize       = 256
 	DefaultEventLogLimit     = 10000
 	DefaultMessageQueueLimit = 10000
+	DefaultExitedLimit       = 100
+	DefaultSessionLimit      = 256
+	DefaultTerminalLimit     = 256
 )
 
 func (c *Config) withDefaults() (Config, error) {
@@ -138,6 +152,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MessageQueueLimit <= 0 {
 		cfg.MessageQueueLimit = DefaultMessageQueueLimit
+	}
+	if cfg.ExitedLimit <= 0 {
+		cfg.ExitedLimit = DefaultExitedLimit
+	}
+	if cfg.SessionLimit <= 0 {
+		cfg.SessionLimit = DefaultSessionLimit
+	}
+	if cfg.TerminalLimit <= 0 {
+		cfg.TerminalLimit = DefaultTerminalLimit
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second

@@ -113,6 +113,16 @@
 // queue stays in storage and is paged by each take. Events, messages and the pages
 // read of them are bounded (MaxEventBytes, MaxMessageBytes, MaxEventPageBytes).
 //
+// # Bounds on what a sandbox remembers
+//
+// Exited process records are kept for their keep time and at most Config.ExitedLimit
+// of them, the oldest dropped first; sessions and terminals, dead or stopped ones
+// included, at most Config.SessionLimit and TerminalLimit, past which a new id is a
+// *BudgetError (exited.go, kept.go). [Node.EachSandbox] lists sandboxes from storage in
+// pages, each in a read of its own ([SandboxPager]), and hands them out outside any
+// read, so a long list is never held whole and a slow reader holds no read open
+// (list.go).
+//
 // # Caveats
 //
 // Running processes do not survive Node.Close or a restart: they are ended and

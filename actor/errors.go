@@ -43,6 +43,10 @@ var (
 	ErrCorrupt = errors.New("actor: stored state could not be read")
 )
 
+// errPageFull ends a storage walk once a page of a list is read (list.go); it never
+// leaves the package.
+var errPageFull = errors.New("actor: list page full")
+
 // NotFoundError says what was not found. It matches ErrNotFound with errors.Is.
 type NotFoundError struct {
 	What string // "sandbox", "session", "terminal", "process"

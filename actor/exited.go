@@ -1,8 +1,11 @@
 package actor
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,6 +29,13 @@ import (
 //     output byte as dropped (output_dropped = output_offset).
 //  4. DeleteProcess deletes it; records past their keep time are pruned lazily, by the
 //     turns that read them, by the alarm turn and when the actor passivates or closes.
+//  5. A sandbox keeps at most Config.ExitedLimit exited records: saving one past it
+//     drops the record of the process that exited longest ago, from storage and from
+//     the runtime (whose record holds its output ring), as its keep time passing
+//     would. Without this bound, a sandbox that starts short processes quickly would
+//     store one record per process for the keep time. Dropping the oldest, rather than
+//     refusing new processes, is what a user of ps expects: a process is never refused
+//     because others exited.
 //
 // The keep time is measured on Config.Clock from when the actor recorded the exit.
 
@@ -99,6 +109,7 @@ func (a *sbActor) saveExited(p *runtime.Process) {
 	a.sb.exited[r.ID] = r
 	a.write().Put(idKey(pfxExited, r.ID), mustJSON(r)) // over its running record
 	a.dropRunning(r.ID)
+	a.trimExited()
 }
 
 // loadExited reads the saved records of exited processes (activation). Running
@@ -129,7 +140,8 @@ func (w *sandboxWork) loadExited(r Reader) error {
 	return nil
 }
 
-// pruneExited drops the saved records whose keep time has passed.
+// pruneExited drops the saved records whose keep time has passed, and the oldest past
+// Config.ExitedLimit (records loaded under a larger limit).
 func (a *sbActor) pruneExited() {
 	now := a.now()
 	for id, r := range a.sb.exited {
@@ -137,6 +149,47 @@ func (a *sbActor) pruneExited() {
 			delete(a.sb.exited, id)
 			a.write().Delete(idKey(pfxExited, id))
 		}
+	}
+	a.trimExited()
+}
+
+// trimExited drops the records of the processes that exited longest ago while the
+// sandbox keeps more than Config.ExitedLimit, and the runtime's records of them.
+func (a *sbActor) trimExited() {
+	over := len(a.sb.exited) - a.n.cfg.ExitedLimit
+	if over <= 0 {
+		return
+	}
+	recs := slices.Collect(maps.Values(a.sb.exited))
+	slices.SortFunc(recs, func(x, y *exitedRec) int {
+		return cmp.Or(x.ExitedAt.Compare(y.ExitedAt), x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ID, y.ID))
+	})
+	for _, r := range recs[:over] {
+		delete(a.sb.exited, r.ID)
+		a.write().Delete(idKey(pfxExited, r.ID))
+		a.dropFromRuntime(r.ID)
+		a.n.exitedDropped.Add(1)
+	}
+}
+
+// dropFromRuntime drops the runtime's record of process id if the runtime holds it and
+// the process has exited (its tree is gone then, so this kills nothing and returns at
+// once).
+func (a *sbActor) dropFromRuntime(id string) {
+	if a.sb.rt == nil {
+		return
+	}
+	p, err := a.sb.rt.Process(id)
+	if err != nil {
+		return
+	}
+	select {
+	case <-p.Done():
+	default:
+		return // running: not an exited record (cannot happen for a recorded exit)
+	}
+	if err := a.sb.rt.Remove(a.ctx(), id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		a.n.log.Warn("actor: failed to drop an exited process record", "sandbox", a.id, "process", id, "err", err)
 	}
 }
 
@@ -172,11 +225,19 @@ func (a *sbActor) processList() []runtime.ProcessInfo {
 	a.pruneExited()
 	out := []runtime.ProcessInfo{}
 	seen := map[string]bool{}
-	if a.sb.rt != nil {
-		for _, p := range a.sb.rt.Processes() {
-			in := a.procInfo(p)
-			seen[in.ID] = true
-			out = append(out, in)
+	if rt := a.sb.rt; rt != nil {
+		// procInfo records exits it sees, and saving one may drop an older record from
+		// the runtime (trimExited): what is listed is what the runtime holds after.
+		all := rt.Processes()
+		infos := make([]runtime.ProcessInfo, len(all))
+		for i, p := range all {
+			infos[i] = a.procInfo(p)
+		}
+		for i, p := range all {
+			if q, err := rt.Process(p.ID()); err == nil && q == p {
+				seen[p.ID()] = true
+				out = append(out, infos[i])
+			}
 		}
 	}
 	for id, r := range a.sb.exited {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,5 +236,68 @@ func TestDeleteExitedRemovesSaved(t *testing.T) {
 	}
 	if k := savedKeys(t, n, "kd"); k != 0 {
 		t.Fatalf("%d saved records after delete", k)
+	}
+}
+
+// TestExitedBounded: a sandbox keeps at most Config.ExitedLimit exited records, the
+// newest, in storage and in the runtime alike; the dropped ones are counted, a running
+// process is never dropped for them, and records loaded under a larger limit are
+// trimmed to the new one.
+func TestExitedBounded(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.ExitedLimit = 3 })
+	ctx := tctx(t)
+	mustCreate(t, n, "kb")
+	var ids []string
+	for range 4 {
+		ids = append(ids, startExited(t, n, "kb", runtime.StartOptions{Argv: []string{"true"}}).ID)
+	}
+	run, err := n.StartProcess(ctx, "kb", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
+	last, err := n.StartProcess(ctx, "kb", runtime.StartOptions{Argv: []string{"true"}})
+	must(t, err)
+	ids = append(ids, last.ID)
+	eventually(t, 10*time.Second, "exit recorded", func() bool { return exitRecorded(t, n, "kb", last.ID) })
+	check := func(when string, want ...string) {
+		t.Helper()
+		l := listed(t, n, "kb")
+		if len(l) != len(want) {
+			t.Fatalf("%s: %d listed, want %d (%v): %+v", when, len(l), len(want), want, l)
+		}
+		for _, id := range want {
+			if _, ok := l[id]; !ok {
+				t.Fatalf("%s: %s not listed: %+v", when, id, l)
+			}
+		}
+	}
+	check("while active", run.ID, ids[2], ids[3], ids[4])
+	held, err := call(ctx, n.Node, "kb", func(a *sbActor) (int, error) { return len(a.sb.rt.Processes()), nil })
+	must(t, err)
+	if held != 4 {
+		t.Fatalf("the runtime holds %d process records, want the running one and 3 exited", held)
+	}
+	if st := n.Stats(); st.ExitedDropped != 2 {
+		t.Fatalf("Stats.ExitedDropped = %d, want 2", st.ExitedDropped)
+	}
+	// Its exit makes 4 exited records: the oldest of them goes.
+	p, err := n.Process(ctx, "kb", run.ID)
+	must(t, err)
+	must(t, p.Signal(syscall.SIGTERM))
+	eventually(t, 10*time.Second, "exit recorded", func() bool { return exitRecorded(t, n, "kb", run.ID) })
+	passivateAll(t, n)
+	check("after passivation", ids[3], ids[4], run.ID)
+	if k := savedKeys(t, n, "kb"); k != 3 {
+		t.Fatalf("%d saved records, want 3", k)
+	}
+
+	closeNode(t, n)
+	cfg := *n.cfg
+	cfg.ExitedLimit = 1
+	n2 := reopen(t, &cfg, n.clock)
+	n = n2
+	check("after a restart with a smaller limit", run.ID)
+	passivateAll(t, n2)
+	if k := savedKeys(t, n2, "kb"); k != 1 {
+		t.Fatalf("%d saved records after the restart, want 1", k)
 	}
 }

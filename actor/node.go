@@ -48,7 +48,8 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	activations atomic.Int64 // actors started, for tests and metrics
+	activations   atomic.Int64 // actors started, for tests and metrics
+	exitedDropped atomic.Int64 // exited records dropped past Config.ExitedLimit (exited.go)
 }
 
 // Open starts a node on cfg: it opens storage (unless given), creates the workspace

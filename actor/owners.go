@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 )
@@ -195,40 +194,16 @@ func (o *owners) ids(tenant string) []string {
 }
 
 // ListTenantSandboxes is ListSandboxes for the sandboxes of one tenant: it reads only
-// theirs, found in the owner index, so a tenant with a few sandboxes on a node with
-// many gets its list without every record being decoded. It does not activate
+// theirs, found in the owner index (see EachTenantSandbox). It does not activate
 // anything.
 func (n *Node) ListTenantSandboxes(ctx context.Context, tenant string, labels map[string]string) ([]SandboxInfo, error) {
 	out := []SandboxInfo{}
-	for _, id := range n.owners.ids(tenant) {
-		var in SandboxInfo
-		if a := n.active(id); a != nil && a.info.Load() != nil {
-			in = *a.info.Load()
-			in.Labels, in.Pool = maps.Clone(in.Labels), maps.Clone(in.Pool)
-		} else {
-			found := false
-			err := n.store.Read(ctx, id, func(r Reader) error {
-				v := r.Get(keyMeta)
-				if v == nil {
-					return nil // deleted since the index was read
-				}
-				var rec sandboxRec
-				if err := json.Unmarshal(v, &rec); err != nil {
-					return fmt.Errorf("decode sandbox %q: %w", id, err)
-				}
-				in, found = infoFromRec(n, &rec), true
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("actor: failed to list sandboxes: %w", err)
-			}
-			if !found {
-				continue
-			}
-		}
-		if hasLabels(in.Labels, labels) {
-			out = append(out, in)
-		}
+	err := n.EachTenantSandbox(ctx, tenant, labels, func(in SandboxInfo) error {
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -220,6 +220,7 @@ func (a *sbActor) recordLost(reason string) {
 		a.write().Put(idKey(pfxExited, r.ID), mustJSON(r))
 	}
 	a.sb.lost = nil
+	a.trimExited()
 	a.dirty = true
 	a.releaseRunning()
 }

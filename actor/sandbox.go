@@ -3,7 +3,6 @@ package actor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -33,9 +32,9 @@ type SandboxInfo struct {
 	Budget          Budget
 	Counts          struct{ Processes, Sessions, Terminals int }
 	FailReason      string
-	// Usage is what the sandbox uses now; nil unless it is active (in memory). A listed
-	// active sandbox shows it as of its last turn, its memory and pids up to a second
-	// older than that.
+	// Usage is what the sandbox uses now; nil unless it is active: running (not
+	// hibernated, expired or failed) and in memory. A listed active sandbox shows it as
+	// of its last turn, its memory and pids up to a second older than that.
 	Usage *Usage
 }
 
@@ -52,7 +51,11 @@ func (a *sbActor) infoOf(fresh bool) SandboxInfo {
 		FailReason: r.FailReason,
 	}
 	in.Counts.Processes, in.Counts.Sessions, in.Counts.Terminals = a.sb.counts(a)
-	in.Usage = a.usageNow(fresh)
+	if r.State == StateRunning {
+		// Only a running sandbox is active: a hibernated, expired or failed one runs
+		// nothing, and a figure kept from before would read as a live one.
+		in.Usage = a.usageNow(fresh)
+	}
 	return in
 }
 
@@ -183,34 +186,15 @@ func (n *Node) GetSandbox(ctx context.Context, id string) (SandboxInfo, error) {
 
 // ListSandboxes returns the sandboxes whose labels include every pair in labels, in id
 // order. Active sandboxes are shown as of their last turn; passivated ones from storage.
-// It does not activate anything.
+// It does not activate anything. It holds the whole list: EachSandbox does not.
 func (n *Node) ListSandboxes(ctx context.Context, labels map[string]string) ([]SandboxInfo, error) {
 	out := []SandboxInfo{}
-	err := n.store.Sandboxes(ctx, keyMeta, func(id string, v []byte) error {
-		if v == nil {
-			return nil
-		}
-		var in SandboxInfo
-		if a := n.active(id); a != nil && a.info.Load() != nil {
-			in = *a.info.Load()
-			in.Labels, in.Pool = maps.Clone(in.Labels), maps.Clone(in.Pool)
-		} else {
-			var r sandboxRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode sandbox %q: %w", id, err)
-			}
-			in = infoFromRec(n, &r)
-		}
-		for k, want := range labels {
-			if got, ok := in.Labels[k]; !ok || got != want {
-				return nil
-			}
-		}
+	err := n.EachSandbox(ctx, labels, func(in SandboxInfo) error {
 		out = append(out, in)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("actor: failed to list sandboxes: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

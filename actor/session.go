@@ -152,6 +152,10 @@ func (n *Node) CreateSession(ctx context.Context, sb string, s SessionSpec) (run
 			return out{info: a.sessionInfo(old)}, nil
 		} else if old != nil && old.live != nil {
 			_ = old.live.Close(a.ctx())
+		} else if old == nil {
+			if err := a.checkKept("max_sessions", len(a.sb.sessions), a.n.cfg.SessionLimit); err != nil {
+				return out{}, err // a new id past the sessions a sandbox remembers (kept.go)
+			}
 		}
 		st := &sessionState{rec: sessionRec{ID: s.ID, Cwd: s.Cwd, Env: maps.Clone(s.Env), Shell: s.Shell,
 			TimeoutMs: s.Timeout.Milliseconds(), CreatedAt: a.now().UTC()}}

@@ -18,12 +18,15 @@ type Stats struct {
 	UnreadableSandboxes int
 	// MountedImages counts the workspace disk images mounted now (Config.DiskImages).
 	MountedImages int
+	// ExitedDropped counts the exited-process records dropped since Open because
+	// their sandbox kept Config.ExitedLimit newer ones (a counter).
+	ExitedDropped int64
 }
 
 // Stats sums what the active sandboxes last published. It never waits for an actor, so
 // it is cheap enough for every metrics scrape; it is safe for concurrent use.
 func (n *Node) Stats() Stats {
-	var st Stats
+	st := Stats{ExitedDropped: n.exitedDropped.Load()}
 	if d, ok := n.store.(damageReporter); ok {
 		for _, dm := range d.Damaged() {
 			if dm.Sandbox != "" {

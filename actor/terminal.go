@@ -154,6 +154,9 @@ func (n *Node) PutTerminal(ctx context.Context, sb, id string, s TerminalSpec) (
 			}
 			return out{info: a.terminalInfo(st)}, nil
 		}
+		if err := a.checkKept("max_terminals", len(a.sb.terminals), a.n.cfg.TerminalLimit); err != nil {
+			return out{}, err // a new id past the terminals a sandbox remembers (kept.go)
+		}
 		st := &terminalState{rec: terminalRec{ID: id, Cols: s.Cols, Rows: s.Rows, Cwd: s.Cwd, Env: maps.Clone(s.Env),
 			Shell: s.Shell, CreatedAt: a.now().UTC()}}
 		if err := a.startTerminal(st); err != nil {

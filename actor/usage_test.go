@@ -256,3 +256,56 @@ func TestUsageFromCgroups(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the shell forks its sleeps on its own time
 	}
 }
+
+// TestUsageOnlyWhileRunning: a sandbox kept in memory shows usage only while it runs:
+// once hibernated or expired it runs nothing, so its object, its list entry and the
+// node's Stats carry none, and waking it brings usage back.
+func TestUsageOnlyWhileRunning(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) {
+		c.Limits = Budget{IdleTTL: 10 * time.Minute, MaxDuration: time.Hour}
+		c.PassivateAfter = 24 * time.Hour // stays in memory throughout
+		c.runtimeUsage = func(*runtime.Sandbox) (int64, int) { return 1 << 20, 2 }
+	})
+	ctx := tctx(t)
+	mustCreate(t, n, "ur")
+	exec := func() {
+		t.Helper()
+		_, err := n.Exec(ctx, "ur", runtime.ExecOptions{Argv: []string{"true"}})
+		must(t, err)
+	}
+	wantUsage := func(when string, want bool) {
+		t.Helper()
+		in, err := n.GetSandbox(ctx, "ur")
+		must(t, err)
+		if (in.Usage != nil) != want {
+			t.Fatalf("%s (state %s): usage %+v, want present %v", when, in.State, in.Usage, want)
+		}
+		_, err = n.GetSandbox(ctx, "ur") // runs after the first one's group published
+		must(t, err)
+		list, err := n.ListSandboxes(ctx, nil)
+		must(t, err)
+		if len(list) != 1 || (list[0].Usage != nil) != want {
+			t.Fatalf("%s: listed %+v, want usage present %v", when, list, want)
+		}
+		if st := n.Stats(); (st.MemoryBytes != 0) != want {
+			t.Fatalf("%s: stats %+v, want usage counted %v", when, st, want)
+		}
+	}
+	exec()
+	wantUsage("running", true)
+	n.clock.Advance(11 * time.Minute)
+	eventually(t, 10*time.Second, "hibernated", func() bool {
+		in, err := n.GetSandbox(ctx, "ur")
+		return err == nil && in.State == StateHibernated
+	})
+	wantUsage("hibernated", false)
+	exec() // wakes it
+	wantUsage("woken", true)
+	n.clock.Advance(time.Hour)
+	eventually(t, 10*time.Second, "expired", func() bool {
+		in, err := n.GetSandbox(ctx, "ur")
+		return err == nil && in.State == StateExpired
+	})
+	wantUsage("expired", false)
+}

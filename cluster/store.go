@@ -139,6 +139,15 @@ func (n *Node) Read(ctx context.Context, sandbox string, fn func(r Reader) error
 //
 // Safe for concurrent use.
 func (n *Node) Sandboxes(ctx context.Context, key []byte, fn func(id string, val []byte) error) error {
+	return n.SandboxesAfter(ctx, key, "", fn)
+}
+
+// SandboxesAfter is Sandboxes from the first id after after ("": from the first), so
+// that a long walk can be taken in pages, each in a read of its own, rather than hold
+// one read of the replica open for as long as its caller takes.
+//
+// Safe for concurrent use.
+func (n *Node) SandboxesAfter(ctx context.Context, key []byte, after string, fn func(id string, val []byte) error) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
@@ -148,6 +157,9 @@ func (n *Node) Sandboxes(ctx context.Context, key []byte, fn func(id string, val
 		deltas := make(map[string]*delta, len(pending))
 		extra := make([]string, 0, len(pending))
 		for id, es := range pending {
+			if id <= after {
+				continue
+			}
 			if d := deltaOf(es, applied); d != nil {
 				deltas[id] = d
 				extra = append(extra, id)
@@ -172,6 +184,11 @@ func (n *Node) Sandboxes(ctx context.Context, key []byte, fn func(id string, val
 			return fn(id, v)
 		}
 		k, _ := ids.First()
+		if after != "" {
+			if k, _ = ids.Seek([]byte(after)); string(k) == after {
+				k, _ = ids.Next()
+			}
+		}
 		for k != nil || len(extra) > 0 {
 			var err error
 			switch {

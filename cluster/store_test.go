@@ -58,6 +58,20 @@ func TestStoreReadYourWrites(t *testing.T) {
 	if err != nil || fmt.Sprint(listed) != fmt.Sprintf("[%s=3]", sb) {
 		t.Fatalf("Sandboxes on %s = %v, %v", f.ID(), listed, err)
 	}
+	// From an id on, pending writes included: after an id before sb's, and after sb's.
+	for _, tc := range []struct{ after, want string }{
+		{after: sb[:len(sb)-1], want: fmt.Sprintf("[%s=3]", sb)},
+		{after: sb, want: "[]"},
+	} {
+		listed = []string{}
+		err := f.SandboxesAfter(context.Background(), []byte("c"), tc.after, func(id string, v []byte) error {
+			listed = append(listed, id+"="+string(v))
+			return nil
+		})
+		if err != nil || fmt.Sprint(listed) != tc.want {
+			t.Fatalf("SandboxesAfter(%q) on %s = %v, %v; want %s", tc.after, f.ID(), listed, err, tc.want)
+		}
+	}
 
 	g.open()
 	caughtUp(t, nodes...)

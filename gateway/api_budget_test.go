@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/actor"
 )
@@ -48,7 +49,7 @@ func TestBudgetDefaultsRendered(t *testing.T) {
 	if got := metricValue(t, ts, "sandgate_usage_disk_bytes"); got != sb.Usage.DiskBytes {
 		t.Fatalf("sandgate_usage_disk_bytes = %d, want the active sandbox's %d", got, sb.Usage.DiskBytes)
 	}
-	for _, name := range []string{"sandgate_usage_memory_bytes", "sandgate_usage_pids"} {
+	for _, name := range []string{"sandgate_usage_memory_bytes", "sandgate_usage_pids", "sandgate_exited_records_dropped_total"} {
 		metricValue(t, ts, name) // present
 	}
 
@@ -123,5 +124,38 @@ func TestBudgetDefaultAboveMax(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "pids") {
 		t.Fatalf("err = %v, want a start-up error naming pids", err)
+	}
+}
+
+// TestUsageGoneWhenHibernated: a sandbox shows usage while it runs and none once it
+// hibernated (its idle TTL passed), in its object and in the list, though it is still
+// in memory.
+func TestUsageGoneWhenHibernated(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{IdleTTL: time.Second}})
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "uh"})
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/uh/exec", map[string]any{"argv": []string{"true"}})
+	var sb sandboxJSON
+	ts.must(http.StatusOK, "GET", "/v1/sandboxes/uh", nil).json(t, &sb)
+	if sb.State != "running" || sb.Usage == nil {
+		t.Fatalf("running sandbox: state %s, usage %+v; want usage", sb.State, sb.Usage)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := ts.must(http.StatusOK, "GET", "/v1/sandboxes/uh", nil)
+		r.json(t, &sb)
+		if sb.State == "hibernated" {
+			if strings.Contains(string(r.body), `"usage"`) {
+				t.Fatalf("hibernated sandbox shown with usage: %s", r.body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not hibernated 30 s after its 1 s idle TTL: %s", r.body)
+		}
+		time.Sleep(50 * time.Millisecond) // the idle TTL passes on the real clock
+	}
+	if r := ts.must(http.StatusOK, "GET", "/v1/sandboxes", nil); strings.Contains(string(r.body), `"usage"`) {
+		t.Fatalf("hibernated sandbox listed with usage: %s", r.body)
 	}
 }

@@ -33,6 +33,12 @@
 // saturate rather than overflow a time.Duration. Errors become the API's shape in one
 // place (errmap.go), and every 503 carries Retry-After.
 //
+// Lists (sandboxes, processes, sessions, terminals, a directory) are written item by
+// item as they are read, never built whole (list_stream.go): the sandbox list comes
+// from storage in pages (actor.Node.EachSandbox), and a list over 64 KiB is sent
+// chunked; a failure midway cuts the connection rather than end a list that would read
+// as whole.
+//
 // # Streams
 //
 // SSE and WebSocket output streams follow a process's output ring from an offset. A

@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +50,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	// Open follows links as a shell's cat does, so a link to a directory lists it.
 	f, info, err := ws.Open(path)
 	if errors.Is(err, runtime.ErrIsDir) {
-		return listDir(w, ws, path)
+		return s.listDir(w, r, ws, path)
 	}
 	if err != nil {
 		return err
@@ -63,21 +65,66 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Directory listings. A directory of up to dirSortLimit entries is listed sorted by
+// name, as a shell's ls does; a larger one (a build cache, a million small files) is
+// listed in the filesystem's order as it is read, dirBatch entries at a time, so the
+// listing is never held whole: sorting would need every entry at once. Either way the
+// answer is written item by item (list_stream.go).
+const (
+	dirSortLimit = 10000
+	dirBatch     = 1024
+)
+
 // listDir answers the JSON listing of the directory at path.
-func listDir(w http.ResponseWriter, ws *runtime.Workspace, path string) error {
-	entries, err := ws.ReadDir(path)
+func (s *Server) listDir(w http.ResponseWriter, r *http.Request, ws *runtime.Workspace, path string) error {
+	d, err := ws.OpenDir(path)
 	if err != nil {
 		return err
 	}
-	out := make([]dirEntryJSON, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, dirEntryJSON{
-			Name: e.Name, Type: e.Type, Size: e.Size,
-			Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
-		})
+	defer d.Close()
+	var held []runtime.DirEntry
+	end := false
+	for !end && len(held) <= dirSortLimit {
+		batch, err := d.Next(dirBatch)
+		if errors.Is(err, io.EOF) {
+			end = true
+		} else if err != nil {
+			return err
+		}
+		held = append(held, batch...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": out})
+	if end { // all of it, within dirSortLimit
+		slices.SortFunc(held, func(a, b runtime.DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	}
+	l := newJSONList(w, "entries")
+	for {
+		for _, e := range held {
+			if err := l.add(renderDirEntry(e)); err != nil {
+				return s.listFailed(r, l, err)
+			}
+		}
+		if end {
+			break
+		}
+		batch, err := d.Next(dirBatch)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return s.listFailed(r, l, err)
+		}
+		held = batch
+	}
+	l.end()
 	return nil
+}
+
+// renderDirEntry is a directory entry as the listing shows it.
+func renderDirEntry(e runtime.DirEntry) dirEntryJSON {
+	return dirEntryJSON{
+		Name: e.Name, Type: e.Type, Size: e.Size,
+		Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
+	}
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {

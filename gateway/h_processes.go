@@ -110,13 +110,15 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kept := list[:0]
+	l := newJSONList(w, "processes") // encoded item by item (list_stream.go)
 	for _, p := range list {
 		if (status == "" || string(p.Status) == status) && (tag == "" || p.Tag == tag) && (session == "" || p.Session == session) {
-			kept = append(kept, p)
+			if err := l.add(renderProcess(p)); err != nil {
+				return s.listFailed(r, l, err)
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"processes": renderProcesses(kept)})
+	l.end()
 	return nil
 }
 

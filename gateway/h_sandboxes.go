@@ -74,24 +74,26 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A tenant's list reads only its own sandboxes (from the owner index); an admin's
 	// reads every one.
+	// The answer is written as the sandboxes are read, never held whole
+	// (list_stream.go).
 	who := principalOf(r.Context())
-	var list []actor.SandboxInfo
+	l := newJSONList(w, "sandboxes")
+	each := func(i actor.SandboxInfo) error {
+		if !who.sees(i.Tenant) { // another tenant's sandboxes are not there for this token
+			return nil
+		}
+		return l.add(s.renderOwned(i))
+	}
 	var err error
 	if who.Admin {
-		list, err = s.node.ListSandboxes(r.Context(), filter)
+		err = s.node.EachSandbox(r.Context(), filter, each)
 	} else {
-		list, err = s.node.ListTenantSandboxes(r.Context(), who.Tenant, filter)
+		err = s.node.EachTenantSandbox(r.Context(), who.Tenant, filter, each)
 	}
 	if err != nil {
-		return err
+		return s.listFailed(r, l, err)
 	}
-	out := make([]sandboxJSON, 0, len(list))
-	for _, i := range list {
-		if who.sees(i.Tenant) { // another tenant's sandboxes are not there for this token
-			out = append(out, s.renderOwned(i))
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+	l.end()
 	return nil
 }
 

@@ -53,11 +53,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]sessionJSON, 0, len(list))
+	l := newJSONList(w, "sessions") // encoded item by item (list_stream.go)
 	for _, i := range list {
-		out = append(out, renderSession(i))
+		if err := l.add(renderSession(i)); err != nil {
+			return s.listFailed(r, l, err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	l.end()
 	return nil
 }
 

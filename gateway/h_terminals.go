@@ -49,11 +49,13 @@ func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]terminalJSON, 0, len(list))
+	l := newJSONList(w, "terminals") // encoded item by item (list_stream.go)
 	for _, i := range list {
-		out = append(out, renderTerminal(i))
+		if err := l.add(renderTerminal(i)); err != nil {
+			return s.listFailed(r, l, err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"terminals": out})
+	l.end()
 	return nil
 }
 

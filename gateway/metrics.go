@@ -161,6 +161,10 @@ func nodeGauges(stats func() actor.Stats) []prometheus.Collector {
 			func(s actor.Stats) int64 { return s.DiskBytes }),
 		gauge("sandgate_disk_images_mounted", "Workspace disk images mounted now (one per active sandbox with a disk quota).",
 			func(s actor.Stats) int64 { return int64(s.MountedImages) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sandgate_exited_records_dropped_total",
+			Help: "Exited-process records dropped before their keep time because their sandbox kept the newest allowed number of them.",
+		}, func() float64 { return float64(stats().ExitedDropped) }),
 		gauge("sandgate_storage_unreadable_sandboxes", "Sandboxes whose stored records could not be read (damaged actors.db); they answer 503 until it is repaired and the node restarted.",
 			func(s actor.Stats) int64 { return int64(s.UnreadableSandboxes) }),
 	}

@@ -165,14 +165,6 @@ func exitFields(e runtime.ExitStatus) (*int, *string) {
 	return &code, nil
 }
 
-func renderProcesses(list []runtime.ProcessInfo) []processJSON {
-	out := make([]processJSON, 0, len(list))
-	for _, p := range list {
-		out = append(out, renderProcess(p))
-	}
-	return out
-}
-
 type sessionJSON struct {
 	ID            string            `json:"id"`
 	Status        string            `json:"status"`

@@ -361,18 +361,20 @@ func (s *Server) refreshBudgets() {
 		case <-s.streamCtx.Done():
 			return
 		case gen := <-s.reloads:
-			list, err := s.node.ListSandboxes(s.streamCtx, nil)
-			if err != nil {
-				s.log.Warn("budget refresh after policy reload failed", "generation", gen, "err", err)
-				continue
-			}
-			failed := 0
-			for _, sb := range list {
+			// One sandbox at a time, as the list is read: never the whole list held.
+			listed, failed := 0, 0
+			err := s.node.EachSandbox(s.streamCtx, nil, func(sb actor.SandboxInfo) error {
+				listed++
 				if _, err := s.node.RefreshBudget(s.streamCtx, sb.ID); err != nil && s.streamCtx.Err() == nil {
 					failed++
 				}
+				return nil
+			})
+			if err != nil {
+				s.log.Warn("budget refresh after policy reload failed", "generation", gen, "sandboxes", listed, "err", err)
+				continue
 			}
-			s.log.Info("budgets refreshed after policy reload", "generation", gen, "sandboxes", len(list), "failed", failed)
+			s.log.Info("budgets refreshed after policy reload", "generation", gen, "sandboxes", listed, "failed", failed)
 		}
 	}
 }

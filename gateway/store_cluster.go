@@ -34,7 +34,10 @@ type clusterStore struct {
 	closed atomic.Bool
 }
 
-var _ actor.Storage = (*clusterStore)(nil)
+var (
+	_ actor.Storage      = (*clusterStore)(nil)
+	_ actor.SandboxPager = (*clusterStore)(nil)
+)
 
 // newClusterStore returns an actor.Storage over n that keeps the node-wide records in
 // local. Close closes local, not n: the node has its own lifetime.
@@ -71,6 +74,13 @@ func (s *clusterStore) Write(ctx context.Context, b *actor.Batch) error {
 // Sandboxes implements actor.Storage: the replicated sandboxes and the local store's
 // ids (the node records), merged in id order.
 func (s *clusterStore) Sandboxes(ctx context.Context, key []byte, fn func(id string, val []byte) error) error {
+	return s.SandboxesAfter(ctx, key, "", fn)
+}
+
+// SandboxesAfter implements actor.SandboxPager: Sandboxes from the first id after
+// after. The local store holds only the node records, a handful of ids, so they are
+// read whole and merged in.
+func (s *clusterStore) SandboxesAfter(ctx context.Context, key []byte, after string, fn func(id string, val []byte) error) error {
 	if s.closed.Load() {
 		return actor.ErrClosed
 	}
@@ -80,13 +90,15 @@ func (s *clusterStore) Sandboxes(ctx context.Context, key []byte, fn func(id str
 	}
 	var local []entry
 	err := s.local.Sandboxes(ctx, key, func(id string, val []byte) error {
-		local = append(local, entry{id, append([]byte(nil), val...)})
+		if id > after {
+			local = append(local, entry{id, append([]byte(nil), val...)})
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	err = s.n.Sandboxes(ctx, key, func(id string, val []byte) error {
+	err = s.n.SandboxesAfter(ctx, key, after, func(id string, val []byte) error {
 		for len(local) > 0 && local[0].id < id {
 			if err := fn(local[0].id, local[0].val); err != nil {
 				return err

@@ -120,6 +120,24 @@ func TestClusterStoreReadWrite(t *testing.T) {
 	if fmt.Sprint(ids) != "[_node= a=meta ab=]" {
 		t.Errorf("sandboxes = %v", ids)
 	}
+	// A page from an id on: the node records merged in where they sort.
+	for _, tc := range []struct{ after, want string }{
+		{after: "", want: "[_node= a=meta ab=]"},
+		{after: "_", want: "[_node= a=meta ab=]"},
+		{after: "_node", want: "[a=meta ab=]"},
+		{after: "a", want: "[ab=]"},
+		{after: "aa", want: "[ab=]"},
+		{after: "ab", want: "[]"},
+	} {
+		ids := []string{}
+		mustOK(t, s.(actor.SandboxPager).SandboxesAfter(ctx, []byte("m"), tc.after, func(id string, v []byte) error {
+			ids = append(ids, id+"="+string(v))
+			return nil
+		}))
+		if fmt.Sprint(ids) != tc.want {
+			t.Errorf("sandboxes after %q = %v, want %s", tc.after, ids, tc.want)
+		}
+	}
 	// The node records are in the local store and not replicated.
 	mustOK(t, local.Read(ctx, nodeRecordsID, func(r actor.Reader) error {
 		if string(r.Get([]byte("seqbase"))) != "local only" {

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,7 +84,7 @@ func (n *Node) releasedImage(sb string) error {
 	if !n.disks.present {
 		return nil
 	}
-	return n.disks.released(sb, n.imagePath(sb))
+	return n.disks.released(context.Background(), sb, n.imagePath(sb), n.disks.wait)
 }
 
 // moveAsideLocked renames sb's workspace directory and image, those that exist, to

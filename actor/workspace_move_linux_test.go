@@ -177,3 +177,27 @@ func TestWorkspaceMoveWaitsForLoopDevice(t *testing.T) {
 		t.Fatalf("sandbox.moved: %v, want one that lost nothing", moved)
 	}
 }
+
+// TestDropWorkspaceWaitsForLoopDevice: the old owner removes its copy of a workspace
+// a planned move delivered right after the export's unmount; it waits for the loop
+// device as the export does, rather than keep the copy until its next start.
+func TestDropWorkspaceWaitsForLoopDevice(t *testing.T) {
+	t.Parallel()
+	requireDiskImages(t)
+	loops := &slowLoops{wait: 50 * time.Millisecond}
+	n := newTestNode(t, func(c *Config) {
+		c.DataDir = smallFS(t, 64<<20)
+		c.DiskImages, c.Defaults.DiskBytes = true, testDiskBytes
+		loops.config(c)
+	})
+	mustCreate(t, n, "wd")
+	execIn(t, n, "wd", "echo gone > f")
+	must(t, n.Deactivate(tctx(t), "wd"))
+	loops.arm()
+	must(t, n.DropWorkspace(tctx(t), "wd"))
+	for _, p := range []string{n.workspaceDir("wd"), n.imagePath("wd")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after the drop: %v", p, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,7 @@ type diskImages struct {
 	// held is diskimg.Held, or a test's; wait is diskWait, or a test's.
 	held func(loop int, image string) bool
 	wait time.Duration
+	log  *slog.Logger
 
 	mu   sync.Mutex
 	left map[string]*leftMount // sandbox id → its image's last mount, while that may still hold the image
@@ -69,7 +71,7 @@ type leftMount struct {
 // ended (they could hold the mounts) and before anything activates.
 func (n *Node) openDisks() {
 	d := &n.disks
-	d.held, d.wait = diskimg.Held, diskWait
+	d.held, d.wait, d.log = diskimg.Held, diskWait, n.log
 	if n.cfg.diskHeld != nil {
 		d.held = n.cfg.diskHeld
 	}
@@ -238,18 +240,33 @@ func (d *diskImages) released(ctx context.Context, id, img string, wait time.Dur
 }
 
 // letGo waits until loop device loop no longer holds img, for at most wait or until
-// ctx is done.
+// ctx is done. A wait longer than a request's (a move's) that goes past a request's
+// bound is logged, with the processes whose mount namespaces still mount the image's
+// filesystem then, and again when the device let go: a device the kernel is slow to
+// clear is let go within a second or two, one that something else holds is not.
 func (d *diskImages) letGo(ctx context.Context, loop int, img string, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
+	began := time.Now()
+	deadline, slow := began.Add(wait), began.Add(d.wait)
+	logged := false
 	for d.held(loop, img) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("/dev/loop%d held it for %v", loop, wait)
+		now := time.Now()
+		if now.After(deadline) {
+			return fmt.Errorf("/dev/loop%d held it for %v (its filesystem is mounted in the mount namespaces of %v)",
+				loop, wait, diskimg.Holders(loop))
+		}
+		if !logged && wait > d.wait && now.After(slow) {
+			logged = true
+			d.log.Warn("actor: a loop device still holds a workspace image past a request's wait",
+				"image", img, "loop", loop, "waited", now.Sub(began), "mounted_in", diskimg.Holders(loop))
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("/dev/loop%d holds it: %w", loop, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+	if logged {
+		d.log.Info("actor: the loop device let the workspace image go", "image", img, "loop", loop, "waited", time.Since(began))
 	}
 	return nil
 }

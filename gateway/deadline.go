@@ -125,9 +125,10 @@ func (b *deadlineBody) readToEnd() bool {
 	return b.eof
 }
 
-// closeIfBodyUnread is step 3 above: before an error is written, a request whose body
+// closeIfBodyUnread is step 4 above: before an error is written, a request whose body
 // was not read to its end is answered with Connection: close, and its connection's
-// read deadline is set to now so that net/http does not wait for the rest of the body.
+// read deadline is set to unreadBodyGrace from now so that net/http does not wait long
+// for the rest of the body. A 100-continue body already on its way is marked for step 5.
 func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return

@@ -31,7 +31,7 @@ import (
 //     connection and goroutine. It is cleared when the next request on the connection
 //     starts: net/http keeps a connection's deadline from one request to the next.
 //  4. An error answered before the body was read (a 401, a 400 from the path, a 413) is
-//     sent with Connection: close and the read deadline set to now: net/http would
+//     sent with Connection: close and a read deadline of unreadBodyGrace: net/http would
 //     otherwise try to read and discard the unread body before it reads the next
 //     request, and a client that never sends it would hold the connection forever.
 //  5. Except that a body the client is sending because it was told to (it sent
@@ -53,7 +53,7 @@ const (
 	// unreadBodyGrace is how long, after an error answered before the body was read,
 	// net/http may go on reading (and discarding) up to 256 KiB of that body. A client
 	// that is sending it is not reset while it still writes; a silent one holds its
-	// connection no longer than this.
+	// connection no longer than this. It also bounds step 5's reading.
 	unreadBodyGrace = time.Second
 )
 

@@ -37,10 +37,13 @@ const (
 	// unavailable.
 	diskWait = time.Second
 	// moveDiskWait is diskWait for a planned move's export and import, which run in
-	// the background: failing there loses the workspace, not one request. The kernel
-	// lets a device go some time after the unmount returned; that was measured at up
-	// to 0.9 s on an idle 2-core VM and past a second under load, where diskWait had
-	// the move report the workspace lost.
+	// the background: failing there loses the workspace, not one request. A device
+	// lets its image go only once the last mount of its filesystem went, and the
+	// kernel's release after that; a process that entered a new mount namespace while
+	// the image was mounted holds a copy of the mount, as any sandbox init on this host
+	// (any node's) does until it detached the host's mounts. On the loaded 2-core VM
+	// (docs/design.md) that took mostly tens of milliseconds, but 0.4 to 3.6 s one
+	// time in four, where diskWait had the move report the workspace lost.
 	moveDiskWait = 30 * time.Second
 )
 

@@ -103,6 +103,10 @@ type Config struct {
 	// diskSupported replaces the check that this machine can mount images (disk.go)
 	// in tests.
 	diskSupported func() error
+	// diskHeld replaces diskimg.Held, and diskWait the bound of a request's wait for
+	// a loop device to let an image go (disk.go), in tests.
+	diskHeld func(loop int, image string) bool
+	diskWait time.Duration
 }
 
 // Defaults for Config fields.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,15 +31,31 @@ import (
 // keeps its plain directory, unquota'd: its files are never moved or hidden. An image
 // that exists is mounted whether or not new sandboxes get one.
 
-// diskWait bounds how long a mount waits for the loop device of the image's previous
-// mount to let it go (see diskimg.Held) before the request fails as unavailable.
-const diskWait = time.Second
+const (
+	// diskWait bounds how long a mount waits for the loop device of the image's
+	// previous mount to let it go (see diskimg.Held) before the request fails as
+	// unavailable.
+	diskWait = time.Second
+	// moveDiskWait is diskWait for a planned move's export and import, which run in
+	// the background: failing there loses the workspace, not one request. A device
+	// lets its image go only once the last mount of its filesystem went, and the
+	// kernel's release after that; a process that entered a new mount namespace while
+	// the image was mounted holds a copy of the mount, as any sandbox init on this host
+	// (any node's) does until it detached the host's mounts. On the loaded 2-core VM
+	// (docs/design.md) that took mostly tens of milliseconds, but 0.4 to 3.6 s one
+	// time in four, where diskWait had the move report the workspace lost.
+	moveDiskWait = 30 * time.Second
+)
 
 // diskImages is the node's side of workspace images. Safe for concurrent use.
 type diskImages struct {
 	enabled bool         // new sandboxes with a DiskBytes budget get an image
 	present bool         // images may exist here: enabled, or DATA/disks was found
 	mounted atomic.Int64 // images mounted now, for metrics
+	// held is diskimg.Held, or a test's; wait is diskWait, or a test's.
+	held func(loop int, image string) bool
+	wait time.Duration
+	log  *slog.Logger
 
 	mu   sync.Mutex
 	left map[string]*leftMount // sandbox id → its image's last mount, while that may still hold the image
@@ -57,6 +74,13 @@ type leftMount struct {
 // ended (they could hold the mounts) and before anything activates.
 func (n *Node) openDisks() {
 	d := &n.disks
+	d.held, d.wait, d.log = diskimg.Held, diskWait, n.log
+	if n.cfg.diskHeld != nil {
+		d.held = n.cfg.diskHeld
+	}
+	if n.cfg.diskWait > 0 {
+		d.wait = n.cfg.diskWait
+	}
 	_, statErr := os.Stat(n.disksDir())
 	d.present = n.cfg.DiskImages || statErr == nil
 	supported := n.cfg.diskSupported
@@ -168,7 +192,7 @@ func (a *sbActor) mountDisk() error {
 		return fmt.Errorf("%w: failed to mount workspace of sandbox %q: %w", ErrUnavailable, a.id, err)
 	}
 	w.hasImage = true
-	if err := a.n.disks.released(a.id, img); err != nil {
+	if err := a.n.disks.released(a.ctx(), a.id, img, a.n.disks.wait); err != nil {
 		return err
 	}
 	dir := a.n.workspaceDir(a.id)
@@ -188,34 +212,65 @@ func (a *sbActor) mountDisk() error {
 // ended but is still unmounting it (it leaves the registry first), a lazily detached
 // mount (a file was still open on it), or a loop device the kernel clears just after
 // the unmount. Mounting the image again before then would corrupt it. It waits for the
-// unmount (at most diskimg's busy wait) and then up to diskWait for the device.
-func (d *diskImages) released(id, img string) error {
+// unmount (at most diskimg's busy wait) and then up to wait for the device, or until
+// ctx is done.
+func (d *diskImages) released(ctx context.Context, id, img string, wait time.Duration) error {
 	d.mu.Lock()
 	prev := d.left[id]
 	d.mu.Unlock()
 	if prev == nil {
 		return nil
 	}
-	wait := time.NewTimer(diskWait + 2*time.Second)
-	defer wait.Stop()
+	unmount := time.NewTimer(wait + 2*time.Second)
+	defer unmount.Stop()
 	select {
 	case <-prev.done:
-	case <-wait.C:
+	case <-unmount.C:
 		return fmt.Errorf("%w: the workspace image of sandbox %q is still being unmounted; retry shortly", ErrUnavailable, id)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the workspace image of sandbox %q is still being unmounted: %w", ErrUnavailable, id, ctx.Err())
 	}
-	deadline := time.Now().Add(diskWait)
-	for diskimg.Held(prev.m.Loop, img) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: the workspace image of sandbox %q is still held by its previous mount (/dev/loop%d); retry shortly",
-				ErrUnavailable, id, prev.m.Loop)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := d.letGo(ctx, prev.m.Loop, img, wait); err != nil {
+		return fmt.Errorf("%w: the workspace image of sandbox %q is still held by its previous mount: %w; retry shortly",
+			ErrUnavailable, id, err)
 	}
 	d.mu.Lock()
 	if d.left[id] == prev {
 		delete(d.left, id)
 	}
 	d.mu.Unlock()
+	return nil
+}
+
+// letGo waits until loop device loop no longer holds img, for at most wait or until
+// ctx is done. A wait longer than a request's (a move's) that goes past a request's
+// bound is logged, with the processes whose mount namespaces still mount the image's
+// filesystem then, and again when the device let go: a device the kernel is slow to
+// clear is let go within a second or two, one that something else holds is not.
+func (d *diskImages) letGo(ctx context.Context, loop int, img string, wait time.Duration) error {
+	began := time.Now()
+	deadline, slow := began.Add(wait), began.Add(d.wait)
+	logged := false
+	for d.held(loop, img) {
+		now := time.Now()
+		if now.After(deadline) {
+			return fmt.Errorf("/dev/loop%d held it for %v (its filesystem is mounted in the mount namespaces of %v)",
+				loop, wait, diskimg.Holders(loop))
+		}
+		if !logged && wait > d.wait && now.After(slow) {
+			logged = true
+			d.log.Warn("actor: a loop device still holds a workspace image past a request's wait",
+				"image", img, "loop", loop, "waited", now.Sub(began), "mounted_in", diskimg.Holders(loop))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("/dev/loop%d holds it: %w", loop, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if logged {
+		d.log.Info("actor: the loop device let the workspace image go", "image", img, "loop", loop, "waited", time.Since(began))
+	}
 	return nil
 }
 
@@ -272,7 +327,7 @@ func (a *sbActor) unmountDisk() {
 	} else if lazy {
 		a.n.log.Warn("actor: workspace image was busy at unmount: detached lazily", "sandbox", a.id)
 	}
-	a.n.disks.unmounted(a.id, m, lazy || err != nil || diskimg.Held(m.Loop, m.Image))
+	a.n.disks.unmounted(a.id, m, lazy || err != nil || a.n.disks.held(m.Loop, m.Image))
 }
 
 // dropDisk unmounts and removes the sandbox's image (sandbox deleted or not created).

@@ -74,7 +74,7 @@ func (n *Node) ExportWorkspace(ctx context.Context, sb string) (*WorkspaceExport
 	} else if err != nil {
 		return nil, fmt.Errorf("actor: failed to export workspace of %q: %w", sb, err)
 	}
-	if err := n.disks.released(sb, img); err != nil {
+	if err := n.disks.released(ctx, sb, img, moveDiskWait); err != nil {
 		return nil, err
 	}
 	dir := n.workspaceDir(sb)
@@ -113,7 +113,7 @@ func (e *WorkspaceExport) Close() error {
 	e.m = nil
 	e.n.disks.mounted.Add(-1)
 	lazy, err := m.Unmount()
-	e.n.disks.unmounted(e.sb, m, lazy || err != nil || diskimg.Held(m.Loop, m.Image))
+	e.n.disks.unmounted(e.sb, m, lazy || err != nil || e.n.disks.held(m.Loop, m.Image))
 	if err != nil {
 		return fmt.Errorf("actor: failed to close exported workspace of %q: %w", e.sb, err)
 	}
@@ -215,12 +215,8 @@ func (n *Node) importImage(ctx context.Context, sb string, r io.Reader, o Import
 	}
 	// The image is renamed only once no loop device holds it: a later mount of it
 	// beside a device still bound to it would corrupt it.
-	deadline := time.Now().Add(diskWait)
-	for diskimg.Held(m.Loop, img) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the new image is still held by /dev/loop%d", m.Loop)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := n.disks.letGo(ctx, m.Loop, img, moveDiskWait); err != nil {
+		return fmt.Errorf("the new image is still held: %w", err)
 	}
 	if o.Install != nil {
 		if err := o.Install(); err != nil {

@@ -6,7 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/actor/internal/diskimg"
 )
 
 // TestWorkspaceMoveDiskImage moves the workspace of a sandbox with a disk image from
@@ -97,5 +101,103 @@ func TestWorkspaceImportBroken(t *testing.T) {
 	}
 	if n.takeImported("wb") {
 		t.Fatal("a failed import is noted as arrived")
+	}
+}
+
+// slowLoops stands in for the kernel's check that a loop device still holds an image
+// (Config.diskHeld): until armed, every device holds its image; once armed, it holds
+// it for three times a request's wait (Config.diskWait) past the first check, then as
+// the kernel says. A wait bounded by a request's gives up before then, whenever it
+// began.
+type slowLoops struct {
+	wait  time.Duration
+	mu    sync.Mutex
+	armed bool
+	first time.Time // the first check once armed
+}
+
+func (s *slowLoops) config(c *Config) {
+	c.diskWait, c.diskHeld = s.wait, s.held
+}
+
+func (s *slowLoops) arm() {
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+}
+
+func (s *slowLoops) held(loop int, image string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.armed {
+		return true
+	}
+	if s.first.IsZero() {
+		s.first = time.Now()
+	}
+	return time.Since(s.first) < 3*s.wait || diskimg.Held(loop, image)
+}
+
+// TestWorkspaceMoveWaitsForLoopDevice: the kernel lets an image's loop device go some
+// time after the unmount returned. A request's mount gives up past a short bound (an
+// unavailable answer, retried), but a planned move's export, after the deactivation
+// that ended the sandbox here, and its import, after it filled the new image, wait
+// longer: giving up there loses the workspace.
+func TestWorkspaceMoveWaitsForLoopDevice(t *testing.T) {
+	t.Parallel()
+	requireDiskImages(t)
+	st := openTestBolt(t)
+	ownA, ownB := &ownership{}, &ownership{}
+	ownB.deny.Store(true)
+	loopsA, loopsB := &slowLoops{wait: 50 * time.Millisecond}, &slowLoops{wait: 50 * time.Millisecond}
+	a := newTestNode(t, func(c *Config) {
+		c.NodeID, c.Storage, c.DataDir = "wl-a", st, smallFS(t, 64<<20)
+		c.DiskImages, c.Defaults.DiskBytes = true, testDiskBytes
+		ownA.config(c)
+		loopsA.config(c)
+	})
+	b := newTestNode(t, func(c *Config) {
+		c.NodeID, c.Storage, c.DataDir = "wl-b", st, smallFS(t, 64<<20)
+		c.DiskImages, c.Defaults.DiskBytes = true, testDiskBytes
+		ownB.config(c)
+		loopsB.config(c)
+	})
+	mustCreate(t, a, "wl")
+	execIn(t, a, "wl", "echo kept > f")
+	must(t, a.Deactivate(tctx(t), "wl"))
+	loopsA.arm()
+	loopsB.arm()
+	streamWorkspace(t, a.Node, b.Node, "wl")
+	ownA.deny.Store(true)
+	ownB.deny.Store(false)
+	if got := execIn(t, b, "wl", "cat f").Stdout; string(got) != "kept\n" {
+		t.Fatalf("b's workspace: %q", got)
+	}
+	if moved := movedEvents(t, b, "wl"); len(moved) != 1 || len(moved[0]["lost"].([]any)) != 0 {
+		t.Fatalf("sandbox.moved: %v, want one that lost nothing", moved)
+	}
+}
+
+// TestDropWorkspaceWaitsForLoopDevice: the old owner removes its copy of a workspace
+// a planned move delivered right after the export's unmount; it waits for the loop
+// device as the export does, rather than keep the copy until its next start.
+func TestDropWorkspaceWaitsForLoopDevice(t *testing.T) {
+	t.Parallel()
+	requireDiskImages(t)
+	loops := &slowLoops{wait: 50 * time.Millisecond}
+	n := newTestNode(t, func(c *Config) {
+		c.DataDir = smallFS(t, 64<<20)
+		c.DiskImages, c.Defaults.DiskBytes = true, testDiskBytes
+		loops.config(c)
+	})
+	mustCreate(t, n, "wd")
+	execIn(t, n, "wd", "echo gone > f")
+	must(t, n.Deactivate(tctx(t), "wd"))
+	loops.arm()
+	must(t, n.DropWorkspace(tctx(t), "wd"))
+	for _, p := range []string{n.workspaceDir("wd"), n.imagePath("wd")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after the drop: %v", p, err)
+		}
 	}
 }

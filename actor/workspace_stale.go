@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,12 +37,14 @@ const stalePrefix = ".stale-"
 // move to another node completed). It refuses, with ErrUnavailable, a sandbox active
 // on this node or whose workspace is being imported; a sandbox with nothing here is
 // not an error. The caller makes sure nothing activates sb meanwhile (in a cluster,
-// this node does not own it). (Extension.)
-func (n *Node) DropWorkspace(sb string) error {
+// this node does not own it). It runs in the background of a move, so it waits up to
+// moveDiskWait, or until ctx is done, for the loop device of the image's last mount to
+// let the image go. (Extension.)
+func (n *Node) DropWorkspace(ctx context.Context, sb string) error {
 	if err := checkID("sandbox", sb); err != nil {
 		return err
 	}
-	if err := n.releasedImage(sb); err != nil {
+	if err := n.releasedImage(ctx, sb, moveDiskWait); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -63,7 +66,7 @@ func (a *sbActor) dropStale() {
 	if a.rec == nil || a.rec.Node == "" || a.rec.Node == n.cfg.NodeID || n.cfg.SharedWorkspaces || n.hasImported(a.id) {
 		return
 	}
-	if err := n.releasedImage(a.id); err != nil {
+	if err := n.releasedImage(a.ctx(), a.id, n.disks.wait); err != nil {
 		n.log.Error("actor: failed to remove a leftover workspace", "sandbox", a.id, "err", err)
 		return
 	}
@@ -78,12 +81,13 @@ func (a *sbActor) dropStale() {
 	}
 }
 
-// releasedImage waits until no earlier mount holds sb's image, if it has one.
-func (n *Node) releasedImage(sb string) error {
+// releasedImage waits until no earlier mount holds sb's image, if it has one (see
+// diskImages.released).
+func (n *Node) releasedImage(ctx context.Context, sb string, wait time.Duration) error {
 	if !n.disks.present {
 		return nil
 	}
-	return n.disks.released(sb, n.imagePath(sb))
+	return n.disks.released(ctx, sb, n.imagePath(sb), wait)
 }
 
 // moveAsideLocked renames sb's workspace directory and image, those that exist, to

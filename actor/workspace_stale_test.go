@@ -88,23 +88,23 @@ func TestDropWorkspace(t *testing.T) {
 	mustCreate(t, n, "dw")
 	_, err := n.Exec(ctx, "dw", runtime.ExecOptions{Command: "echo x > f"})
 	must(t, err)
-	if err := n.DropWorkspace("dw"); !errors.Is(err, ErrUnavailable) {
+	if err := n.DropWorkspace(tctx(t), "dw"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("DropWorkspace of an active sandbox: %v, want ErrUnavailable", err)
 	}
 	must(t, n.Deactivate(ctx, "dw"))
 	if !n.beginImport("dw") {
 		t.Fatal("beginImport refused an inactive sandbox")
 	}
-	if err := n.DropWorkspace("dw"); !errors.Is(err, ErrUnavailable) {
+	if err := n.DropWorkspace(tctx(t), "dw"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("DropWorkspace while importing: %v, want ErrUnavailable", err)
 	}
 	n.endImport("dw")
-	must(t, n.DropWorkspace("dw"))
+	must(t, n.DropWorkspace(tctx(t), "dw"))
 	if _, err := os.Stat(n.workspaceDir("dw")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("workspace after DropWorkspace: %v", err)
 	}
-	must(t, n.DropWorkspace("dw"))
-	if err := n.DropWorkspace("../x"); err == nil {
+	must(t, n.DropWorkspace(tctx(t), "dw"))
+	if err := n.DropWorkspace(tctx(t), "../x"); err == nil {
 		t.Fatal("DropWorkspace took an invalid id")
 	}
 	assertNoStale(t, n.Node)

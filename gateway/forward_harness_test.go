@@ -1,10 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,11 +35,13 @@ type trio struct {
 func newTrio(t testing.TB, mod func(i int, c *Config)) *trio {
 	t.Helper()
 	tr := &trio{t: t}
+	logs := newTrioLog(t)
 	for i, id := range []string{"c", "b", "a"} {
 		opts := &serverOptions{config: func(c *Config) {
 			c.NodeID = id
 			c.Labels = map[string]string{"node": id}
 			c.RaftMultiplier = clusterRaftMultiplier
+			c.Logger = logs.logger(id)
 			if i > 0 {
 				c.Join = tr.nodes[0].url
 			}
@@ -182,4 +189,55 @@ func (ts *testServer) sendSettled(method, path string, body any) (r response, re
 		retried = true
 		time.Sleep(time.Duration(after) * time.Second) // the client's back-off the server asked for
 	}
+}
+
+// trioLog keeps the last lines a trio's nodes logged at Info and above, and every
+// request's line, and prints them when the test failed: why a cluster test failed is
+// most often there (a workspace stream that failed, a forward that broke, what a
+// retried set-up request was answered), and nowhere else. $SANDGATE_TEST_LOG=debug
+// sends every line at Debug to stderr as well, as it comes.
+type trioLog struct {
+	stderr bool
+	mu     sync.Mutex
+	lines  []string
+	lost   int // lines dropped from the front
+}
+
+// trioLogLines bounds the lines kept.
+const trioLogLines = 400
+
+func newTrioLog(t testing.TB) *trioLog {
+	l := &trioLog{stderr: os.Getenv("SANDGATE_TEST_LOG") == "debug"}
+	t.Cleanup(func() { // registered before the nodes', so it runs after they shut down
+		if !t.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		t.Logf("the trio's log (%d earlier lines dropped):\n%s", l.lost, strings.Join(l.lines, ""))
+	})
+	return l
+}
+
+// logger returns node id's logger.
+func (l *trioLog) logger(id string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
+}
+
+// Write takes one line (a slog handler writes one record at a time).
+func (l *trioLog) Write(p []byte) (int, error) {
+	if l.stderr {
+		_, _ = os.Stderr.Write(p)
+	}
+	if bytes.Contains(p, []byte("level=DEBUG")) && !bytes.Contains(p, []byte("level=DEBUG msg=request ")) {
+		return len(p), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == trioLogLines {
+		l.lines = l.lines[1:]
+		l.lost++
+	}
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -123,13 +124,15 @@ func shutdown(t *testing.T, ts *testServer) {
 
 // interposer stands at a node's advertised HTTP address in front of its real
 // listener: it answers the next request 421 with a given table index when told to,
-// and passes everything else on.
+// or 503 as a fenced owner, or breaks it off after its 100 Continue, and passes
+// everything else on.
 type interposer struct {
 	srv       *http.Server
 	addr      string
 	target    atomic.Pointer[httputil.ReverseProxy]
 	misdirect atomic.Uint64 // when not 0: answer the next request 421 with this index
 	fenced    atomic.Bool   // when set: answer the next request 503 as an owner without a lease
+	broken    atomic.Bool   // when set: read some of the next request's body (100 Continue) and break the connection
 	refused   chan struct{} // a request was answered 421 or 503
 	passed    func()        // called for each request passed on
 }
@@ -152,6 +155,11 @@ func newInterposer(t *testing.T) *interposer {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			ip.refused <- struct{}{}
 			return
+		}
+		if ip.broken.Swap(false) {
+			_, _ = io.ReadFull(r.Body, make([]byte, 64<<10))
+			ip.refused <- struct{}{}
+			panic(http.ErrAbortHandler)
 		}
 		if ip.passed != nil {
 			ip.passed()

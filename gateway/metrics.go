@@ -251,6 +251,11 @@ func (m *metrics) observe(route, stream string, status int, d time.Duration) {
 // statusRecorder remembers the status a handler wrote. It unwraps to the real writer so
 // http.ResponseController and websocket.Accept still reach Flush and Hijack. With a
 // writeTimeout it also gives the response its write deadline (deadline.go, step 3).
+//
+// An informational status (1xx but 101, which ends an upgrade's answer) is not the
+// answer: a proxied owner's 100 Continue goes to the client through WriteHeader, and a
+// forward that fails after it must still be answered with its error, not left to
+// net/http's empty 200.
 type statusRecorder struct {
 	http.ResponseWriter
 	status       int
@@ -259,6 +264,10 @@ type statusRecorder struct {
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
+	if informational(code) {
+		s.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if s.status == 0 {
 		s.status = code
 	}
@@ -289,3 +298,8 @@ func (s *statusRecorder) arm() {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// informational reports whether code is a 1xx status that another one follows.
+func informational(code int) bool {
+	return code >= 100 && code < 200 && code != http.StatusSwitchingProtocols
+}

@@ -67,7 +67,7 @@ func (s *Server) dropDelivered(ctx context.Context, h cluster.Handoff, sent []st
 		if !s.notMine(sb) {
 			continue // aborted, or back here: the copy is the sandbox's workspace
 		}
-		if err := s.node.DropWorkspace(sb); err != nil {
+		if err := s.node.DropWorkspace(ctx, sb); err != nil {
 			s.log.Warn("failed to remove the workspace a planned move delivered elsewhere", "sandbox", sb, "err", err)
 			continue
 		}
@@ -113,7 +113,7 @@ func (s *Server) sweepWorkspaces(ctx context.Context) {
 		if !s.notMine(sb) {
 			continue
 		}
-		switch err := s.node.DropWorkspace(sb); {
+		switch err := s.node.DropWorkspace(ctx, sb); {
 		case err == nil:
 			removed++
 		case errors.Is(err, actor.ErrUnavailable): // active here after all: it stays

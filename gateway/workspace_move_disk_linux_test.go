@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandgate/sandgate/actor"
 )
@@ -42,15 +45,39 @@ func TestDrainStreamsWorkspaceImage(t *testing.T) {
 	if fi, err := os.Stat(img); err != nil || fi.Size() != budget {
 		t.Fatalf("the new owner's image: %v %v, want %d bytes", fi, err, budget)
 	}
+	// Through b, which forwards it, streamed (over 1 MiB): the owner answers 429 before
+	// it read the whole body, and that answer must reach the client as it is.
 	r := b.do("PUT", filesPath(sb)+"?path=more.bin", strings.Repeat("m", 6<<20))
 	if r.status != http.StatusTooManyRequests {
 		o, _, _ := b.srv.cluster.Owner(sb)
 		ls := b.do("GET", filesPath(sb)+"?path=.", nil)
-		t.Fatalf("6 MiB more into the 8 MiB workspace after the move to %s (owner now %s): %d %s, want 429; the workspace holds %s; events %v",
-			owner, o, r.status, r.body, ls.body, movedData(t, b, sb))
+		t.Fatalf("6 MiB more into the 8 MiB workspace after the move to %s (owner now %s): %d %s (request %s), want 429; "+
+			"the workspace holds %s; on the owner it is %s; events %v",
+			owner, o, r.status, r.body, r.header.Get("X-Request-Id"), ls.body,
+			mountState(tr.node(string(o)), sb), movedData(t, b, sb))
 	}
 	assertNoIncoming(t, tr.node(string(owner)))
 	// The old owner removes its image and directory once the move completed.
 	a := tr.node("a")
 	eventually(t, clusterPatience, "a to remove its copy of "+sb, func() bool { return !workspaceOn(a, sb) })
+}
+
+// mountState says whether sb's workspace on ts is a mount point, and how full the
+// filesystem there is: a write that escaped the quota landed either in the bare
+// directory under an unmounted image, or in an image of the wrong size.
+func mountState(ts *testServer, sb string) string {
+	dir := ts.hostWorkspace(sb)
+	var here, parent unix.Stat_t
+	if err := unix.Stat(dir, &here); err != nil {
+		return err.Error()
+	}
+	if err := unix.Stat(filepath.Dir(dir), &parent); err != nil {
+		return err.Error()
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return err.Error()
+	}
+	used, size := (fs.Blocks-fs.Bfree)*uint64(fs.Bsize), fs.Blocks*uint64(fs.Bsize)
+	return fmt.Sprintf("mounted %v (a filesystem of its own), %d of %d bytes used", here.Dev != parent.Dev, used, size)
 }

@@ -38,3 +38,6 @@ func MountsUnder(dir string) ([]string, error) { return nil, nil }
 
 // LoopsUnder finds nothing: only Linux has loop devices.
 func LoopsUnder(dir string) ([]Loop, error) { return nil, nil }
+
+// Holders names no process: only Linux has loop devices.
+func Holders(n int) []string { return nil }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -106,4 +107,52 @@ func backingFile(n int) string {
 		return ""
 	}
 	return strings.TrimSuffix(string(b), "\n") // a deleted file shows as "path (deleted)": not image
+}
+
+// maxHolders bounds the processes Holders names.
+const maxHolders = 8
+
+// Holders names the processes whose mount namespaces mount the filesystem on
+// /dev/loop<n>, one per namespace (at most maxHolders) as "pid (comm) mnt:[inode]":
+// for a device that goes on holding its image after the unmount, this says who keeps
+// its filesystem alive. A holder that only has a file open on a lazily detached mount
+// is not named. It reads every process's mountinfo; call it only to explain a failure.
+func Holders(n int) []string {
+	dev := fmt.Sprintf("%d:%d", loopMajor, n)
+	procs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range procs {
+		ns, err := os.Readlink(p + "/ns/mnt")
+		if err != nil || seen[ns] {
+			continue
+		}
+		info, err := os.ReadFile(p + "/mountinfo")
+		if err != nil {
+			continue
+		}
+		seen[ns] = true
+		if !mountsDevice(info, dev) {
+			continue
+		}
+		comm, _ := os.ReadFile(p + "/comm")
+		out = append(out, fmt.Sprintf("%s (%s) %s", filepath.Base(p), strings.TrimSpace(string(comm)), ns))
+		if len(out) == maxHolders {
+			break
+		}
+	}
+	return out
+}
+
+// mountsDevice reports whether mountinfo has a mount of device dev ("major:minor").
+func mountsDevice(mountinfo []byte, dev string) bool {
+	for line := range strings.SplitSeq(string(mountinfo), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == dev {
+			return true
+		}
+	}
+	return false
 }

@@ -64,3 +64,54 @@ func pollRetry(fds []unix.PollFd, timeoutMS int) (int, error) {
 		}
 	}
 }
+
+// TestCapBufferFirstRead: a stream's first read keeps only the bytes it got (no
+// buffer for a stream that stays empty), and later reads append to them up to the
+// limit.
+func TestCapBufferFirstRead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		writes []string
+		limit  int
+		want   string
+		trunc  bool
+	}{
+		{"empty", nil, 1000, "", false},
+		{"small", []string{"abc"}, 1000, "abc", false},
+		{"two reads", []string{"abc", "defg"}, 1000, "abcdefg", false},
+		{"first read over the limit", []string{"abcdef"}, 4, "abcd", true},
+		{"second read over the limit", []string{"ab", "cdef"}, 4, "abcd", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var p [2]int
+			if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(p[0])
+			c := capBuffer{limit: tt.limit}
+			for _, w := range tt.writes {
+				if _, err := unix.Write(p[1], []byte(w)); err != nil {
+					t.Fatal(err)
+				}
+				if c.readFD(p[0]) {
+					t.Fatal("ended before the write end closed")
+				}
+			}
+			unix.Close(p[1])
+			for !c.readFD(p[0]) {
+			}
+			if string(c.buf) != tt.want || c.truncated != tt.trunc {
+				t.Fatalf("got %q truncated %v, want %q truncated %v", c.buf, c.truncated, tt.want, tt.trunc)
+			}
+			if len(tt.writes) == 0 && cap(c.buf) != 0 {
+				t.Fatalf("an empty stream has a buffer of %d bytes", cap(c.buf))
+			}
+			if len(tt.writes) == 1 && !tt.trunc && cap(c.buf) >= 512 {
+				t.Fatalf("a %d-byte stream has a buffer of %d bytes", len(c.buf), cap(c.buf))
+			}
+		})
+	}
+}

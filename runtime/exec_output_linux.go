@@ -59,12 +59,14 @@ func (o *execOutput) close() {
 // read ends. An error means poll failed; exited has been called then too.
 func (o *execOutput) collect(l leader, exited func()) error {
 	defer o.close()
-	exitFD, err := l.exitFD()
+	exitFD, owned, err := l.exitFD()
 	if err != nil {
 		exited()
 		return err
 	}
-	defer unix.Close(exitFD)
+	if owned {
+		defer unix.Close(exitFD)
+	}
 	fds := []unix.PollFd{{Fd: int32(exitFD), Events: unix.POLLIN}, {Fd: int32(o.fds[0]), Events: unix.POLLIN}, {Fd: int32(o.fds[1]), Events: unix.POLLIN}}
 	bufs := []*capBuffer{&o.stdout, &o.stderr}
 	var exitedAt time.Time

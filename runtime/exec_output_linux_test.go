@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +116,37 @@ func TestCapBufferFirstRead(t *testing.T) {
 				t.Fatalf("a %d-byte stream has a buffer of %d bytes", len(c.buf), cap(c.buf))
 			}
 		})
+	}
+}
+
+// TestExecHammerStreams: concurrent execs in one sandbox each get their own output,
+// status and exit code back. Each exec juggles three pipes and its exit fd (with the
+// namespace driver, the status pipe lent to collect until reap closes it); an fd
+// closed twice or read by the wrong call would cross or lose output here.
+func TestExecHammerStreams(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	const workers, rounds = 8, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				out, errOut, code := fmt.Sprintf("out-%d-%d", w, i), fmt.Sprintf("err-%d-%d", w, i), (w+i)%7
+				res, err := s.Exec(ctx, ExecOptions{Argv: []string{"sh", "-c", `printf %s "$1"; printf %s "$2" >&2; exit "$3"`, "sh", out, errOut, strconv.Itoa(code)}})
+				switch {
+				case err != nil:
+					errs <- err
+				case string(res.Stdout) != out || string(res.Stderr) != errOut || res.ExitCode != code:
+					errs <- fmt.Errorf("exec %d/%d: stdout %q stderr %q exit %d, want %q %q %d", w, i, res.Stdout, res.Stderr, res.ExitCode, out, errOut, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

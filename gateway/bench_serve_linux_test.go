@@ -11,8 +11,9 @@ import (
 // process: requests served in memory by the full handler (body deadline, routing,
 // auth, id checks, metrics, logging, decoding and rendering). exec-bad-cwd posts an
 // exec whose cwd leaves the workspace (decoded, the actor's turns, then the runtime's
-// 400 before any process); get-sandbox renders an active sandbox. It measures the cuts of "#14, fourth pass"
-// (BENCHMARKS.md) that an 8-client exec run cannot resolve on a shared VM.
+// 400 before any process); get-sandbox renders an active sandbox. It measures the
+// cuts of "#14, fourth pass" (BENCHMARKS.md) that an 8-client exec run cannot resolve
+// on a shared VM; its allocations per request are exact.
 func BenchmarkServeRequest(b *testing.B) {
 	ts := newTestServer(b, &serverOptions{})
 	ts.sandbox("bench")
@@ -37,8 +38,8 @@ func BenchmarkServeRequest(b *testing.B) {
 					b.Fatalf("%s %s: %d %s", c.method, c.path, rec.Code, rec.Body)
 				}
 			}
-			// This process's CPU (the test servers' idle background included), steadier
-			// than ns/op on a VM shared with other work.
+			// This process's CPU per request, GC and the test servers' idle background
+			// included: what the request costs the machine, not only its own goroutine.
 			b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +46,7 @@ func BenchmarkExecCPU(b *testing.B) {
 	}
 	var wall [3]time.Duration
 	var self, kids, init_ [3]time.Duration
+	var mallocs, allocBytes [3]uint64        // this process's heap allocations (client and server)
 	only := os.Getenv("SANDGATE_BENCH_ONLY") // one way alone, for a profiler: raw, ns or local
 	for i := 0; i < phases; i++ {
 		for j := range ways {
@@ -53,9 +55,14 @@ func BenchmarkExecCPU(b *testing.B) {
 				wall[k], self[k], kids[k] = 1, 1, 1
 				continue
 			}
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
 			s0, k0, i0 := selfCPU(b), kidsCPU(b), procCPU(b, initPID)
 			wall[k] += clientPhase(b, clients, perClient, ways[k].run)
 			s1, k1, i1 := selfCPU(b), kidsCPU(b), procCPU(b, initPID)
+			goruntime.ReadMemStats(&m1)
+			mallocs[k] += m1.Mallocs - m0.Mallocs
+			allocBytes[k] += m1.TotalAlloc - m0.TotalAlloc
 			self[k] += s1 - s0
 			kids[k] += k1 - k0
 			init_[k] += i1.own - i0.own
@@ -72,6 +79,8 @@ func BenchmarkExecCPU(b *testing.B) {
 			b.ReportMetric(us(init_[k]), w.name+"-init-cpu-µs/exec")
 		}
 		b.ReportMetric(us(self[k]+kids[k]+init_[k]), w.name+"-total-cpu-µs/exec")
+		b.ReportMetric(float64(mallocs[k])/n, w.name+"-allocs/exec")
+		b.ReportMetric(float64(allocBytes[k])/n, w.name+"-B/exec")
 	}
 	b.ReportMetric(float64(wall[0])/float64(wall[1]), "ns/raw-8c")
 	b.ReportMetric(float64(wall[0])/float64(wall[2]), "local/raw-8c")

@@ -54,7 +54,8 @@ func decodeStrict(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return errors.New(describeJSONError(err, reflect.TypeOf(v)))
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	// Only JSON whitespace may follow, as json.Decoder.Token would find (io.EOF).
+	if rest := body[dec.InputOffset():]; len(bytes.TrimLeft(rest, " \t\r\n")) != 0 {
 		return errors.New("trailing data after the JSON value")
 	}
 	return checkKeys(body, reflect.TypeOf(v))

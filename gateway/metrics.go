@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -235,17 +237,70 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// observe records one finished request of route (a ServeMux pattern, which names the
-// method; "" for a request no route matched). Its latency is recorded unless the route
-// streams (stream is its transport), whose lifetimes have histograms of their own.
-func (m *metrics) observe(route, stream string, status int, d time.Duration) {
+// routeMetrics are one route's request series, looked up once when the route is
+// wrapped: a label lookup hashes the label values (and formats the status) on every
+// request, 3 µs and two allocations of an exec's server CPU (BENCHMARKS.md, "#14,
+// fourth pass"). Safe for concurrent use.
+type routeMetrics struct {
+	m      *metrics
+	route  string
+	stream bool
+	// latency is the route's histogram, made at its first request (not before, so
+	// that /metrics shows only routes that served one, as with a lookup each time).
+	latency     prometheus.Observer
+	latencyOnce sync.Once
+	mu          sync.Mutex // serializes adding a status's counter
+	codes       atomic.Pointer[[]codeCounter]
+}
+
+// codeCounter is a route's request counter for one status code.
+type codeCounter struct {
+	code int
+	c    prometheus.Counter
+}
+
+// forRoute returns route's series (a ServeMux pattern, which names the method; "" for
+// a request no route matched). Its latency is recorded unless the route streams
+// (stream is its transport), whose lifetimes have histograms of their own.
+func (m *metrics) forRoute(route, stream string) *routeMetrics {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	if stream == "" {
-		m.latency.WithLabelValues(route).Observe(d.Seconds())
+	rm := &routeMetrics{m: m, route: route, stream: stream != ""}
+	rm.codes.Store(&[]codeCounter{})
+	return rm
+}
+
+// observe records one finished request of the route: its status, and its latency
+// unless the route streams.
+func (rm *routeMetrics) observe(status int, d time.Duration) {
+	rm.counter(status).Inc()
+	if !rm.stream {
+		rm.latencyOnce.Do(func() { rm.latency = rm.m.latency.WithLabelValues(rm.route) })
+		rm.latency.Observe(d.Seconds())
 	}
+}
+
+// counter returns the route's counter for status. A route answers a handful of
+// statuses, so a list copied on each new one beats a map.
+func (rm *routeMetrics) counter(status int) prometheus.Counter {
+	for _, cc := range *rm.codes.Load() {
+		if cc.code == status {
+			return cc.c
+		}
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	old := *rm.codes.Load()
+	for _, cc := range old {
+		if cc.code == status {
+			return cc.c
+		}
+	}
+	c := rm.m.requests.WithLabelValues(rm.route, strconv.Itoa(status))
+	codes := append(old[:len(old):len(old)], codeCounter{status, c})
+	rm.codes.Store(&codes)
+	return c
 }
 
 // statusRecorder remembers the status a handler wrote. It unwraps to the real writer so

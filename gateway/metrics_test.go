@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -227,5 +229,69 @@ func TestMetricsListen(t *testing.T) {
 				t.Fatalf("%s %s: %d, want %d", method, tt.url, resp.StatusCode, tt.want)
 			}
 		})
+	}
+}
+
+// TestRouteMetricsCounted: a route's series, looked up once, still count every request
+// by route and status under concurrent requests (a hammer over the copy-on-write list
+// of status counters), observe latency only for request/response routes, and export
+// no series for a route before its first request.
+func TestRouteMetricsCounted(t *testing.T) {
+	t.Parallel()
+	m := newMetrics()
+	exec := m.forRoute("POST /v1/sandboxes/{sb}/exec", "")
+	stream := m.forRoute("GET /v1/sandboxes/{sb}/events/stream", streamSSE)
+	unmatched := m.forRoute("", "")
+	_ = m.forRoute("GET /v1/sandboxes", "")
+	if n := testutil.CollectAndCount(m.latency); n != 0 {
+		t.Fatalf("%d latency series before any request, want 0", n)
+	}
+	statuses := []int{200, 404, 400, 200, 500, 200, 409, 503}
+	const workers, rounds = 8, 250
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range rounds {
+				exec.observe(statuses[(w+i)%len(statuses)], time.Millisecond)
+				stream.observe(200, time.Second)
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	unmatched.observe(404, time.Millisecond)
+	want := map[int]float64{}
+	for w := range workers {
+		for i := range rounds {
+			want[statuses[(w+i)%len(statuses)]]++
+		}
+	}
+	for code, n := range want {
+		if got := testutil.ToFloat64(m.requests.WithLabelValues(exec.route, strconv.Itoa(code))); got != n {
+			t.Errorf("exec %d: %v requests, want %v", code, got, n)
+		}
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues(stream.route, "200")); got != workers*rounds {
+		t.Errorf("stream 200: %v requests, want %d", got, workers*rounds)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "404")); got != 1 {
+		t.Errorf("unmatched 404: %v requests, want 1", got)
+	}
+	// Two request/response routes served (exec, unmatched); the stream and the idle
+	// list route have no latency series.
+	if n := testutil.CollectAndCount(m.latency); n != 2 {
+		t.Errorf("%d latency series, want 2", n)
+	}
+	h := &dto.Metric{}
+	if err := m.latency.WithLabelValues(exec.route).(prometheus.Histogram).Write(h); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.GetHistogram().GetSampleCount(); got != workers*rounds {
+		t.Errorf("exec latency: %d samples, want %d", got, workers*rounds)
+	}
+	if n := testutil.CollectAndCount(m.requests); n != len(want)+2 {
+		t.Errorf("%d request series, want %d", n, len(want)+2)
 	}
 }

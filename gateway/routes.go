@@ -158,6 +158,7 @@ var pathIDs = []string{"sb", "p", "s", "t", "id", "ptyID"}
 // wrap adds what every API request gets: a request id, auth, id validation, the routing
 // policy, metrics, logging and error rendering.
 func (s *Server) wrap(rt route) http.Handler {
+	observed := s.metrics.forRoute(rt.pattern, rt.stream)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		reqID := r.Header.Get("X-Request-Id")
@@ -180,13 +181,16 @@ func (s *Server) wrap(rt route) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		s.metrics.observe(rt.pattern, rt.stream, status, d)
+		observed.observe(status, d)
 		level := slog.LevelDebug
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "request", "id", reqID, "method", r.Method, "path", r.URL.Path,
-			"status", status, "duration", d, "tenant", tenantOf(r.Context()))
+		// Asked first: the arguments of a line that is not logged were boxed for nothing.
+		if s.log.Enabled(r.Context(), level) {
+			s.log.Log(r.Context(), level, "request", "id", reqID, "method", r.Method, "path", r.URL.Path,
+				"status", status, "duration", d, "tenant", tenantOf(r.Context()))
+		}
 	})
 }
 

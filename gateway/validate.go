@@ -56,8 +56,8 @@ func noNULs(pairs ...string) error {
 // noNULArgv refuses an argv with a NUL byte in any element, naming it.
 func noNULArgv(argv []string) error {
 	for i, a := range argv {
-		if err := noNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
-			return err
+		if strings.IndexByte(a, 0) >= 0 { // the name is formatted only for the error
+			return noNUL(fmt.Sprintf("argv[%d]", i), a)
 		}
 	}
 	return nil

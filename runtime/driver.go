@@ -87,9 +87,10 @@ type leader interface {
 	// hostPID is the leader's pid as the server sees it (0 if unknown): what a
 	// terminal reports as its foreground group when the leader is in front.
 	hostPID() int
-	// exitFD returns an fd that becomes readable once the leader has exited. The
-	// caller closes it.
-	exitFD() (int, error)
+	// exitFD returns an fd that becomes readable once the leader has exited. With
+	// owned the caller closes it; else it is the leader's own, valid until reap
+	// (which closes it), and the caller stops using it before reap.
+	exitFD() (fd int, owned bool, err error)
 	// awaitExit blocks until the leader has exited. The leader's pid still names its
 	// process group and session until reap.
 	awaitExit()

@@ -74,11 +74,16 @@ func (h localHost) start(_ context.Context, sp *spawn) (leader, error) {
 // (waitid WNOWAIT), so its pid keeps naming its group and session until reap.
 type localLeader struct{ cmd *exec.Cmd }
 
-func (l *localLeader) pid() int             { return l.cmd.Process.Pid }
-func (l *localLeader) hostPID() int         { return l.cmd.Process.Pid }
-func (l *localLeader) exitFD() (int, error) { return exitNotifier(l.pid()) }
-func (l *localLeader) awaitExit()           { _ = awaitExited(l.pid()) } // on error (never expected) reap still waits
-func (l *localLeader) startErr() error      { return nil }               // start waited for the exec
+func (l *localLeader) pid() int        { return l.cmd.Process.Pid }
+func (l *localLeader) hostPID() int    { return l.cmd.Process.Pid }
+func (l *localLeader) awaitExit()      { _ = awaitExited(l.pid()) } // on error (never expected) reap still waits
+func (l *localLeader) startErr() error { return nil }               // start waited for the exec
+
+func (l *localLeader) exitFD() (int, bool, error) {
+	fd, err := exitNotifier(l.pid())
+	return fd, true, err
+}
+
 func (l *localLeader) signalTree(sig syscall.Signal, session bool) {
 	pid := l.pid()
 	_ = syscall.Kill(-pid, sig) // ESRCH: the group is already empty

@@ -198,15 +198,10 @@ func (l *nsLeader) statusReady() bool {
 
 func (l *nsLeader) startErr() error { return l.notRun }
 
-// exitFD is a copy of the status pipe's read end: readable once the init saw the exit
-// and wrote the status (or, hung up, once the init is gone).
-func (l *nsLeader) exitFD() (int, error) {
-	fd, err := unix.FcntlInt(uintptr(l.status), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	return fd, nil
-}
+// exitFD is the status pipe's read end itself, which reap reads and closes: readable
+// once the init saw the exit and wrote the status (or, hung up, once the init is
+// gone). Lent, not copied: a copy was a dup and a close more on every exec.
+func (l *nsLeader) exitFD() (int, bool, error) { return l.status, false, nil }
 
 // reap returns the status the init wrote to the pipe, or else (the pipe polled
 // before the exit, or the init gone) the one it reported. A process whose init went

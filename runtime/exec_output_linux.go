@@ -59,12 +59,14 @@ func (o *execOutput) close() {
 // read ends. An error means poll failed; exited has been called then too.
 func (o *execOutput) collect(l leader, exited func()) error {
 	defer o.close()
-	exitFD, err := l.exitFD()
+	exitFD, owned, err := l.exitFD()
 	if err != nil {
 		exited()
 		return err
 	}
-	defer unix.Close(exitFD)
+	if owned {
+		defer unix.Close(exitFD)
+	}
 	fds := []unix.PollFd{{Fd: int32(exitFD), Events: unix.POLLIN}, {Fd: int32(o.fds[0]), Events: unix.POLLIN}, {Fd: int32(o.fds[1]), Events: unix.POLLIN}}
 	bufs := []*capBuffer{&o.stdout, &o.stderr}
 	var exitedAt time.Time
@@ -102,9 +104,21 @@ func (o *execOutput) collect(l leader, exited func()) error {
 
 // readFD reads once from fd, which poll reported ready, and reports whether the stream
 // has ended.
+//
+// The first read goes to the stack and only what it got is kept: most commands write
+// nothing or little to one of their streams, and a 512-byte buffer made up front for
+// each stream was 1 KiB of an exec's ~8 KiB of garbage (BENCHMARKS.md, "#14, fourth
+// pass").
 func (c *capBuffer) readFD(fd int) (ended bool) {
-	n, err := unix.Read(fd, c.space())
-	if n > 0 {
+	var n int
+	var err error
+	if cap(c.buf) == 0 && c.limit > 0 {
+		var first [512]byte
+		n, err = unix.Read(fd, first[:min(len(first), c.limit)])
+		if n > 0 {
+			c.buf = append(c.buf, first[:n]...)
+		}
+	} else if n, err = unix.Read(fd, c.space()); n > 0 {
 		c.wrote(n)
 	}
 	switch {

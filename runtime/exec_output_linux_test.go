@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,5 +65,88 @@ func pollRetry(fds []unix.PollFd, timeoutMS int) (int, error) {
 		if !errors.Is(err, unix.EINTR) {
 			return n, err
 		}
+	}
+}
+
+// TestCapBufferFirstRead: a stream's first read keeps only the bytes it got (no
+// buffer for a stream that stays empty), and later reads append to them up to the
+// limit.
+func TestCapBufferFirstRead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		writes []string
+		limit  int
+		want   string
+		trunc  bool
+	}{
+		{"empty", nil, 1000, "", false},
+		{"small", []string{"abc"}, 1000, "abc", false},
+		{"two reads", []string{"abc", "defg"}, 1000, "abcdefg", false},
+		{"first read over the limit", []string{"abcdef"}, 4, "abcd", true},
+		{"second read over the limit", []string{"ab", "cdef"}, 4, "abcd", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var p [2]int
+			if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(p[0])
+			c := capBuffer{limit: tt.limit}
+			for _, w := range tt.writes {
+				if _, err := unix.Write(p[1], []byte(w)); err != nil {
+					t.Fatal(err)
+				}
+				if c.readFD(p[0]) {
+					t.Fatal("ended before the write end closed")
+				}
+			}
+			unix.Close(p[1])
+			for !c.readFD(p[0]) {
+			}
+			if string(c.buf) != tt.want || c.truncated != tt.trunc {
+				t.Fatalf("got %q truncated %v, want %q truncated %v", c.buf, c.truncated, tt.want, tt.trunc)
+			}
+			if len(tt.writes) == 0 && cap(c.buf) != 0 {
+				t.Fatalf("an empty stream has a buffer of %d bytes", cap(c.buf))
+			}
+			if len(tt.writes) == 1 && !tt.trunc && cap(c.buf) >= 512 {
+				t.Fatalf("a %d-byte stream has a buffer of %d bytes", len(c.buf), cap(c.buf))
+			}
+		})
+	}
+}
+
+// TestExecHammerStreams: concurrent execs in one sandbox each get their own output,
+// status and exit code back. Each exec juggles three pipes and its exit fd (with the
+// namespace driver, the status pipe lent to collect until reap closes it); an fd
+// closed twice or read by the wrong call would cross or lose output here.
+func TestExecHammerStreams(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, nil)
+	ctx := testCtx(t)
+	const workers, rounds = 8, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				out, errOut, code := fmt.Sprintf("out-%d-%d", w, i), fmt.Sprintf("err-%d-%d", w, i), (w+i)%7
+				res, err := s.Exec(ctx, ExecOptions{Argv: []string{"sh", "-c", `printf %s "$1"; printf %s "$2" >&2; exit "$3"`, "sh", out, errOut, strconv.Itoa(code)}})
+				switch {
+				case err != nil:
+					errs <- err
+				case string(res.Stdout) != out || string(res.Stderr) != errOut || res.ExitCode != code:
+					errs <- fmt.Errorf("exec %d/%d: stdout %q stderr %q exit %d, want %q %q %d", w, i, res.Stdout, res.Stderr, res.ExitCode, out, errOut, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

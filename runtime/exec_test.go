@@ -61,6 +61,11 @@ func TestExec(t *testing.T) {
 		{name: "call output limit", o: ExecOptions{Command: "printf abcdef", OutputLimit: 3}, stdout: "abc", truncated: true},
 		{name: "both streams past the pipe buffer", o: ExecOptions{Command: "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2; printf c", OutputLimit: 1 << 20}, stdout: strings.Repeat("a", 200000) + "c", stderr: strings.Repeat("b", 100000)},
 		{name: "output exactly at cap", o: ExecOptions{Command: "head -c 1000 /dev/zero"}, stdout: strings.Repeat("\x00", 1000)},
+		// Around the first read's 512 bytes on the stack (readFD).
+		{name: "output of 511", o: ExecOptions{Command: "head -c 511 /dev/zero | tr '\\0' a", OutputLimit: 4096}, stdout: strings.Repeat("a", 511)},
+		{name: "output of 513", o: ExecOptions{Command: "head -c 513 /dev/zero | tr '\\0' a", OutputLimit: 4096}, stdout: strings.Repeat("a", 513)},
+		{name: "limit 512, output 513", o: ExecOptions{Command: "head -c 513 /dev/zero | tr '\\0' a", OutputLimit: 512}, stdout: strings.Repeat("a", 512), truncated: true},
+		{name: "limit 600, output 2000", o: ExecOptions{Command: "head -c 2000 /dev/zero | tr '\\0' a", OutputLimit: 600}, stdout: strings.Repeat("a", 600), truncated: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

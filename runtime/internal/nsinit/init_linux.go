@@ -94,6 +94,7 @@ func runInit() int {
 		fmt.Fprintln(os.Stderr, "nsinit: not pid 1 of a new pid namespace")
 		return 1
 	}
+	defaultIgnoredSignals()
 	// fds the server inherited without O_CLOEXEC (from its own parent) reached us the
 	// same way; none may reach the sandbox.
 	if err := unix.CloseRange(0, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {

@@ -3,6 +3,7 @@
 package nsinit
 
 import (
+	"errors"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +13,9 @@ import (
 // another architecture, where every spawn takes the fallback (ForkExec from the
 // filtered thread, with the cgroup moves).
 const cloneBuilt = false
+
+// errNoClone is what the own spawn path returns in a build without it.
+var errNoClone = errors.New("nsinit: no clone3 spawn path in this build")
 
 func probeClone(int) (bool, error) { return false, errNoClone }
 

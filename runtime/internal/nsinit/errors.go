@@ -31,8 +31,6 @@ var (
 	// ErrProtocol is returned when the other end sent a frame that breaks the protocol.
 	ErrProtocol = errors.New("nsinit: protocol error")
 
-	// errNoClone is what the own spawn path returns in a build without it.
-	errNoClone = errors.New("nsinit: no clone3 spawn path in this build")
 	// errCloneInto is wrapped by the own spawn path when the kernel refused to clone
 	// into the cgroup (the init may not write it): no child was made.
 	errCloneInto = errors.New("nsinit: clone into the cgroup refused")

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -150,36 +151,21 @@ func (w *Workspace) Open(path string) (_ *os.File, _ fs.FileInfo, err error) {
 
 // ReadDir lists a directory, sorted by name. Entries are described without following
 // symlinks.
-func (w *Workspace) ReadDir(path string) (_ []DirEntry, err error) {
-	defer wsWrap("read directory", path, &err)
-	rel, err := wsResolve(w.prefixes, path)
+func (w *Workspace) ReadDir(path string) ([]DirEntry, error) {
+	d, err := w.OpenDir(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.IsDir() {
-		return nil, ErrNotDir
-	}
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]DirEntry, 0, len(ents))
-	for _, e := range ents {
-		fi, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed meanwhile
-		}
-		if err != nil {
+	defer d.Close()
+	out := []DirEntry{}
+	for {
+		batch, err := d.Next(1024)
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
 			return nil, err
 		}
-		out = append(out, wsEntry(fi))
+		out = append(out, batch...)
 	}
 	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

@@ -11,14 +11,7 @@ import (
 // breaks the connection off. The client is answered 503 unavailable with Retry-After,
 // never a success for a file that was not written.
 func TestForwardBrokenAfterContinue(t *testing.T) {
-	ip := newInterposer(t)
-	tr := newTrio(t, func(i int, c *Config) {
-		if i == 2 { // node a, the last to join: its partitions stay
-			c.Listen = ip.addr
-		}
-	})
-	via, owner := tr.node("b"), tr.node("a")
-	ip.to(owner)
+	ip, tr, via, owner := interposedTrio(t)
 	sb := tr.ownedBy("broken", "a")
 	owner.sandbox(sb)
 	ip.broken.Store(true)

@@ -137,6 +137,21 @@ type interposer struct {
 	passed    func()        // called for each request passed on
 }
 
+// interposedTrio starts a trio whose node a (the last to join, so its partitions
+// stay) advertises an interposer passing its traffic on, and returns the interposer,
+// the trio, node b to send through and node a.
+func interposedTrio(t *testing.T) (ip *interposer, tr *trio, via, owner *testServer) {
+	ip = newInterposer(t)
+	tr = newTrio(t, func(i int, c *Config) {
+		if i == 2 {
+			c.Listen = ip.addr
+		}
+	})
+	via, owner = tr.node("b"), tr.node("a")
+	ip.to(owner)
+	return ip, tr, via, owner
+}
+
 func newInterposer(t *testing.T) *interposer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -181,14 +196,7 @@ func (ip *interposer) to(ts *testServer) {
 // has not reached makes it wait until its table is there and send the request again,
 // once; the client sees only the answer to the retry.
 func TestForwardMisdirectedRetry(t *testing.T) {
-	ip := newInterposer(t)
-	tr := newTrio(t, func(i int, c *Config) {
-		if i == 2 { // node a, the last to join: its partitions stay
-			c.Listen = ip.addr
-		}
-	})
-	via, owner := tr.node("b"), tr.node("a")
-	ip.to(owner)
+	ip, tr, via, owner := interposedTrio(t)
 	var seenIndex atomic.Uint64
 	ip.passed = func() { seenIndex.Store(via.srv.cluster.TableIndex()) }
 	sb := tr.ownedBy("mis", "a")
@@ -226,14 +234,7 @@ func TestForwardMisdirectedRetry(t *testing.T) {
 // lease lapsed) makes the sender hold the request and send it again; the client sees
 // only the answer to the retry, and a POST body goes again whole.
 func TestForwardHoldOnFencedOwner(t *testing.T) {
-	ip := newInterposer(t)
-	tr := newTrio(t, func(i int, c *Config) {
-		if i == 2 { // node a, the last to join: its partitions stay
-			c.Listen = ip.addr
-		}
-	})
-	via, owner := tr.node("b"), tr.node("a")
-	ip.to(owner)
+	ip, tr, via, owner := interposedTrio(t)
 	sb := tr.ownedBy("fenced", "a")
 	owner.sandbox(sb)
 	ip.fenced.Store(true)

@@ -28,6 +28,10 @@ package actor
 //     unknown outcome was answered 2xx by its retry yet stayed out of the owner index,
 //     so the next request was 404 until the activation passivated.
 //
+// A group ended unsaved by a fence or a release (haltStop, fence.go) is the same case
+// without a write: its turns ran, nothing of them is stored, and the sandbox is marked
+// unsettled too.
+//
 // The actor never retries a failed batch itself: replayed after later writes it could
 // undo them, and a reload from storage is right whatever happened.
 

@@ -336,3 +336,46 @@ func unknownDelete(t *testing.T, n *testNode, store *outcomeStore, apply bool) {
 	})
 	must(t, n.DeleteSandbox(tctx(t), "w1"))
 }
+
+// TestHaltedTurnsLeaveIndexesToStorage: a delete whose group is ended unsaved by a
+// fence (the turn ran, nothing was written) leaves the sandbox stored, and the
+// activation that serves the request queued behind it puts the alarm the delete's
+// turn cleared back from storage: the sandbox still hibernates on time.
+func TestHaltedTurnsLeaveIndexesToStorage(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, nil)
+	in := mustCreate(t, n, "h1")
+	fenced := fmt.Errorf("%w: test fence", ErrUnavailable)
+	started := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := call(tctx(t), n.Node, "h1", func(a *sbActor) (int, error) {
+			close(started)
+			deadline := time.Now().Add(20 * time.Second)
+			for len(a.mb) == 0 && time.Now().Before(deadline) { // the get below, queued
+				time.Sleep(time.Millisecond)
+			}
+			if err := a.delete(); err != nil {
+				return 0, err
+			}
+			a.halt(fenced, true) // the queued get goes to a fresh activation
+			return 0, nil
+		})
+		first <- err
+	}()
+	<-started
+	got, err := n.GetSandbox(tctx(t), "h1")
+	must(t, err)
+	wantErr(t, <-first, fenced)
+	if got.State != StateRunning {
+		t.Fatalf("the sandbox whose delete was not saved: %+v", got)
+	}
+	if _, ok := n.SandboxTenant("h1"); !ok {
+		t.Fatal("the sandbox whose delete was not saved is not indexed")
+	}
+	n.clock.Advance(in.Budget.IdleTTL + time.Second)
+	eventually(t, 20*time.Second, "the sandbox to hibernate", func() bool {
+		in, err := n.GetSandbox(tctx(t), "h1")
+		return err == nil && in.State == StateHibernated
+	})
+}

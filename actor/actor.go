@@ -307,7 +307,10 @@ func (a *sbActor) commit() error {
 		b.Epoch = a.epoch // each group checked first that it is still the current one
 		// Not the caller's ctx: a write the state already reflects must finish.
 		if err := a.n.store.Write(context.Background(), b); err != nil {
+			// Memory is now ahead of storage, or unknown against it (ErrIndeterminate):
+			// nothing of this group may be answered or kept (unsettled.go).
 			a.afterHook = nil
+			a.n.unsettle(a)
 			if errors.Is(err, ErrFenced) {
 				return fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
@@ -323,7 +326,8 @@ func (a *sbActor) commit() error {
 }
 
 // crash drops the activation after a failed commit or a panic: memory no longer
-// matches storage, so the next request activates afresh from durable state.
+// matches storage (or, after an unknown outcome, nobody here knows whether it does),
+// so the next request activates afresh from durable state (unsettled.go).
 // It leaves the registry before the failed group is answered, so a caller retrying
 // at once meets a fresh activation; queued user requests are handed to that one too.
 func (a *sbActor) crash(err error) {

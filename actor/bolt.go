@@ -37,6 +37,7 @@ type BoltStore struct {
 	mu      sync.Mutex // protects following
 	pending []*pendingWrite
 	closed  bool
+	unknown map[string][]chan struct{} // writes given up while queued, per sandbox (bolt_outcome.go)
 
 	kick chan struct{}
 	done chan struct{}
@@ -100,6 +101,9 @@ func dataKey(sandbox string, key []byte) []byte {
 // Read implements Storage.
 func (s *BoltStore) Read(ctx context.Context, sandbox string, fn func(r Reader) error) (err error) {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.settle(ctx, sandbox); err != nil {
 		return err
 	}
 	if err := s.damage.get(sandbox); err != nil {
@@ -209,7 +213,7 @@ func (s *BoltStore) Write(ctx context.Context, b *Batch) error {
 	case <-w.ch:
 		return w.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return s.gaveUp(ctx, w)
 	}
 }
 

@@ -136,6 +136,7 @@ func (n *Node) syncIndexes(id string) {
 		n.log.Error("actor: failed to read a sandbox another node changed", "sandbox", id, "err", err)
 		return
 	}
+	n.settledLocked(id)
 	if st.exists {
 		n.owners.set(id, st.tenant)
 	} else {

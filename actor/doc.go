@@ -38,7 +38,11 @@
 // actors in one transaction (group commit). Every batch carries the owner epoch the
 // activation was loaded at (Config.Epoch); a store rejects older epochs with
 // [ErrFenced], and the actor then drops its activation and answers [ErrUnavailable]. A
-// failed commit also drops the activation, so memory never runs ahead of storage.
+// failed commit also drops the activation, so memory never runs ahead of storage. A
+// commit whose outcome is unknown ([ErrIndeterminate]) is one of them: the store
+// settles it before its next Read of the sandbox, the next activation loads what
+// landed, and it also resets the node's owner index and alarm of the sandbox from
+// what it loaded (unsettled.go).
 //
 // # Running in a cluster
 //

@@ -34,6 +34,12 @@ var (
 	// one it has recorded for the sandbox: another owner has taken over. The actor
 	// wraps it in ErrUnavailable and drops its activation.
 	ErrFenced = errors.New("actor: write fenced by a newer owner epoch")
+	// ErrIndeterminate is returned by a Storage whose Write cannot tell whether the
+	// batch was applied (a cluster leader lost while committing it, a ctx that ended
+	// while it was queued). The store settles the outcome before its next Read of
+	// that sandbox answers. The actor treats it as any failed commit: it answers
+	// ErrUnavailable and drops the activation (unsettled.go).
+	ErrIndeterminate = errors.New("actor: write outcome unknown")
 	// ErrClosed is returned by a Storage used after Close.
 	ErrClosed = errors.New("actor: storage closed")
 	// ErrCorrupt means a sandbox's stored records could not be read: the storage file

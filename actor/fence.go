@@ -189,6 +189,9 @@ func (a *sbActor) haltStop(reqs []*request, ran bool) {
 			again = append(again, <-a.mb)
 		}
 	}
+	if ran { // the turns may have changed the node's indexes of the sandbox (unsettled.go)
+		a.n.unsettle(a)
+	}
 	a.n.log.Info("actor: ending activation without saving", "sandbox", a.id, "why", h.err)
 	a.stop(h.err)
 	a.n.changes.add(a.id) // its indexes follow storage again once it is gone

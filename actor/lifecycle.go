@@ -10,7 +10,9 @@ import (
 
 // load reads the sandbox's durable state; a missing record leaves the actor absent.
 // Processes recorded as running that no runtime runs any more are recorded as exited,
-// and an arrival from another node is recorded, by the first turn (moved.go).
+// and an arrival from another node is recorded, by the first turn (moved.go). After a
+// failed commit of the sandbox, load also resets the node's indexes of it from what
+// it read (unsettled.go).
 func (a *sbActor) load() error {
 	a.epoch = a.n.epoch(a.id) // before reading: what is read is at least that new
 	err := a.n.store.Read(context.Background(), a.id, func(r Reader) error {
@@ -31,10 +33,14 @@ func (a *sbActor) load() error {
 		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
 		return a.sb.load(a, r)
 	})
-	if err == nil && a.mustArrive() {
+	if err != nil {
+		return err
+	}
+	a.settleIndexes()
+	if a.mustArrive() {
 		a.postSelf(func(a *sbActor) (any, error) { a.arrive(); return nil, nil })
 	}
-	return err
+	return nil
 }
 
 // loadCounters reads the event and message counters. The message queue itself is not

@@ -43,6 +43,7 @@ type Node struct {
 	haltedRuns map[string]struct{} // halted with processes running: their exits are owner_lost (moved.go)
 	imported   map[string]struct{} // workspaces that arrived whole from their old owner (workspace_move.go)
 	importing  map[string]int      // workspaces being imported: not to be dropped (workspace_stale.go)
+	unsettled  map[string]struct{} // a commit failed: the next activation re-indexes from storage (unsettled.go)
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -69,7 +70,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
 		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{},
-		imported: map[string]struct{}{}, importing: map[string]int{}}
+		imported: map[string]struct{}{}, importing: map[string]int{}, unsettled: map[string]struct{}{}}
 	if n.store == nil {
 		s, err := openBolt(filepath.Join(c.DataDir, "actors.db"), c.Logger)
 		if err != nil {

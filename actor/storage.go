@@ -14,6 +14,13 @@ import "context"
 // epoch it accepted per sandbox and rejects a batch with a lower one with ErrFenced,
 // without applying any of it. Epochs survive DeleteSandbox.
 //
+// Unknown outcomes: after a Write of a sandbox that returned ErrIndeterminate, the
+// store's next Read of that sandbox first waits until the outcome is decided, so it
+// shows whether the batch was applied and no later Read contradicts it (a store that
+// shows the batch missing never applies it afterwards). The actor does not retry such
+// a batch: it drops its activation and reloads (unsettled.go). A caller that retries
+// must send only batches that are safe to apply twice.
+//
 // Damage: a store that cannot read one sandbox's records (a damaged file) fails that
 // sandbox's Read and Write with an error matching ErrCorrupt, skips it in Sandboxes,
 // and goes on serving the others.
@@ -21,8 +28,9 @@ type Storage interface {
 	// Read runs fn with a consistent view of one sandbox's records. The Reader and the
 	// slices it returns are valid only until fn returns.
 	Read(ctx context.Context, sandbox string, fn func(r Reader) error) error
-	// Write applies b atomically and durably, or not at all. When ctx ends first, the
-	// outcome is unknown and ctx.Err() is returned.
+	// Write applies b atomically and durably, or not at all. nil means b was applied;
+	// an error matching ErrIndeterminate means it may or may not have been (when ctx
+	// ends first, the error matches ctx.Err() too); any other error means it was not.
 	Write(ctx context.Context, b *Batch) error
 	// Sandboxes calls fn for every stored sandbox, in id order, with the value stored
 	// under key (nil if none). The value is valid only during fn.

@@ -265,6 +265,8 @@
 //     commits an empty entry through the leader and waits for the replica to
 //     apply it, so the reload sees whether the batch landed; it is never applied
 //     twice. A caller that retries must send only batches safe to apply twice.
+//     The gateway's adapter hands the outcome to the actor as its own
+//     ErrIndeterminate.
 //
 // Durability: one sync per commit, the raft log's fdatasync; state.db is bbolt with
 // NoSync, and each of its transactions writes the index of its last cmdBatches entry

@@ -145,7 +145,8 @@ func (n *Node) commitGroup(g []*pendingWrite) {
 	}
 	res, err := n.commit(n.ctx, encodeBatches(bs))
 	if err == nil && len(res.verdicts) != len(g) {
-		err = fmt.Errorf("%w: %d verdicts for %d batches", ErrCorrupt, len(res.verdicts), len(g))
+		// Committed, but which batch was accepted cannot be told: unknown outcomes.
+		err = fmt.Errorf("%w: %w: %d verdicts for %d batches", ErrIndeterminate, ErrCorrupt, len(res.verdicts), len(g))
 	}
 	if err != nil {
 		for _, w := range g {

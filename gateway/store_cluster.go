@@ -22,10 +22,12 @@ const nodeRecordsID = "_node"
 // which live in a local store.
 //
 // Errors map to the actor's: cluster.ErrFenced → actor.ErrFenced, cluster.ErrClosed →
-// actor.ErrClosed, cluster.ErrInvalid → actor.ErrInvalid, each still matching the
-// cluster's error too. A write with an unknown outcome (cluster.ErrIndeterminate)
-// keeps its error: the actor fails the turn and reloads on its next activation,
-// and the cluster's Read settles the outcome first, so nothing is applied twice.
+// actor.ErrClosed, cluster.ErrInvalid → actor.ErrInvalid, cluster.ErrIndeterminate →
+// actor.ErrIndeterminate, each still matching the cluster's error too. After a write
+// with an unknown outcome the actor fails the turn, drops the activation and reloads
+// on the next one, and the cluster's Read settles the outcome first (it commits an
+// empty entry through the leader and waits for this replica to apply it), so the
+// reload shows whether the batch landed and nothing is applied twice.
 //
 // Concurrency: safe for concurrent use, like the cluster node and the local store.
 type clusterStore struct {
@@ -138,6 +140,8 @@ func storeErr(err error) error {
 		return fmt.Errorf("%w: %w", actor.ErrClosed, err)
 	case errors.Is(err, cluster.ErrInvalid):
 		return fmt.Errorf("%w: %w", actor.ErrInvalid, err)
+	case errors.Is(err, cluster.ErrIndeterminate):
+		return fmt.Errorf("%w: %w", actor.ErrIndeterminate, err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -133,6 +134,7 @@ type interposer struct {
 	misdirect atomic.Uint64 // when not 0: answer the next request 421 with this index
 	fenced    atomic.Bool   // when set: answer the next request 503 as an owner without a lease
 	broken    atomic.Bool   // when set: read some of the next request's body (100 Continue) and break the connection
+	served    atomic.Bool   // when set: pass the next request on, then break the connection instead of answering
 	refused   chan struct{} // a request was answered 421 or 503
 	passed    func()        // called for each request passed on
 }
@@ -178,6 +180,11 @@ func newInterposer(t *testing.T) *interposer {
 		}
 		if ip.passed != nil {
 			ip.passed()
+		}
+		if ip.served.Swap(false) {
+			ip.target.Load().ServeHTTP(httptest.NewRecorder(), r)
+			ip.refused <- struct{}{}
+			panic(http.ErrAbortHandler)
 		}
 		ip.target.Load().ServeHTTP(w, r)
 	})}

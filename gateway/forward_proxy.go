@@ -118,9 +118,10 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 		defer cancel()
 	}
 	// Whether the connection was a kept-alive one: one that breaks before any answer
-	// was most likely closed idle by its end (a node shutting down closes its idle
-	// connections), with the request unread, and the request is sent again.
+	// was most likely closed idle by its end, with the request unread, and a request
+	// that is safe to repeat is sent again (forward_replay.go).
 	var reused atomic.Bool
+	replay := replaySafe(r)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
 	})
@@ -153,6 +154,9 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 			if body.streamed() {
 				h.Set("Expect", "100-continue") // a 421 then costs no body bytes
 			}
+			if !replay && pr.Out.Method == http.MethodGet && pr.Out.Body == nil {
+				pr.Out.Body, pr.Out.GetBody = noReplayBody{}, nil
+			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			switch {
@@ -183,8 +187,12 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 				a = attempt{kind: attemptFailed, err: r.Context().Err()}
 			case ctx.Err() != nil:
 				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable, "server shutting down").retry(holdRetryAfter)}
-			case (dialFailed(err) || reused.Load()) && body.ready():
+			case (dialFailed(err) || reused.Load() && replay) && body.ready():
 				a.kind = attemptHold
+			case reused.Load() && body.ready():
+				s.log.Warn("forward broke before an answer", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
+				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,
+					"the connection to the owner of this sandbox broke before it answered; the request may or may not have taken effect: %v", err).retry(holdRetryAfter)}
 			default:
 				s.log.Warn("forward failed", "id", reqID, "to", addr, "path", r.URL.Path, "err", err)
 				a = attempt{kind: attemptFailed, err: errorf(http.StatusServiceUnavailable, codeUnavailable,

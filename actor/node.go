@@ -68,8 +68,10 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(c.DataDir, "workspaces"), 0o755); err != nil {
-		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
+	for _, d := range []string{"workspaces", "deleting"} {
+		if err := os.MkdirAll(filepath.Join(c.DataDir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
+		}
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
 		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{},

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Files of deleted sandboxes (docs/design.md, "Deleting a sandbox").
@@ -16,9 +15,8 @@ import (
 // batch is durable: removed in the delete turn, they were gone even when the commit
 // then failed and the sandbox lived on. In order:
 //
-//  1. The delete turn ends the sandbox's processes, unmounts its image and writes a
-//     marker, DataDir/workspaces/.deleting-<id>, synced before the batch is
-//     committed. The marker says "if this sandbox has no record, its files here are
+//  1. The delete turn writes a marker, DataDir/deleting/<id>, synced before the
+//     batch is committed, then ends the sandbox's processes and unmounts its image. The marker says "if this sandbox has no record, its files here are
 //     garbage"; it never says more, so it is safe whatever the commit's outcome.
 //  2. The turn ends its group (endGroup): a request queued behind the delete, a create
 //     of the same id above all, runs in the next group, after step 3.
@@ -34,16 +32,18 @@ import (
 // A create with no record always starts by clearing whatever is at the id's paths
 // and its marker (clearLeftover), and refuses to go on if it cannot: a sandbox
 // created again under a deleted id never gets the old files, and once its create ran
-// no marker of the old one is left to remove its new ones. Markers are scoped to the
-// node that wrote them; with Config.SharedWorkspaces the removal still happens, since
-// only the sandbox's owner runs its delete or its create.
+// no marker of the old one is left to remove its new ones. An imported workspace
+// (a planned move) drops the marker too: it is the living sandbox's. A marker acts
+// only when the sandbox has no record, so it never removes the files of a sandbox
+// that exists, whichever node runs it. Markers are kept per node, outside the
+// workspaces directory, which Config.SharedWorkspaces lets nodes share.
 
-// deletingPrefix starts the names of delete markers; no sandbox id starts with a dot.
-const deletingPrefix = ".deleting-"
+// deletingDir holds the delete markers, one empty file per sandbox id. It is beside
+// the workspaces directory, not in it: that one may be shared by every node
+// (Config.SharedWorkspaces), and a marker says what this node left unfinished.
+func (n *Node) deletingDir() string { return filepath.Join(n.cfg.DataDir, "deleting") }
 
-func (n *Node) deletingPath(id string) string {
-	return filepath.Join(n.workspacesDir(), deletingPrefix+id)
-}
+func (n *Node) deletingPath(id string) string { return filepath.Join(n.deletingDir(), id) }
 
 // markDeleting writes id's delete marker durably (step 1).
 func (n *Node) markDeleting(id string) error {
@@ -54,7 +54,7 @@ func (n *Node) markDeleting(id string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("actor: failed to mark workspace of %q for removal: %w", id, err)
 	}
-	if err := syncPath(n.workspacesDir()); err != nil {
+	if err := syncPath(n.deletingDir()); err != nil {
 		return fmt.Errorf("actor: failed to mark workspace of %q for removal: %w", id, err)
 	}
 	return nil
@@ -136,14 +136,14 @@ func (a *sbActor) clearLeftover() error {
 // a record keeps its files and its marker (a commit that did not land; its next
 // activation settles it). A storage error keeps both.
 func (n *Node) sweepDeleted(ctx context.Context) {
-	ents, err := os.ReadDir(n.workspacesDir())
+	ents, err := os.ReadDir(n.deletingDir())
 	if err != nil {
 		n.log.Error("actor: failed to look for deleted sandboxes' files", "err", err)
 		return
 	}
 	for _, e := range ents {
-		id, ok := strings.CutPrefix(e.Name(), deletingPrefix)
-		if !ok || checkID("sandbox", id) != nil {
+		id := e.Name()
+		if checkID("sandbox", id) != nil {
 			continue
 		}
 		exists := false

@@ -241,3 +241,19 @@ func (s *holdStore) Write(ctx context.Context, b *Batch) error {
 	}
 	return s.Storage.Write(ctx, b)
 }
+
+// TestImportSettlesDeleteMarker: a workspace a planned move brings in is the living
+// sandbox's, so a delete marker this node kept for the id (a delete of an earlier
+// stay here that never landed) is dropped rather than left to act on it later.
+func TestImportSettlesDeleteMarker(t *testing.T) {
+	t.Parallel()
+	a, b, _, _ := twoNodes(t, "imdel")
+	ctx := tctx(t)
+	mustCreate(t, a, "im")
+	putFile(t, a, "im", "f.txt")
+	must(t, a.Deactivate(ctx, "im"))
+	must(t, b.markDeleting("im")) // what a failed delete of an earlier stay on b left
+	streamWorkspace(t, a.Node, b.Node, "im")
+	wantPath(t, b.deletingPath("im"), false)
+	wantPath(t, filepath.Join(b.workspaceDir("im"), "f.txt"), true)
+}

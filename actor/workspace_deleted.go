@@ -24,7 +24,10 @@ import (
 //     image aside (stalePrefix, one rename each) and deletes them, then the marker.
 //  4. When the commit failed, nothing is removed. The next activation of the id loads
 //     what storage settled (unsettled.go) and, with the marker there, removes the
-//     files only if the record is gone; the marker goes either way once settled.
+//     files only if the record is gone; the marker goes either way once settled. If
+//     no activation comes, the index worker, which re-reads the sandbox once the
+//     failed activation has left (changed.go), removes them when it reads no record
+//     (dropDeletedLocked).
 //  5. What a crash or a failed removal leaves is found at the next Open
 //     (sweepDeleted): a marker whose sandbox has no record has its files removed;
 //     what was already aside goes with sweepMoves.
@@ -163,5 +166,31 @@ func (n *Node) sweepDeleted(ctx context.Context) {
 		} else {
 			n.log.Info("actor: removed the files a deleted sandbox left", "sandbox", id)
 		}
+	}
+}
+
+// dropDeletedLocked is step 4 for the index worker: it read no record of id, and no
+// activation of id started since the read. If id is marked and no import of it is
+// under way, it moves id's files aside, drops the marker and returns what the caller
+// removes once n.mu is released (removeSettled). n.mu is held.
+func (n *Node) dropDeletedLocked(id string) []string {
+	if n.importing[id] > 0 || !n.hasDeleting(id) {
+		return nil
+	}
+	aside, err := n.moveAsideLocked(id)
+	if err == nil {
+		err = n.unmarkDeleting(id)
+	}
+	if err != nil {
+		n.log.Error("actor: failed to remove the files of a deleted sandbox", "sandbox", id, "err", err)
+	}
+	return aside
+}
+
+// removeSettled deletes what dropDeletedLocked moved aside; a failure leaves it to
+// the next Open (sweepMoves).
+func (n *Node) removeSettled(id string, aside []string) {
+	if err := removeAside(aside); err != nil {
+		n.log.Error("actor: failed to remove the files of a deleted sandbox", "sandbox", id, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,8 +28,10 @@ func wantPath(t *testing.T, p string, want bool) {
 }
 
 // TestDeleteUnknownOutcomeKeepsFiles: a delete whose commit outcome is unknown removes
-// nothing; once an activation has read what storage settled, a delete that landed
-// has its files removed and one that did not keeps them, its sandbox intact.
+// nothing while nobody knows whether it landed. Once storage has said: one that never
+// landed keeps every file, its sandbox intact, after its next activation too; one
+// that landed has its files removed, with no request needed (the index worker reads
+// what landed once the failed activation has gone).
 func TestDeleteUnknownOutcomeKeepsFiles(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -45,23 +48,25 @@ func TestDeleteUnknownOutcomeKeepsFiles(t *testing.T) {
 			f := putFile(t, n, "d1", "keep.txt")
 			store.arm("d1", tc.apply)
 			wantUnknown(t, "delete", n.DeleteSandbox(tctx(t), "d1"))
-			wantPath(t, f, true) // nobody knows yet whether the delete landed
-			wantPath(t, n.deletingPath("d1"), true)
-
-			_, err := n.GetSandbox(tctx(t), "d1") // activates: reads what storage settled
 			if tc.apply {
+				eventually(t, 20*time.Second, "the files of the landed delete to go", func() bool {
+					_, err := os.Lstat(n.workspaceDir("d1"))
+					return errors.Is(err, fs.ErrNotExist)
+				})
+				_, err := n.GetSandbox(tctx(t), "d1")
 				wantErr(t, err, ErrNotFound)
-				wantPath(t, n.workspaceDir("d1"), false)
-			} else {
-				must(t, err)
-				wantPath(t, f, true)
-				got, err := os.ReadFile(f)
-				must(t, err)
-				if string(got) != "user data" {
-					t.Fatalf("file holds %q", got)
-				}
+				wantPath(t, n.deletingPath("d1"), false)
+				return
 			}
-			wantPath(t, n.deletingPath("d1"), false)
+			wantPath(t, f, true)
+			_, err := n.GetSandbox(tctx(t), "d1")
+			must(t, err)
+			got, err := os.ReadFile(f)
+			must(t, err)
+			if string(got) != "user data" {
+				t.Fatalf("file holds %q", got)
+			}
+			wantPath(t, n.deletingPath("d1"), false) // settled by the activation
 		})
 	}
 }

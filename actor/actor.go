@@ -51,6 +51,7 @@ type sbActor struct {
 	afterHook  []func()        // run once the current group is durable
 	dirty      bool            // info changed in this group
 	exit       bool            // stop the loop after this group
+	endGroup   bool            // commit after this turn: the rest of the group runs as the next one
 	lastTurn   time.Time       // last turn of any kind (passivation)
 	passTimer  Stopper         // pending passivation check
 	alarmAt    time.Time       // scheduled alarm time (zero: none)
@@ -196,7 +197,9 @@ func (a *sbActor) runInline(r *request) bool {
 	return true
 }
 
-// group runs reqs as turns, commits their writes at once and then answers them.
+// group runs reqs as turns, commits their writes at once and then answers them. A
+// turn that sets endGroup ends it early: the requests after it run as the next group,
+// once its writes are durable and its after-commit steps ran.
 func (a *sbActor) group(reqs []*request) {
 	if !a.admitGroup(reqs) {
 		return // the activation ended (fence.go); every request has its answer
@@ -212,7 +215,11 @@ func (a *sbActor) group(reqs []*request) {
 			a.lastTurn = a.now() // only requests count for passivation: not timers or completions
 		}
 	}()
+	var rest []*request // after a turn that ends the group: run as the next group
 	for i, r := range reqs {
+		if rest != nil {
+			break
+		}
 		if r.ctx != nil { // user request
 			if err := r.ctx.Err(); err != nil {
 				res[i].err = err // the caller is gone; do not start its turn
@@ -243,6 +250,10 @@ func (a *sbActor) group(reqs []*request) {
 			a.answer(reqs, res)
 			return
 		}
+		if a.endGroup {
+			a.endGroup = false
+			rest = reqs[i+1:]
+		}
 	}
 	if a.halted.Load() { // Fence or Release during the turns: nothing of them is saved
 		a.haltStop(reqs, true)
@@ -257,10 +268,15 @@ func (a *sbActor) group(reqs []*request) {
 		return
 	}
 	a.busy.Store(a.rec != nil && !a.canPassivate()) // before the answers: a caller sees its effect
-	a.answer(reqs, res)
+	ran := len(reqs) - len(rest)
+	a.answer(reqs[:ran], res[:ran])
 	if a.dirty {
 		a.publishInfo()
 		a.dirty = false
+	}
+	if len(rest) > 0 {
+		// Failures above answer the whole group, rest included, as before the split.
+		a.group(rest)
 	}
 }
 

@@ -113,6 +113,8 @@ func (n *Node) syncIndexes(id string) {
 	n.mu.Unlock()
 
 	var st storedIndexes
+	var aside []string // a deleted sandbox's files, moved aside under n.mu: removed after it
+	defer func() { n.removeSettled(id, aside) }()
 	err := n.store.Read(context.Background(), id, func(r Reader) error {
 		if m := r.Get(keyMeta); m != nil {
 			st.exists, st.tenant = true, recordTenant(m)
@@ -141,6 +143,7 @@ func (n *Node) syncIndexes(id string) {
 		n.owners.set(id, st.tenant)
 	} else {
 		n.owners.remove(id)
+		aside = n.dropDeletedLocked(id)
 	}
 	if st.alarm.IsZero() {
 		n.alarms.clear(id)

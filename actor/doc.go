@@ -42,7 +42,10 @@
 // commit whose outcome is unknown ([ErrIndeterminate]) is one of them: the store
 // settles it before its next Read of the sandbox, the next activation loads what
 // landed, and it also resets the node's owner index and alarm of the sandbox from
-// what it loaded (unsettled.go).
+// what it loaded (unsettled.go). A delete removes the sandbox's workspace and image
+// only after its commit, and ends its group so that a create of the same id queued
+// behind it runs after the removal; what a failed commit or a crash leaves is
+// removed once storage shows the record gone (workspace_deleted.go).
 //
 // # Running in a cluster
 //

@@ -37,6 +37,7 @@ func (a *sbActor) load() error {
 		return err
 	}
 	a.settleIndexes()
+	a.settleDeleted() // a delete whose commit failed, or whose files a crash kept
 	if a.mustArrive() {
 		a.postSelf(func(a *sbActor) (any, error) { a.arrive(); return nil, nil })
 	}

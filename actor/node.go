@@ -44,6 +44,9 @@ type Node struct {
 	imported   map[string]struct{} // workspaces that arrived whole from their old owner (workspace_move.go)
 	importing  map[string]int      // workspaces being imported: not to be dropped (workspace_stale.go)
 	unsettled  map[string]struct{} // a commit failed: the next activation re-indexes from storage (unsettled.go)
+	// dropFault, nil but in tests, is asked before the files of a deleted sandbox are
+	// removed and makes the removal fail with its error, as a crash there would.
+	dropFault func(id string) error
 
 	wg        sync.WaitGroup // actor goroutines and watchers
 	closeOnce sync.Once
@@ -65,8 +68,10 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(c.DataDir, "workspaces"), 0o755); err != nil {
-		return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
+	for _, d := range []string{"workspaces", "deleting"} {
+		if err := os.MkdirAll(filepath.Join(c.DataDir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("actor: failed to create data dir: %w", err)
+		}
 	}
 	n := &Node{cfg: c, store: c.Storage, log: c.Logger, actors: map[string]*sbActor{}, closing: make(chan struct{}),
 		changes: newChangeQueue(), syncing: map[string]bool{}, haltedRuns: map[string]struct{}{},
@@ -91,6 +96,7 @@ func Open(ctx context.Context, cfg *Config) (*Node, error) {
 	n.sweep()             // end what a crash of this node left running
 	n.openDisks()         // then unmount the workspace images it left mounted
 	n.sweepMoves()        // and remove the workspace imports it left unfinished
+	n.sweepDeleted(ctx)   // and the files of sandboxes whose delete it did not finish
 	n.recoverRunning(ctx) // then record those processes as exited
 	n.wg.Add(1)
 	go n.runChanges()

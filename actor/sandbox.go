@@ -130,6 +130,9 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	if err != nil {
 		return SandboxInfo{}, false, fmt.Errorf("actor: failed to get budget for sandbox %q: %w", a.id, err)
 	}
+	if err := a.clearLeftover(); err != nil {
+		return SandboxInfo{}, false, err
+	}
 	if err := os.MkdirAll(a.n.workspaceDir(a.id), 0o755); err != nil {
 		return SandboxInfo{}, false, fmt.Errorf("actor: failed to create workspace: %w", err)
 	}
@@ -199,8 +202,9 @@ func (n *Node) ListSandboxes(ctx context.Context, labels map[string]string) ([]S
 	return out, nil
 }
 
-// DeleteSandbox kills every process tree of the sandbox, removes its storage and its
-// workspace. Requests queued behind it see the sandbox gone (ErrNotFound); since every
+// DeleteSandbox kills every process tree of the sandbox, removes its storage and,
+// once that removal is durable, its workspace and disk image; a delete whose commit
+// fails keeps them for the sandbox. Requests queued behind it see the sandbox gone (ErrNotFound); since every
 // create is a turn, nothing it started can survive it. Live event followers get a
 // final sandbox.deleted event.
 func (n *Node) DeleteSandbox(ctx context.Context, id string) error {
@@ -220,14 +224,15 @@ func (a *sbActor) delete() error {
 	if err := a.n.seqBase.raise(a.n.store, a.evSeq+1, a.msgSeq); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	// The files go only once the delete is durable (workspace_deleted.go): the marker
+	// first, so a crash after the commit leaves them findable.
+	if err := a.n.markDeleting(a.id); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	a.endWork(false)
-	if err := a.dropDisk(); err != nil {
-		return err
-	}
+	a.unmountDisk()
+	a.sb.hasImage = false
 	a.sb.forget(a)
-	if err := os.RemoveAll(a.n.workspaceDir(a.id)); err != nil {
-		return fmt.Errorf("actor: failed to remove workspace of %q: %w", a.id, err)
-	}
 	b := a.write()
 	b.Ops = nil // everything written earlier in this group is for the deleted sandbox
 	b.DeleteSandbox = true
@@ -237,6 +242,8 @@ func (a *sbActor) delete() error {
 	a.n.alarms.clear(a.id)
 	id := a.id
 	a.afterCommit(func() { a.n.owners.remove(id) })
+	a.afterCommit(a.afterDelete)
+	a.endGroup = true // a create queued behind must not run before the files are gone
 	a.afterCommit(func() { a.n.hub.deleted(id, last) })
 	if a.msgWake != nil {
 		close(a.msgWake)

@@ -158,6 +158,11 @@ func (n *Node) ImportWorkspace(ctx context.Context, sb string, r io.Reader, o Im
 			return
 		}
 		n.noteImported(sb)
+		// The living sandbox's workspace: a delete of it that never landed here must
+		// not remove it (workspace_deleted.go).
+		if err := n.unmarkDeleting(sb); err != nil {
+			n.log.Error("actor: failed to settle a delete", "sandbox", sb, "err", err)
+		}
 	}()
 	uo := runtime.UnpackOptions{MaxBytes: o.MaxBytes, Chown: os.Geteuid() == 0}
 	if o.DiskBytes > 0 && n.disks.enabled {

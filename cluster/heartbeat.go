@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -180,6 +181,9 @@ func (n *Node) heartbeat() {
 			n.log.Debug("cluster: replica behind the grant's index until the lease it offered ended", "index", resp.index)
 			continue
 		}
+		if valid, _ := n.Lease(); !valid && !n.caughtUp(until) {
+			continue
+		}
 		if !n.hbPaused.Load() {
 			n.lease.extend(until)
 		}
@@ -216,4 +220,21 @@ func (h *hbConn) roundTrip(q hbRequest, timeout time.Duration) (hbResponse, erro
 		return hbResponse{}, fmt.Errorf("%w: heartbeat answer %d to request %d", ErrCorrupt, resp.seq, q.seq)
 	}
 	return resp, nil
+}
+
+// caughtUp brings this replica up to every write committed so far before a lease
+// starts (at start, or after one lapsed), within the lease it is offered: the grant's
+// index covers the tables only, and the data that this node's sandboxes wrote since
+// the last table change (its own writes before a restart, replayed from the log) may
+// not be in its replica yet. An owner reads its own sandboxes from its replica, and
+// one that served before catching up would answer from the past: a take of messages
+// found none that a post had queued before the restart.
+func (n *Node) caughtUp(until time.Duration) bool {
+	ctx, cancel := context.WithTimeout(n.ctx, until-n.now())
+	defer cancel()
+	if err := n.sync(ctx); err != nil {
+		n.log.Debug("cluster: replica not caught up before the lease it was offered ended", "err", err)
+		return false
+	}
+	return true
 }

@@ -118,10 +118,10 @@
 //     heartbeat arrived: a quorum still followed it then. Heartbeats waiting together
 //     share one VerifyLeader round, so the cost is one round trip per batch, not per
 //     node. The answer carries the index of the leader's table.
-//  3. The node waits until its own replica has applied that index, then sets its
-//     lease to t + L. OnLease is called when the lease becomes valid, OnFence when it
-//     runs out; Admit compares with the clock itself, so it never admits late even if
-//     the fencing goroutine is.
+//  3. The node waits until its replica has applied that index and, holding no valid
+//     lease, every write committed before (a sync through the leader: the index covers
+//     the tables only), then sets its lease to t + L. OnLease and OnFence follow the
+//     lease; Admit reads the clock itself, so it never admits late.
 //  4. The leader remembers when each member's last granted heartbeat arrived. A member
 //     silent for L + δ is failed: one raft entry marks it down and moves its
 //     partitions to the alive members, each move a compare-and-set on the epoch it
@@ -264,9 +264,8 @@
 //     from the store, and the first Read of the sandbox after an unknown outcome
 //     commits an empty entry through the leader and waits for the replica to
 //     apply it, so the reload sees whether the batch landed; it is never applied
-//     twice. A caller that retries must send only batches safe to apply twice.
-//     The gateway's adapter hands the outcome to the actor as its own
-//     ErrIndeterminate.
+//     twice. A caller that retries must send only batches safe to apply twice (the
+//     gateway's adapter hands the outcome to the actor as its ErrIndeterminate).
 //
 // Durability: one sync per commit, the raft log's fdatasync; state.db is bbolt with
 // NoSync, and each of its transactions writes the index of its last cmdBatches entry

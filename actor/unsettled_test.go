@@ -52,6 +52,21 @@ func (s *outcomeStore) Write(ctx context.Context, b *Batch) error {
 	return fmt.Errorf("%w: leadership lost while committing log", ErrIndeterminate)
 }
 
+// bothOutcomes runs f as parallel subtests for a write whose outcome is unknown and
+// that landed anyway (apply) or never landed.
+func bothOutcomes(t *testing.T, f func(t *testing.T, apply bool)) {
+	for _, apply := range []bool{true, false} {
+		name := "never applied"
+		if apply {
+			name = "applied anyway"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, apply)
+		})
+	}
+}
+
 func newOutcomeNode(t *testing.T) (*testNode, *outcomeStore) {
 	t.Helper()
 	var store *outcomeStore
@@ -106,40 +121,31 @@ func wantUnknown(t *testing.T, what string, err error) {
 // sandbox.created.
 func TestUnknownOutcomeCreate(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		apply bool
-	}{
-		{name: "applied anyway", apply: true},
-		{name: "never applied", apply: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			n, store := newOutcomeNode(t)
-			spec := SandboxSpec{ID: "u1", Labels: map[string]string{"k": "v"}}
-			store.arm("u1", tc.apply)
-			_, _, err := n.CreateSandbox(tctx(t), spec)
-			wantUnknown(t, "create", err)
-			// With no request after it, the index still comes to match storage.
-			eventually(t, 20*time.Second, "the owner index to follow storage", func() bool {
-				_, ok := n.SandboxTenant("u1")
-				return ok == tc.apply
-			})
-			if exists, _, _ := stored(t, n, "u1"); exists != tc.apply {
-				t.Fatalf("stored: %v, want %v", exists, tc.apply)
-			}
-
-			in, created, err := n.CreateSandbox(tctx(t), spec)
-			must(t, err)
-			if created == tc.apply {
-				t.Fatalf("the retry answered created=%v after a first attempt that applied=%v", created, tc.apply)
-			}
-			if in.ID != "u1" || in.State != StateRunning {
-				t.Fatalf("the retry answered %+v", in)
-			}
-			checkFound(t, n, "u1")
+	bothOutcomes(t, func(t *testing.T, apply bool) {
+		n, store := newOutcomeNode(t)
+		spec := SandboxSpec{ID: "u1", Labels: map[string]string{"k": "v"}}
+		store.arm("u1", apply)
+		_, _, err := n.CreateSandbox(tctx(t), spec)
+		wantUnknown(t, "create", err)
+		// With no request after it, the index still comes to match storage.
+		eventually(t, 20*time.Second, "the owner index to follow storage", func() bool {
+			_, ok := n.SandboxTenant("u1")
+			return ok == apply
 		})
-	}
+		if exists, _, _ := stored(t, n, "u1"); exists != apply {
+			t.Fatalf("stored: %v, want %v", exists, apply)
+		}
+
+		in, created, err := n.CreateSandbox(tctx(t), spec)
+		must(t, err)
+		if created == apply {
+			t.Fatalf("the retry answered created=%v after a first attempt that applied=%v", created, apply)
+		}
+		if in.ID != "u1" || in.State != StateRunning {
+			t.Fatalf("the retry answered %+v", in)
+		}
+		checkFound(t, n, "u1")
+	})
 }
 
 // TestUnknownOutcomeRetryQueued: a retry of the create that waited in the mailbox
@@ -149,51 +155,42 @@ func TestUnknownOutcomeCreate(t *testing.T) {
 // later by the index worker, which defers to an active sandbox.
 func TestUnknownOutcomeRetryQueued(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		apply bool
-	}{
-		{name: "applied anyway", apply: true},
-		{name: "never applied", apply: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			n, store := newOutcomeNode(t)
-			spec := SandboxSpec{ID: "q1", Labels: map[string]string{"k": "v"}}
-			held, release := make(chan struct{}), make(chan struct{})
-			store.mu.Lock()
-			store.held, store.release = held, release
-			store.mu.Unlock()
-			store.arm("q1", tc.apply)
-			first := make(chan error, 1)
-			go func() {
-				_, _, err := n.CreateSandbox(tctx(t), spec)
-				first <- err
-			}()
-			<-held
-			type answer struct {
-				created bool
-				err     error
-			}
-			retry := make(chan answer, 1)
-			go func() {
-				_, created, err := n.CreateSandbox(tctx(t), spec)
-				retry <- answer{created, err}
-			}()
-			eventually(t, 20*time.Second, "the retry to queue", func() bool {
-				a := n.active("q1")
-				return a != nil && len(a.mb) == 1
-			})
-			close(release)
-			wantUnknown(t, "create", <-first)
-			r := <-retry
-			must(t, r.err)
-			if r.created == tc.apply {
-				t.Fatalf("the retry answered created=%v after a first attempt that applied=%v", r.created, tc.apply)
-			}
-			checkFound(t, n, "q1")
+	bothOutcomes(t, func(t *testing.T, apply bool) {
+		n, store := newOutcomeNode(t)
+		spec := SandboxSpec{ID: "q1", Labels: map[string]string{"k": "v"}}
+		held, release := make(chan struct{}), make(chan struct{})
+		store.mu.Lock()
+		store.held, store.release = held, release
+		store.mu.Unlock()
+		store.arm("q1", apply)
+		first := make(chan error, 1)
+		go func() {
+			_, _, err := n.CreateSandbox(tctx(t), spec)
+			first <- err
+		}()
+		<-held
+		type answer struct {
+			created bool
+			err     error
+		}
+		retry := make(chan answer, 1)
+		go func() {
+			_, created, err := n.CreateSandbox(tctx(t), spec)
+			retry <- answer{created, err}
+		}()
+		eventually(t, 20*time.Second, "the retry to queue", func() bool {
+			a := n.active("q1")
+			return a != nil && len(a.mb) == 1
 		})
-	}
+		close(release)
+		wantUnknown(t, "create", <-first)
+		r := <-retry
+		must(t, r.err)
+		if r.created == apply {
+			t.Fatalf("the retry answered created=%v after a first attempt that applied=%v", r.created, apply)
+		}
+		checkFound(t, n, "q1")
+	})
 }
 
 // checkFound checks that every read of sb after a successful answer finds it: the

@@ -34,41 +34,32 @@ func wantPath(t *testing.T, p string, want bool) {
 // what landed once the failed activation has gone).
 func TestDeleteUnknownOutcomeKeepsFiles(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		apply bool
-	}{
-		{name: "applied anyway", apply: true},
-		{name: "never applied", apply: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			n, store := newOutcomeNode(t)
-			mustCreate(t, n, "d1")
-			f := putFile(t, n, "d1", "keep.txt")
-			store.arm("d1", tc.apply)
-			wantUnknown(t, "delete", n.DeleteSandbox(tctx(t), "d1"))
-			if tc.apply {
-				eventually(t, 20*time.Second, "the files of the landed delete to go", func() bool {
-					_, err := os.Lstat(n.workspaceDir("d1"))
-					return errors.Is(err, fs.ErrNotExist)
-				})
-				_, err := n.GetSandbox(tctx(t), "d1")
-				wantErr(t, err, ErrNotFound)
-				wantPath(t, n.deletingPath("d1"), false)
-				return
-			}
-			wantPath(t, f, true)
+	bothOutcomes(t, func(t *testing.T, apply bool) {
+		n, store := newOutcomeNode(t)
+		mustCreate(t, n, "d1")
+		f := putFile(t, n, "d1", "keep.txt")
+		store.arm("d1", apply)
+		wantUnknown(t, "delete", n.DeleteSandbox(tctx(t), "d1"))
+		if apply {
+			eventually(t, 20*time.Second, "the files of the landed delete to go", func() bool {
+				_, err := os.Lstat(n.workspaceDir("d1"))
+				return errors.Is(err, fs.ErrNotExist)
+			})
 			_, err := n.GetSandbox(tctx(t), "d1")
-			must(t, err)
-			got, err := os.ReadFile(f)
-			must(t, err)
-			if string(got) != "user data" {
-				t.Fatalf("file holds %q", got)
-			}
-			wantPath(t, n.deletingPath("d1"), false) // settled by the activation
-		})
-	}
+			wantErr(t, err, ErrNotFound)
+			wantPath(t, n.deletingPath("d1"), false)
+			return
+		}
+		wantPath(t, f, true)
+		_, err := n.GetSandbox(tctx(t), "d1")
+		must(t, err)
+		got, err := os.ReadFile(f)
+		must(t, err)
+		if string(got) != "user data" {
+			t.Fatalf("file holds %q", got)
+		}
+		wantPath(t, n.deletingPath("d1"), false) // settled by the activation
+	})
 }
 
 // TestDeleteRemovalFails: a delete that committed but could not remove the files (as

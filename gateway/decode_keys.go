@@ -105,16 +105,8 @@ func (w *keyWalk) array(elem reflect.Type, at string) error {
 		if err := w.value(elem, at); err != nil {
 			return err
 		}
-		if w.space(); w.i >= len(w.data) {
-			return errNotJSON
-		}
-		w.i++
-		switch w.data[w.i-1] {
-		case ',':
-		case ']':
-			return nil
-		default:
-			return errNotJSON
+		if end, err := w.separator(']'); end || err != nil {
+			return err
 		}
 	}
 }
@@ -152,18 +144,26 @@ func (w *keyWalk) object(t reflect.Type, fields map[string]reflect.Type, at stri
 		if err := w.value(vt, path); err != nil {
 			return err
 		}
-		if w.space(); w.i >= len(w.data) {
-			return errNotJSON
-		}
-		w.i++
-		switch w.data[w.i-1] {
-		case ',':
-		case '}':
-			return nil
-		default:
-			return errNotJSON
+		if end, err := w.separator('}'); end || err != nil {
+			return err
 		}
 	}
+}
+
+// separator reads what follows an element of an array or object: a comma (more
+// follow) or its closing byte (end).
+func (w *keyWalk) separator(closing byte) (end bool, err error) {
+	if w.space(); w.i >= len(w.data) {
+		return false, errNotJSON
+	}
+	w.i++
+	switch w.data[w.i-1] {
+	case ',':
+		return false, nil
+	case closing:
+		return true, nil
+	}
+	return false, errNotJSON
 }
 
 // key reads an object key, unescaped as encoding/json reads it (a key with escapes or

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestIsolationNoServerSecrets: nothing of the server's leaks into a sandbox: a
@@ -60,6 +61,13 @@ func TestIsolationNoServerSecrets(t *testing.T) {
 		if host <= 0 {
 			t.Fatalf("no host process for the sandbox's pid %d", p.PID)
 		}
+		// The init resumes as soon as the child's execve has begun, before the kernel
+		// closes the init's close-on-exec fds in it; nothing of the sandbox runs
+		// before that exec ends, so the fds are read once the process is sleep.
+		eventually(t, 10*time.Second, "the process to be sleep", func() bool {
+			comm, err := os.ReadFile("/proc/" + strconv.Itoa(host) + "/comm")
+			return err == nil && strings.TrimSpace(string(comm)) == "sleep"
+		})
 		ents, err := os.ReadDir("/proc/" + strconv.Itoa(host) + "/fd")
 		if err != nil {
 			t.Fatal(err)

@@ -238,10 +238,12 @@ func (p *Process) watch(l leader, outputs []output, timeout, keep time.Duration)
 		defer t.Stop()
 	}
 	l.awaitExit()
-	p.g.finish()
 	if p.master == nil {
-		_ = p.stdin.Close() // nobody can read it any more
+		// Nobody can read it any more. Closed before the group is marked reaped, so a
+		// CloseStdin that finds it closed (ErrExited) is all one sees once it is.
+		_ = p.stdin.Close()
 	}
+	p.g.finish()
 	st := l.reap()
 	p.g.cg.remove() // finish killed the whole tree: wait until it is gone
 	drain(readers, stop.stop, p.ring.heldFor, files...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sandgate/sandgate/runtime/internal/procfs"
@@ -64,6 +65,9 @@ type initProc struct {
 	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
 	gid   uint32
 	paths pathCache // used by the spawner thread only
+
+	// ending is set by teardown before it kills everything: exits are no longer reported.
+	ending atomic.Bool
 
 	mu   sync.Mutex
 	kids map[int]kid
@@ -274,7 +278,7 @@ func (ip *initProc) reap() {
 			return
 		}
 		k, spawned := ip.kids[pid]
-		if spawned {
+		if spawned && !ip.ending.Load() {
 			fr := &frame{Op: opExit, ID: k.id}
 			fr.Code, fr.Signal = siginfoStatus(&info)
 			wrote := false
@@ -299,7 +303,11 @@ func (ip *initProc) reap() {
 // teardown kills everything in the sandbox and returns code. kill(-1) from pid 1
 // reaches every other process of the namespace; the kernel would also kill them once
 // pid 1 exits, this just does not leave it to that.
+//
+// ending is set first, so the reaper reports none of the deaths it causes: a status
+// pipe whose process outlived its init ends without a status.
 func (ip *initProc) teardown(code int) int {
+	ip.ending.Store(true)
 	_ = unix.Kill(-1, unix.SIGKILL)
 	return code
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,17 +21,8 @@ func TestKillEndsDescendants(t *testing.T) {
 			must(t, n, "POST", "/v1/sandboxes", map[string]string{"id": "tree"}, http.StatusCreated, nil)
 			var proc struct{ ID string }
 			must(t, n, "POST", "/v1/sandboxes/tree/processes", map[string]string{"command": "setsid sleep 600 & wait"}, http.StatusCreated, &proc)
-			tree := descendants(n.PID())
+			tree := sleepingTree(t, n.PID())
 			defer tree.close()
-			sleeping := 0
-			for _, pid := range tree.pids {
-				if comm(pid) == "sleep" {
-					sleeping++
-				}
-			}
-			if sleeping == 0 {
-				t.Fatalf("no sleep among the node's descendants %v", tree.pids)
-			}
 			if stop == "kill" {
 				n.Kill(t)
 			} else {
@@ -43,6 +35,26 @@ func TestKillEndsDescendants(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sleepingTree returns the descendants of pid once a sleep is among them: the process
+// is created before its shell has forked and exec'd the sleep.
+func sleepingTree(t *testing.T, pid int) *procTree {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tree := descendants(pid)
+		for _, p := range tree.pids {
+			if comm(p) == "sleep" {
+				return tree
+			}
+		}
+		tree.close()
+		if time.Now().After(deadline) {
+			t.Fatalf("no sleep among the node's descendants %v within 30 s", tree.pids)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -91,9 +91,12 @@ func TestStrictJSON(t *testing.T) {
 	}
 }
 
+// TestBudgetAndExpiry: a sandbox past its process budget is refused with 429, and past
+// its max duration it expires (410). The duration leaves the setup time on a loaded
+// machine before it runs out.
 func TestBudgetAndExpiry(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxProcesses: 2, MaxDuration: 1500 * time.Millisecond}})
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxProcesses: 2, MaxDuration: 4 * time.Second}})
 	ts.sandbox("b1")
 	for i := 0; i < 2; i++ {
 		ts.must(http.StatusCreated, "POST", "/v1/sandboxes/b1/processes", map[string]any{"command": "sleep 30"})
@@ -118,7 +121,7 @@ func TestBudgetAndExpiry(t *testing.T) {
 // 410, since a GET restarts a stopped shell), while an attach, which would, stays 410.
 func TestExpiredSandboxReads(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxDuration: 1500 * time.Millisecond}})
+	ts := newTestServer(t, &serverOptions{limits: actor.Budget{MaxDuration: 4 * time.Second}})
 	ts.sandbox("x1")
 	ts.must(http.StatusCreated, "PUT", "/v1/sandboxes/x1/terminals/t1", map[string]any{})
 	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/x1/sessions", map[string]any{"id": "s1"})

@@ -103,16 +103,18 @@ func TestSlowHeaders(t *testing.T) {
 // that timeout after its body arrived.
 func TestSlowBodyKeepsGoing(t *testing.T) {
 	t.Parallel()
-	const timeout = 300 * time.Millisecond
+	// 16 chunks an eighth of the timeout apart: the body takes twice the timeout, and
+	// each read still has most of it to spare on a loaded machine.
+	const timeout, chunks = time.Second, 16
 	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.BodyReadTimeout = timeout }})
 	ts.sandbox("sb1")
 	pr, pw := io.Pipe()
 	go func() {
-		for i := range 8 {
+		for i := range chunks {
 			if _, err := fmt.Fprintf(pw, "chunk %d\n", i); err != nil {
 				return
 			}
-			time.Sleep(timeout / 3) // the pace of a slow link, not synchronisation
+			time.Sleep(timeout / 8) // the pace of a slow link, not synchronisation
 		}
 		pw.Close()
 	}()
@@ -126,11 +128,11 @@ func TestSlowBodyKeepsGoing(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("slow upload: status %d", resp.StatusCode)
 	}
-	if r := ts.must(http.StatusOK, "GET", "/v1/sandboxes/sb1/files?path=slow.txt", nil); strings.Count(string(r.body), "chunk") != 8 {
+	if r := ts.must(http.StatusOK, "GET", "/v1/sandboxes/sb1/files?path=slow.txt", nil); strings.Count(string(r.body), "chunk") != chunks {
 		t.Fatalf("uploaded %q", r.body)
 	}
 	var res execJSON
-	ts.must(http.StatusOK, "POST", "/v1/sandboxes/sb1/exec", map[string]any{"command": "sleep 1; echo done"}).json(t, &res)
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/sb1/exec", map[string]any{"command": "sleep 2; echo done"}).json(t, &res)
 	if res.Stdout != "done\n" {
 		t.Fatalf("exec after its body: %+v", res)
 	}

@@ -145,11 +145,11 @@ func readSSEStream(ctx context.Context, ts *testServer, path string, c *streamCh
 }
 
 // TestLiveStreamsLossless: a WebSocket reader and an SSE reader of one process, on a
-// machine whose CPUs are all busy, each get every byte of 64 MiB of output (through a
+// machine whose CPUs are all busy, each get every byte of 24 MiB of output (through a
 // 1 MiB ring) with no gap, then the exit; on pipes and on a PTY.
 func TestLiveStreamsLossless(t *testing.T) {
 	t.Parallel()
-	size := 64 << 20
+	size := 24 << 20
 	if testing.Short() {
 		size = 8 << 20
 	}

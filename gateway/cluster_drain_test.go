@@ -117,7 +117,7 @@ func TestDrainMovesSandboxes(t *testing.T) {
 		t.Fatalf("after the drain %s is owned by %q (ok %v)", sb, owner, ok)
 	}
 	var got processJSON
-	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil).json(t, &got)
+	b.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil).json(t, &got)
 	if got.Status != "exited" {
 		t.Errorf("process after a planned move: %q, want exited", got.Status)
 	}

@@ -69,7 +69,7 @@ func TestHandoffEndsStreamsInsideTheGate(t *testing.T) {
 		Signal   *string `json:"signal"`
 		ExitCode *int    `json:"exit_code"`
 	}
-	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil).json(t, &proc)
+	b.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil).json(t, &proc)
 	if fenced.Load() {
 		t.Skip("a's lease lapsed (a loaded machine): the move was not a planned one")
 	}
@@ -89,7 +89,7 @@ func TestHandoffStartsNoNewActivation(t *testing.T) {
 	b.sandbox(sb)
 	b.must(http.StatusNoContent, "PUT", filesPath(sb)+"?path=kept.txt", "kept\n")
 	if !a.srv.node.IsActive(sb) {
-		b.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil) // active on a again
+		b.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil) // active on a again
 	}
 
 	var fenced atomic.Bool // a lease that lapsed on a loaded machine makes any move unplanned
@@ -122,7 +122,7 @@ func TestHandoffStartsNoNewActivation(t *testing.T) {
 		owner, _, ok := b.srv.cluster.Owner(sb)
 		return ok && owner != "a"
 	})
-	if got := string(b.must(http.StatusOK, "GET", filesPath(sb)+"?path=kept.txt", nil).body); got != "kept\n" {
+	if got := string(b.mustSettled(http.StatusOK, "GET", filesPath(sb)+"?path=kept.txt", nil).body); got != "kept\n" {
 		t.Fatalf("kept.txt after the move: %q", got)
 	}
 	if fenced.Load() {

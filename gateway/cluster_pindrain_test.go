@@ -72,7 +72,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 		return true
 	})
 	var got processJSON
-	c.must(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/processes/"+p.ID, nil).json(t, &got)
+	c.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+moving+"/processes/"+p.ID, nil).json(t, &got)
 	if got.Status != "exited" {
 		t.Errorf("process after the planned move: %q, want exited", got.Status)
 	}
@@ -89,7 +89,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	if lost := lostOf(moved[0]); !slices.Equal(lost, []string{"processes"}) {
 		t.Fatalf("sandbox.moved lost %v, want only the processes: the workspace streams with the pin", lost)
 	}
-	if got := string(c.must(http.StatusOK, "GET", filesPath(moving)+"?path=kept.txt", nil).body); got != "pinned files move\n" {
+	if got := string(c.mustSettled(http.StatusOK, "GET", filesPath(moving)+"?path=kept.txt", nil).body); got != "pinned files move\n" {
 		t.Fatalf("kept.txt after the pinned sandbox moved: %q", got)
 	}
 
@@ -105,7 +105,7 @@ func TestDrainMovesPinnedSandbox(t *testing.T) {
 	for _, n := range tr.nodes {
 		eventually(t, clusterPatience, "a drained in "+string(n.srv.cluster.ID())+"'s table", func() bool { return n.srv.cluster.Drained("a") })
 		var info clusterJSON
-		n.must(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &info)
+		n.mustSettled(http.StatusOK, "GET", "/v1/cluster", nil).json(t, &info)
 		for _, m := range info.Members {
 			want := []string{}
 			if m.ID == "a" {

@@ -38,7 +38,7 @@ func TestDrainStreamsWorkspaceImage(t *testing.T) {
 	}
 	owner, degraded := drainedMove(t, tr, sb)
 	wantPlannedMove(t, b, sb, owner, degraded)
-	if got := string(b.must(http.StatusOK, "GET", filesPath(sb)+"?path=d/kept.txt", nil).body); got != "kept\n" {
+	if got := string(b.mustSettled(http.StatusOK, "GET", filesPath(sb)+"?path=d/kept.txt", nil).body); got != "kept\n" {
 		t.Fatalf("d/kept.txt after the move: %q", got)
 	}
 	img := filepath.Join(tr.node(string(owner)).srv.cfg.DataDir, "disks", sb+".img")

@@ -29,7 +29,7 @@ func movedData(t *testing.T, ts *testServer, sb string) []map[string]any {
 			Data map[string]any `json:"data"`
 		} `json:"events"`
 	}
-	ts.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/events?since=0", nil).json(t, &list)
+	ts.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/events?since=0", nil).json(t, &list)
 	var moved []map[string]any
 	for _, e := range list.Events {
 		if e.Type == "sandbox.moved" {
@@ -130,10 +130,10 @@ func TestDrainStreamsWorkspace(t *testing.T) {
 	owner, degraded := drainedMove(t, tr, sb)
 	wantPlannedMove(t, b, sb, owner, degraded)
 	for _, ts := range []*testServer{b, c} {
-		if got := ts.must(http.StatusOK, "GET", files+"?path=big.bin", nil).body; !bytes.Equal(got, big) {
+		if got := ts.mustSettled(http.StatusOK, "GET", files+"?path=big.bin", nil).body; !bytes.Equal(got, big) {
 			t.Fatalf("big.bin through %s: %d bytes, not the ones written", ts.srv.cluster.ID(), len(got))
 		}
-		if got := string(ts.must(http.StatusOK, "GET", files+"?path=link", nil).body); got != "hello\n" {
+		if got := string(ts.mustSettled(http.StatusOK, "GET", files+"?path=link", nil).body); got != "hello\n" {
 			t.Fatalf("link through %s: %q", ts.srv.cluster.ID(), got)
 		}
 	}
@@ -193,11 +193,11 @@ func TestDrainBrokenWorkspaceStream(t *testing.T) {
 	if moved[0]["planned"] != true && !degraded() {
 		t.Errorf("sandbox.moved %v: want planned", moved[0])
 	}
-	b.must(http.StatusNotFound, "GET", files+"?path=first.txt", nil)
+	b.mustSettled(http.StatusNotFound, "GET", files+"?path=first.txt", nil)
 	var dir struct {
 		Entries []map[string]any `json:"entries"`
 	}
-	b.must(http.StatusOK, "GET", files+"?path=.", nil).json(t, &dir)
+	b.mustSettled(http.StatusOK, "GET", files+"?path=.", nil).json(t, &dir)
 	if len(dir.Entries) != 0 {
 		t.Fatalf("the new owner's workspace holds %v, want nothing", dir.Entries)
 	}
@@ -247,10 +247,10 @@ func TestDrainWorkspaceOverBound(t *testing.T) {
 		o, _, ok := b.srv.cluster.Owner(under)
 		return ok && o != "a"
 	})
-	if got := string(b.must(http.StatusOK, "GET", filesPath(under)+"?path=small.txt", nil).body); got != "small\n" {
+	if got := string(b.mustSettled(http.StatusOK, "GET", filesPath(under)+"?path=small.txt", nil).body); got != "small\n" {
 		t.Fatalf("small.txt after the move: %q", got)
 	}
-	b.must(http.StatusNotFound, "GET", filesPath(over)+"?path=big.bin", nil)
+	b.mustSettled(http.StatusNotFound, "GET", filesPath(over)+"?path=big.bin", nil)
 	for sb, want := range map[string]bool{over: true, under: false} {
 		moved := movedData(t, b, sb)
 		if len(moved) != 1 || slices.Contains(lostOf(moved[0]), "workspace") != want {

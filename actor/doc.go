@@ -116,7 +116,9 @@
 // and message numbers after the old one's (seqbase.go). Messages are a durable FIFO
 // delivered at least once: [Node.TakeMessages] hides what it returns for a visibility
 // time, durably before answering, and [Node.AckMessages] removes them; it long-polls and
-// is woken when a message is committed or a hidden one becomes visible again. The
+// is woken when a message is committed or a hidden one becomes visible again. A take
+// whose ctx ends has an unknown outcome (its turn may still hide messages); a server
+// that must end a long-poll with a definite answer closes TakeOptions.Stop instead. The
 // queue stays in storage and is paged by each take. Events, messages and the pages
 // read of them are bounded (MaxEventBytes, MaxMessageBytes, MaxEventPageBytes).
 //

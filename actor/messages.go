@@ -43,6 +43,12 @@ type TakeOptions struct {
 	// Visibility is how long taken messages stay hidden before they are returned
 	// again unless acknowledged: 0 means DefaultVisibility, at most MaxVisibility.
 	Visibility time.Duration
+	// Stop, once closed, ends the long-poll as Wait passing does: a take that waits
+	// for a message answers an empty slice at once. Unlike ctx ending, it never
+	// abandons a take turn that is queued or running, whose hide may commit, so what
+	// the take answers is always what it did (a server shutting down closes it: its
+	// waiting takes answer, its takes under way get their messages). nil: never.
+	Stop <-chan struct{}
 }
 
 // PostMessage appends data (JSON; nil → null) to the sandbox's durable FIFO queue and
@@ -107,8 +113,14 @@ func (a *sbActor) wakeTakers() {
 // acknowledged (AckMessages), so a caller that never receives the answer loses
 // nothing: the hide is committed before the answer is released. With none visible it
 // waits up to opts.Wait (off the actor) and is woken when one is posted or a hidden one
-// becomes visible again; it returns an empty slice when Wait passes. Out-of-range
-// options are ErrInvalid.
+// becomes visible again; it returns an empty slice when Wait passes or opts.Stop is
+// closed. Out-of-range options are ErrInvalid.
+//
+// A ctx that ends abandons the take, and its outcome is unknown: a turn already
+// started may still hide messages, which then come back after their visibility time
+// (attempts counted) without this caller seeing them. The ctx error says only that
+// the caller stopped waiting, never that nothing was taken; to end a long-poll with
+// a definite answer, close opts.Stop.
 func (n *Node) TakeMessages(ctx context.Context, sb string, opts TakeOptions) ([]Message, error) {
 	if err := checkID("sandbox", sb); err != nil {
 		return nil, err
@@ -143,7 +155,7 @@ func (n *Node) TakeMessages(ctx context.Context, sb string, opts TakeOptions) ([
 		if len(o.msgs) > 0 || o.wake == nil {
 			return o.msgs, nil
 		}
-		if !n.waitTake(ctx, o, deadline) {
+		if !n.waitTake(ctx, o, deadline, opts.Stop) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -160,8 +172,9 @@ type takeResult struct {
 }
 
 // waitTake waits for a take's wake channel or its next visibility time; false when
-// the deadline or ctx ends first.
-func (n *Node) waitTake(ctx context.Context, o takeResult, deadline <-chan time.Time) bool {
+// the deadline, stop or ctx ends first. Nothing is under way then: this take's turns
+// have all answered.
+func (n *Node) waitTake(ctx context.Context, o takeResult, deadline <-chan time.Time, stop <-chan struct{}) bool {
 	var visible chan struct{}
 	if !o.next.IsZero() {
 		visible = make(chan struct{})
@@ -172,6 +185,8 @@ func (n *Node) waitTake(ctx context.Context, o takeResult, deadline <-chan time.
 	case <-o.wake:
 	case <-visible:
 	case <-deadline:
+		return false
+	case <-stop:
 		return false
 	case <-ctx.Done():
 		return false

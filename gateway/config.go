@@ -166,6 +166,10 @@ type Config struct {
 	// moved, and its sandbox.moved names it lost. Zero means DefaultWorkspaceMoveMax
 	// (4 GiB); a negative value streams no workspace.
 	WorkspaceMoveMax int64
+
+	// wrapStorage, when set, wraps the actors' storage once it is open (tests: a
+	// commit held while a request is under way).
+	wrapStorage func(actor.Storage) actor.Storage
 }
 
 func withDefaults(cfg *Config) (Config, error) {

@@ -50,6 +50,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
 // takeMessages takes visible messages and hides them for visibility_ms. The hide is
 // durable before the answer is written, so a client that never reads the answer (it
 // disconnected, or the server shut down) gets the messages again once it passes.
+//
+// A shutdown ends a take that waits for messages with an empty list, but it does not
+// cut short a take whose turn is under way: that turn may commit its hide, and an
+// empty 200 would then tell the client, wrongly, that nothing was taken (the messages
+// would come back later with attempts counted that no answer showed). Such a take
+// is answered what it took; past the shutdown grace its connection is closed, an
+// outcome the client knows to be unknown.
 func (s *Server) takeMessages(w http.ResponseWriter, r *http.Request) error {
 	wait, err := queryMs(r, "wait_ms", maxWait)
 	if err != nil {
@@ -63,13 +70,9 @@ func (s *Server) takeMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	opts := actor.TakeOptions{Wait: wait, Max: max, Visibility: time.Duration(vis) * time.Millisecond}
-	msgs, err := s.node.TakeMessages(ctx, r.PathValue("sb"), opts)
-	// A shutdown ends ctx but not the request: answer what was taken, nothing if the
-	// answer was lost (what the turn took comes back after its visibility time).
-	if err != nil && !(ctx.Err() != nil && r.Context().Err() == nil) {
+	opts := actor.TakeOptions{Wait: wait, Max: max, Visibility: time.Duration(vis) * time.Millisecond, Stop: s.streamCtx.Done()}
+	msgs, err := s.node.TakeMessages(r.Context(), r.PathValue("sb"), opts)
+	if err != nil {
 		return err
 	}
 	out := make([]messageJSON, 0, len(msgs))

@@ -29,6 +29,9 @@ func openActorStorage(ctx context.Context, c *Config, cn *cluster.Node) (actor.S
 	if n > 0 {
 		c.Logger.Info("moved sandboxes from the node's local store into the cluster's", "count", n)
 	}
+	if c.wrapStorage != nil {
+		return c.wrapStorage(store), nil
+	}
 	return store, nil
 }
 

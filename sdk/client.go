@@ -119,7 +119,20 @@ type request struct {
 	body   any       // JSON-encoded when non-nil
 	raw    io.Reader // sent as is when non-nil (files)
 	header http.Header
+	// once marks a GET that must not run twice (a take of messages): see noReplay.
+	once bool
 }
+
+// noReplay is the empty body of a GET that must not run twice. Go's transport sends
+// a GET again by itself when a kept-alive connection breaks before any answer, which
+// is also what a server looks like that ran the request and went down before its
+// answer left; a second take would then hide messages nobody received. A request
+// with a body the transport cannot rewind (no GetBody) is never sent again: the
+// caller gets the error, an outcome it cannot know, as for any broken connection.
+// The transport finds the body empty when it probes it and sends none.
+type noReplay struct{}
+
+func (noReplay) Read([]byte) (int, error) { return 0, io.EOF }
 
 // send performs r and returns the response when its status is below 400; otherwise it
 // returns the decoded *Error. The caller closes the body. A request that cannot
@@ -147,6 +160,8 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 		case payload != nil:
 			body = bytes.NewReader(payload)
 			h.Set("Content-Type", "application/json")
+		case r.once:
+			body = noReplay{}
 		}
 		for k, v := range r.header {
 			h[k] = v

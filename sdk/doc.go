@@ -32,7 +32,11 @@
 // A request the gateway refuses returns an [*Error] carrying the HTTP status, the
 // contract's stable code and message, and Retry-After. Use [errors.As], [ErrorCode] or
 // the IsXxx helpers such as [IsNotFound] to tell them apart. Transport failures are
-// returned wrapped, as they come from net/http.
+// returned wrapped, as they come from net/http. A 503 or a transport failure after
+// the request was sent leaves its outcome unknown: the request may have run. net/http
+// sends a GET again by itself after a kept-alive connection broke before any answer;
+// [Client.TakeMessages] is kept from that, since a take run twice hides messages the
+// caller never receives.
 //
 // # Units
 //

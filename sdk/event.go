@@ -95,7 +95,8 @@ func (c *Client) PostMessage(ctx context.Context, sb string, data any) (string, 
 
 // TakeMessages takes visible queued messages, oldest first, hiding them for their
 // visibility time; acknowledge each once handled, or it is returned again. opts may be
-// nil.
+// nil. A take is never sent twice: after a connection that broke before the answer
+// the error is returned, and what that take hid comes back after its visibility time.
 func (c *Client) TakeMessages(ctx context.Context, sb string, opts *TakeMessagesOptions) ([]Message, error) {
 	q := url.Values{}
 	if opts != nil {
@@ -112,7 +113,7 @@ func (c *Client) TakeMessages(ctx context.Context, sb string, opts *TakeMessages
 	var out struct {
 		Messages []Message `json:"messages"`
 	}
-	_, err := c.do(ctx, request{method: http.MethodGet, path: sbPath(sb, "messages"), query: q}, &out)
+	_, err := c.do(ctx, request{method: http.MethodGet, path: sbPath(sb, "messages"), query: q, once: true}, &out)
 	return out.Messages, err
 }
 

@@ -40,7 +40,11 @@
 // wake-up (tens of microseconds on a busy machine) from every exec. Both hold a thread
 // while they wait, so before it is ready the init makes a few spare idle threads: its
 // thread count, which its pids group counts with the sandbox's processes, then stays
-// what it was at start instead of growing by one at some later spawn.
+// what it was at start instead of growing by one at some later spawn. Go also counts
+// each of them as holding a P while it waits; the init runs with one P more than those
+// two (GOMAXPROCS 3, whatever the host's CPUs), because with every P held so Go's
+// monitor thread takes them back every 20 µs and never backs off: four to five
+// wake-ups per exec under load, about a fifth of the init's CPU.
 //
 // # Spawning
 //

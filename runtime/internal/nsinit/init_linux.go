@@ -15,8 +15,9 @@ import (
 )
 
 // markerEnv, set by Start in the init's environment, makes a re-executed binary run as
-// the init. Beside GORACE (for race-enabled builds) it is the init's only variable:
-// nothing of the server's environment crosses into the sandbox.
+// the init. Beside GOMAXPROCS (initProcs) and GORACE (for race-enabled builds) it is
+// the init's only variable: nothing of the server's environment crosses into the
+// sandbox.
 const markerEnv = "SANDGATE_NSINIT"
 
 // ctlFD is the init's end of the control socketpair (the first of ExtraFiles).

@@ -43,10 +43,10 @@
 // what it was at start instead of growing by one at some later spawn. Go also counts
 // each of them as holding a P while it waits; the init runs with one P more than those
 // two (GOMAXPROCS 3, whatever the host's CPUs), because with every P held so Go's
-// monitor thread takes them back every 20 µs and never backs off: four to five
-// wake-ups per exec under load, about a fifth of the init's CPU. waitid fails at once
-// when the init has no child, as it mostly has between execs of a short command; the
-// reaper then waits for the next fork in read(2) on an eventfd, which the spawner
+// monitor thread takes them back every 20 µs and never backs off: four to six
+// wake-ups per exec under load, a fifth to a quarter of the init's CPU. waitid fails
+// at once when the init has no child, as it mostly has between execs of a short
+// command; the reaper then waits for the next fork in read(2) on an eventfd, which the spawner
 // writes only when the reaper says it waits, so the wake-up is the kernel's, straight
 // to the reaper's thread.
 //

@@ -25,9 +25,9 @@ const spareMs = 3
 // blocking syscall as still holding its P. With every P held so, the scheduler's
 // monitor thread (sysmon) takes them back after 20 µs, hands them off, and keeps
 // polling every 20 µs instead of backing off to 10 ms: under eight clients it woke
-// four to five times per exec, a fifth of the init's CPU (BENCHMARKS.md, "#14, fifth
-// pass"). It leaves a P in a syscall alone while another P is idle, so the init has
-// one P beyond those two threads: the rest of its goroutines (signals, leases, the
+// four to six times per exec, a fifth to a quarter of the init's CPU (BENCHMARKS.md,
+// "#14, fifth pass"). It leaves a P in a syscall alone while another P is idle, so
+// the init has one P beyond those two threads: the rest of its goroutines (signals, leases, the
 // rare other request) need no more, and it does not grow with the host's CPUs as
 // Go's default would (each P costs memory: the default on this machine's two CPUs was
 // about 150 KiB less, and one more P about 150 KiB more).

@@ -46,9 +46,9 @@
 // monitor thread takes them back every 20 µs and never backs off: four to six
 // wake-ups per exec under load, a fifth to a quarter of the init's CPU. waitid fails
 // at once when the init has no child, as it mostly has between execs of a short
-// command; the reaper then waits for the next fork in read(2) on an eventfd, which the spawner
-// writes only when the reaper says it waits, so the wake-up is the kernel's, straight
-// to the reaper's thread.
+// command; the reaper then waits for the next fork in read(2) on an eventfd, which
+// the spawner writes only when the reaper says it waits, so the wake-up is the
+// kernel's, straight to the reaper's thread.
 //
 // # Spawning
 //

@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -35,13 +36,11 @@ func newForkKick() (*forkKick, error) {
 // forked is called by the spawner after each fork: it wakes the reaper if it waits.
 func (k *forkKick) forked() {
 	if k.idle.Load() {
-		one := [8]byte{1} // the eventfd's counter, native endian: 1 on little-endian
-		if _, err := unix.Write(k.fd, one[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
-			// Cannot happen short of a counter at its maximum (EAGAIN: then the read
-			// returns anyway). Nothing to report to: the reaper looks again at its next
-			// wake-up.
-			return
-		}
+		// 1 added to the eventfd's counter (8 bytes, native endian). It fails only with
+		// the counter at its maximum (EAGAIN), when the reaper's read returns anyway.
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		_, _ = unix.Write(k.fd, one[:])
 	}
 }
 

@@ -17,7 +17,10 @@ import (
 // clients: raw os/exec, the namespace driver and the local driver, in rotated phases.
 // For each it reports the wall time per exec and the CPU per exec of this process
 // (client and server together), of the namespace driver's init (its own threads) and of
-// the `true` processes (the reaped children of whoever forks them). On a machine with
+// the `true` processes (the reaped children of whoever forks them), and the context
+// switches of this process and of the init per exec (each is a thread that slept and
+// was woken: a wake-up between threads or processes, or the Go scheduler's sysmon
+// polling while a thread blocks in a syscall). On a machine with
 // C CPUs, 8-client throughput cannot beat C / (CPU per exec); the ratio of the CPU per
 // exec to raw's bounds the throughput ratio the same way. Run it under perf to split
 // this process's share, with SANDGATE_BENCH_ONLY=raw|ns|local to run one way alone
@@ -47,6 +50,7 @@ func BenchmarkExecCPU(b *testing.B) {
 	var wall [3]time.Duration
 	var self, kids, init_ [3]time.Duration
 	var mallocs, allocBytes [3]uint64        // this process's heap allocations (client and server)
+	var selfCS, initCS [3]int64              // context switches
 	only := os.Getenv("SANDGATE_BENCH_ONLY") // one way alone, for a profiler: raw, ns or local
 	for i := 0; i < phases; i++ {
 		for j := range ways {
@@ -58,8 +62,11 @@ func BenchmarkExecCPU(b *testing.B) {
 			var m0, m1 goruntime.MemStats
 			goruntime.ReadMemStats(&m0)
 			s0, k0, i0 := selfCPU(b), kidsCPU(b), procCPU(b, initPID)
+			c0, ic0 := selfSwitches(b), procSwitches(b, initPID)
 			wall[k] += clientPhase(b, clients, perClient, ways[k].run)
 			s1, k1, i1 := selfCPU(b), kidsCPU(b), procCPU(b, initPID)
+			selfCS[k] += selfSwitches(b) - c0
+			initCS[k] += procSwitches(b, initPID) - ic0
 			goruntime.ReadMemStats(&m1)
 			mallocs[k] += m1.Mallocs - m0.Mallocs
 			allocBytes[k] += m1.TotalAlloc - m0.TotalAlloc
@@ -74,9 +81,11 @@ func BenchmarkExecCPU(b *testing.B) {
 	for k, w := range ways {
 		b.ReportMetric(us(wall[k]), w.name+"-wall-µs/exec")
 		b.ReportMetric(us(self[k]), w.name+"-self-cpu-µs/exec")
+		b.ReportMetric(float64(selfCS[k])/n, w.name+"-self-cs/exec")
 		b.ReportMetric(us(kids[k]), w.name+"-true-cpu-µs/exec")
 		if w.name == "ns" {
 			b.ReportMetric(us(init_[k]), w.name+"-init-cpu-µs/exec")
+			b.ReportMetric(float64(initCS[k])/n, w.name+"-init-cs/exec")
 		}
 		b.ReportMetric(us(self[k]+kids[k]+init_[k]), w.name+"-total-cpu-µs/exec")
 		b.ReportMetric(float64(mallocs[k])/n, w.name+"-allocs/exec")
@@ -128,4 +137,41 @@ func procCPU(tb testing.TB, pid int) procTimes {
 		return time.Duration(v) * (time.Second / 100)
 	}
 	return procTimes{own: tick(14) + tick(15), kids: tick(16) + tick(17)}
+}
+
+// selfSwitches is this process's context switches so far (all its threads', voluntary
+// and not).
+func selfSwitches(tb testing.TB) int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return ru.Nvcsw + ru.Nivcsw
+}
+
+// procSwitches is the context switches so far of the live threads of process pid
+// (/proc/<pid>/status counts its own thread's only).
+func procSwitches(tb testing.TB, pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			} else if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }

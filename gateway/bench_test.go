@@ -113,15 +113,17 @@ func BenchmarkExecTrue(b *testing.B) {
 	// Throughput: short phases of 8 concurrent clients, each way in turn in a rotated
 	// order, so a change in the machine's load hits them alike.
 	const clients, perClient, phases = 8, 10, 8
-	kas := make([]*keepAliveClient, clients)
+	kas, bareKAs := make([]*keepAliveClient, clients), make([]*keepAliveClient, clients)
 	for c := range kas {
 		kas[c] = newKeepAliveClient(b, addr, "POST", path, testToken, body)
+		bareKAs[c] = newKeepAliveClient(b, strings.TrimPrefix(bare.URL, "http://"), "POST", "/", "", body)
 	}
 	phase := func(run func(client int) error) time.Duration { return clientPhase(b, clients, perClient, run) }
 	tputs := []func(int) error{
 		func(int) error { return exec.Command("true").Run() },
 		func(c int) error { return kas[c].do() },
 		func(int) error { return post(ts.url+path, testToken) },
+		func(c int) error { return bareKAs[c].do() },
 	}
 	total := make([]time.Duration, len(tputs))
 	for i := 0; i < phases; i++ {
@@ -135,6 +137,10 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.ReportMetric(rate(total[1]), "http-8c-exec/s")
 	b.ReportMetric(rate(total[1])/rate(total[0]), "8c-throughput-ratio")
 	b.ReportMetric(rate(total[2])/rate(total[0]), "std-client-8c-throughput-ratio")
+	// The floor of any HTTP server in front of an exec on this machine: the bare
+	// handler's throughput against raw, and ours against it.
+	b.ReportMetric(rate(total[3])/rate(total[0]), "bare-8c-throughput-ratio")
+	b.ReportMetric(rate(total[1])/rate(total[3]), "8c-throughput/bare")
 }
 
 const ptyBytes = 64 << 20

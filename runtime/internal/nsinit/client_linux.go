@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -170,10 +171,11 @@ func start(cfg Config) (*Init, error) {
 	cmd := &exec.Cmd{
 		Path: initBinary,
 		Args: []string{"sandgate-init", cfg.ID},
-		// The marker, and for a binary built with the race detector (tests) no second
-		// of waiting at exit to report races: an init that waits holds its sandbox's
-		// close up by that second. Sandbox processes get the env of their spawn only.
-		Env:        []string{markerEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+		// The marker, the init's GOMAXPROCS (initProcs), and for a binary built with
+		// the race detector (tests) no second of waiting at exit to report races: an
+		// init that waits holds its sandbox's close up by that second. Sandbox
+		// processes get the env of their spawn only.
+		Env:        []string{markerEnv + "=1", "GOMAXPROCS=" + strconv.Itoa(initProcs), "GORACE=atexit_sleep_ms=0"},
 		Dir:        "/",
 		ExtraFiles: extra,
 		// Only a crash of the init itself writes here; sandbox processes get the stdio

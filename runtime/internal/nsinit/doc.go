@@ -40,7 +40,15 @@
 // wake-up (tens of microseconds on a busy machine) from every exec. Both hold a thread
 // while they wait, so before it is ready the init makes a few spare idle threads: its
 // thread count, which its pids group counts with the sandbox's processes, then stays
-// what it was at start instead of growing by one at some later spawn.
+// what it was at start instead of growing by one at some later spawn. Go also counts
+// each of them as holding a P while it waits; the init runs with one P more than those
+// two (GOMAXPROCS 3, whatever the host's CPUs), because with every P held so Go's
+// monitor thread takes them back every 20 µs and never backs off: four to six
+// wake-ups per exec under load, a fifth to a quarter of the init's CPU. waitid fails
+// at once when the init has no child, as it mostly has between execs of a short
+// command; the reaper then waits for the next fork in read(2) on an eventfd, which
+// the spawner writes only when the reaper says it waits, so the wake-up is the
+// kernel's, straight to the reaper's thread.
 //
 // # Spawning
 //

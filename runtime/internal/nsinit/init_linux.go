@@ -15,8 +15,9 @@ import (
 )
 
 // markerEnv, set by Start in the init's environment, makes a re-executed binary run as
-// the init. Beside GORACE (for race-enabled builds) it is the init's only variable:
-// nothing of the server's environment crosses into the sandbox.
+// the init. Beside GOMAXPROCS (initProcs) and GORACE (for race-enabled builds) it is
+// the init's only variable: nothing of the server's environment crosses into the
+// sandbox.
 const markerEnv = "SANDGATE_NSINIT"
 
 // ctlFD is the init's end of the control socketpair (the first of ExtraFiles).
@@ -52,8 +53,8 @@ func Main() {
 type initProc struct {
 	c    *conn
 	cfg  Config
-	kick chan struct{} // a spawn forked: wakes the reaper if it found no children
-	home *os.File      // the init's own cgroup.procs (Config.Cgroup), or nil
+	kick *forkKick // a spawn forked: wakes the reaper if it found no children
+	home *os.File  // the init's own cgroup.procs (Config.Cgroup), or nil
 	// homeDir is the init's own cgroup directory (Config.Cgroup), or -1: what the
 	// spawn path's probe clones into; closed after it.
 	homeDir int
@@ -106,7 +107,12 @@ func runInit() int {
 		return 1
 	}
 	c := newBlockingConn(ctlFD, initRecvBuf)
-	ip := &initProc{c: c, kick: make(chan struct{}, 1), homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
+	kick, err := newForkKick()
+	if err != nil {
+		_ = c.send(errorFrame(0, err), nil, nil)
+		return 1
+	}
+	ip := &initProc{c: c, kick: kick, homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 	done := make(chan int, 1)
 	if err := ip.setup(done); err != nil {
@@ -241,14 +247,14 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 // reaps. Waiting in the kernel rather than for SIGCHLD through Go's signal handling
 // sends the exit frame tens of microseconds sooner, which an exec waits for (its
 // status). With no child at all waitid fails at once: the loop then waits for the next
-// fork (kick). It runs for the life of the init (which ends with os.Exit).
+// fork (forkKick). It runs for the life of the init (which ends with os.Exit).
 func (ip *initProc) reapLoop() {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		switch {
 		case errors.Is(err, unix.ECHILD):
-			<-ip.kick
+			ip.kick.wait()
 		case err == nil:
 			ip.reap()
 		}

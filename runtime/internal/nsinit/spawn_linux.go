@@ -150,10 +150,7 @@ func (ip *initProc) spawn(j spawnJob) {
 	ip.kids[pid] = kid{id: fr.ID, session: fr.Session || fr.TTY, status: status, quiet: fr.NoWait && status >= 0}
 	status = -1
 	ip.ids[fr.ID] = pid
-	select {
-	case ip.kick <- struct{}{}:
-	default:
-	}
+	ip.kick.forked()
 	if fr.NoWait {
 		return // the client does not wait: no started frame
 	}

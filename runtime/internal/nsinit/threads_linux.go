@@ -19,6 +19,20 @@ import (
 // 1-2 µs more per cgroup move of the init (two per spawn) and a few KiB.
 const spareMs = 3
 
+// initProcs is the init's GOMAXPROCS, set in its environment by Start.
+//
+// The spawner blocks in recvmsg and the reaper in waitid, and Go counts a thread in a
+// blocking syscall as still holding its P. With every P held so, the scheduler's
+// monitor thread (sysmon) takes them back after 20 µs, hands them off, and keeps
+// polling every 20 µs instead of backing off to 10 ms: under eight clients it woke
+// four to six times per exec, a fifth to a quarter of the init's CPU (BENCHMARKS.md,
+// "#14, fifth pass"). It leaves a P in a syscall alone while another P is idle, so
+// the init has one P beyond those two threads: the rest of its goroutines (signals, leases, the
+// rare other request) need no more, and it does not grow with the host's CPUs as
+// Go's default would (each P costs memory: the default on this machine's two CPUs was
+// about 150 KiB less, and one more P about 150 KiB more).
+const initProcs = 3
+
 // spareThreads makes n threads and leaves them idle: n goroutines each lock a thread
 // and wait until all are locked (so each holds a thread of its own), then unlock and
 // end, which returns their threads to the scheduler (a goroutine ending while locked

@@ -128,6 +128,11 @@ const (
 //     Redirect their output, or start a process instead.
 //   - `set -e` makes the next failing command exit the shell (the session dies), as in
 //     a terminal; `set -x` traces go to the command's stderr.
+//   - The snapshot (cwd and exported env) is taken after a command only while the env
+//     is within MaxEnvVars, MaxEnvValueBytes and MaxEnvBytes; past them the command's
+//     result carries SnapshotErr and the previous snapshot stays, so what a session is
+//     rehydrated from is always bounded. The control bytes of one frame held in memory
+//     are bounded too (session_frame.go), however much the command exports.
 //   - The shell holds readonly helpers named __sg_f, __sg_pre, __sg_post and __sg_d.
 //     Aliases cannot break the framing, nor can functions named like builtins, except
 //     functions named `builtin` or `.`: with those the frame never comes and the
@@ -158,7 +163,7 @@ type Session struct {
 	reaped bool
 	state  *waitStatus
 
-	ctlBuf []byte // owned by whoever reads ctlCh: newSession, then the worker
+	framer sessFramer // owned by whoever reads ctlCh: newSession, then the worker
 
 	mu         sync.Mutex
 	afterClose func() // set by the owner; run once by Close

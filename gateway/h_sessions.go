@@ -106,7 +106,7 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderExec(res))
+	writeJSON(w, http.StatusOK, renderSessionExec(res))
 	return nil
 }
 

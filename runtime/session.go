@@ -71,6 +71,10 @@ type SessionInfo struct {
 	LastCommandAt *time.Time
 	Commands      int
 	DeadReason    string
+	// SnapshotError, when set, says why the snapshot of the last command was not
+	// taken (its ExecResult.SnapshotErr): the session's cwd and env are as of an
+	// earlier command. Cwd and Env above are that earlier snapshot.
+	SnapshotError string
 }
 
 // sessionConfig is what a Sandbox hands newSession.
@@ -172,6 +176,7 @@ type Session struct {
 	running    bool
 	dead       string
 	snap       SessionSnapshot
+	snapErr    error // why the last command's snapshot was not taken; nil if it was
 	commands   int
 	lastAt     *time.Time
 }
@@ -283,10 +288,14 @@ func (s *Session) Info() SessionInfo {
 		t := *s.lastAt
 		last = &t
 	}
-	return SessionInfo{
+	in := SessionInfo{
 		ID: s.id, Status: st, Cwd: s.snap.Cwd, Env: maps.Clone(s.snap.Env),
 		CreatedAt: s.createdAt, LastCommandAt: last, Commands: s.commands, DeadReason: s.dead,
 	}
+	if s.snapErr != nil {
+		in.SnapshotError = s.snapErr.Error()
+	}
+	return in
 }
 
 // Snapshot returns the cwd and exported env as of the last finished command.

@@ -214,6 +214,7 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 			// A snapshot past the bounds is not taken: the session keeps the one of
 			// its last command within them, and the result says so.
 			s.mu.Lock()
+			s.snapErr = fr.envErr
 			if fr.envErr == nil {
 				if fr.Cwd != "" {
 					s.snap.Cwd = fr.Cwd

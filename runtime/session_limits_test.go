@@ -147,13 +147,16 @@ func TestSessionSnapshotBounds(t *testing.T) {
 			if after.Cwd != before.Cwd || fmt.Sprint(after.Env) != fmt.Sprint(before.Env) {
 				t.Errorf("snapshot changed past the bound: cwd %q → %q", before.Cwd, after.Cwd)
 			}
-			if in := s.Info(); in.Status != SessionReady {
-				t.Errorf("session %s after the command, want ready", in.Status)
+			if in := s.Info(); in.Status != SessionReady || !strings.Contains(in.SnapshotError, tt.wantLimit) {
+				t.Errorf("session %s with snapshot error %q after the command, want ready and one naming %s", in.Status, in.SnapshotError, tt.wantLimit)
 			}
 
 			r = sessRun(t, s, "unset ${!BIG*}; pwd")
 			if r.SnapshotErr != nil {
 				t.Fatalf("SnapshotErr = %v once the env is back within bounds", r.SnapshotErr)
+			}
+			if in := s.Info(); in.SnapshotError != "" {
+				t.Errorf("snapshot error %q once the env is back within bounds", in.SnapshotError)
 			}
 			snap := s.Snapshot()
 			if snap.Cwd != filepath.Join(cfg.Dir, "sub") || snap.Env["KEPT"] != "1" {

@@ -118,6 +118,10 @@ func (a *sbActor) liveSession(st *sessionState) (*runtime.Session, error) {
 	if st.rec.Snapshot != nil {
 		snap := *st.rec.Snapshot
 		o.Snapshot = &snap
+		if err := runtime.CheckEnv(snap.Env); err != nil {
+			o.Snapshot = nil // saved before snapshots were bounded (snapshot.go)
+			a.legacySnapshot(st, err)
+		}
 	}
 	s, err := rt.NewSession(a.ctx(), o)
 	if err != nil {

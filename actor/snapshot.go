@@ -23,6 +23,18 @@ import (
 //   - the event log gets a session.snapshot_skipped event when a session's snapshots
 //     stop being saved (once, not for every command while they are not).
 
+// legacySnapshot handles a record saved before snapshots were bounded, whose env is
+// past them: the shell could not start from it (the runtime refuses such a start), so
+// the session starts from its settings instead, and says so as for a command's skipped
+// snapshot. The record shrinks with the next command's save.
+func (a *sbActor) legacySnapshot(st *sessionState, err error) {
+	a.n.cfg.Logger.Warn("session snapshot past the env bounds: the session starts from its settings",
+		"sandbox", a.id, "session", st.rec.ID, "err", err)
+	a.noteSnapshot(st, fmt.Errorf("its saved snapshot was dropped: %w", err))
+	st.rec.Snapshot = nil
+	a.saveSession(st)
+}
+
 // snapshotSkipped wraps a command's runtime.EnvLimitError as the reply states it.
 func snapshotSkipped(session string, err error) error {
 	return fmt.Errorf("actor: session %q: its cwd and env after this command were not saved, so a restart or move brings it back as after its last command within the limits: %w", session, err)

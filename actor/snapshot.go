@@ -25,8 +25,8 @@ import (
 
 // legacySnapshot handles a record saved before snapshots were bounded, whose env is
 // past them: the shell could not start from it (the runtime refuses such a start), so
-// the session starts from its settings instead, and says so as for a command's skipped
-// snapshot. The record shrinks with the next command's save.
+// the session starts from its settings instead, with a session.snapshot_skipped event.
+// The command that started it saves a bounded snapshot.
 func (a *sbActor) legacySnapshot(st *sessionState, err error) {
 	a.n.cfg.Logger.Warn("session snapshot past the env bounds: the session starts from its settings",
 		"sandbox", a.id, "session", st.rec.ID, "err", err)

@@ -292,8 +292,10 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		st.rec.Snapshot, st.rec.LastCommandAt = &snap, &now
 		if res.SnapshotErr != nil {
 			res.SnapshotErr = snapshotSkipped(id, res.SnapshotErr)
+			a.noteSnapshot(st, res.SnapshotErr)
+		} else if in.Status != runtime.SessionStatus("dead") {
+			a.noteSnapshot(st, nil) // a shell that died took no snapshot of this command
 		}
-		a.noteSnapshot(st, res.SnapshotErr)
 		if execErr == nil || !errors.Is(execErr, runtime.ErrSessionDead) {
 			st.rec.Commands++
 		}

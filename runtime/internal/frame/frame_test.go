@@ -252,6 +252,30 @@ func FuzzParse(f *testing.F) {
 		if !strings.HasSuffix(string(in[:n]), Prefix+nonce+":end\n") {
 			t.Fatalf("cut %q does not end with the end marker", in[:n])
 		}
+		// Its head reads the same by itself, as a session that cannot hold the whole
+		// frame reads it.
+		status, cwd, hn, err := ParseHead(in, nonce)
+		if err != nil || status != fr.Status || cwd != fr.Cwd || hn <= 0 || hn > n {
+			t.Fatalf("ParseHead = %d %q %d %v; Parse = %d %q %d", status, cwd, hn, err, fr.Status, fr.Cwd, n)
+		}
+	})
+}
+
+func FuzzParseHead(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add([]byte(tt.in), tt.nonce)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, nonce string) {
+		status, _, n, err := ParseHead(in, nonce)
+		if err != nil {
+			if !errors.Is(err, ErrIncomplete) && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if n <= 0 || n > len(in) || in[n-1] != 0 || status < 0 || status > 255 {
+			t.Fatalf("ParseHead = status %d, n %d of %d", status, n, len(in))
+		}
 	})
 }
 

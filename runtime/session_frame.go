@@ -22,6 +22,11 @@ const sessKeepCap = 64 << 10
 // It is owned by whoever reads the control channel: newSession, then the worker.
 type sessFramer struct {
 	buf []byte
+	// nonce and scanned: buf[:scanned] holds no start of nonce's end marker but
+	// perhaps in its last bytes, so a read looks for one only in what is new, and a
+	// frame gathered in many reads costs one pass over it.
+	nonce   string
+	scanned int
 	// skipping is set once a frame outgrew sessFrameCap: its head was read (status,
 	// cwd) and its listing is being dropped up to the frame's tail.
 	skipping bool
@@ -44,8 +49,19 @@ func (f *sessFramer) take(b []byte, nonce string) (sessFrame, bool, error) {
 	if f.skipping {
 		return f.skip(b, nonce)
 	}
+	if nonce != f.nonce {
+		f.nonce, f.scanned = nonce, 0
+	}
 	f.buf = append(f.buf, b...)
-	fr, n, err := frame.Parse(f.buf, nonce)
+	tail := frame.Tail(nonce)
+	from := max(0, f.scanned-len(tail)+1)
+	f.scanned = len(f.buf)
+	err := frame.ErrIncomplete
+	var fr frame.Frame
+	var n int
+	if bytes.Contains(f.buf[from:], []byte(tail)) {
+		fr, n, err = frame.Parse(f.buf, nonce)
+	}
 	if err == nil {
 		f.consumed(n)
 		out := sessFrame{Frame: fr}
@@ -64,6 +80,7 @@ func (f *sessFramer) take(b []byte, nonce string) (sessFrame, bool, error) {
 		// dropped, but for a tail that may hold the start of the header.
 		if len(f.buf) > 64<<10 {
 			f.buf = append(f.buf[:0], f.buf[len(f.buf)-len(head):]...)
+			f.scanned = 0
 		}
 		return sessFrame{}, false, nil
 	}
@@ -76,7 +93,7 @@ func (f *sessFramer) take(b []byte, nonce string) (sessFrame, bool, error) {
 		return sessFrame{}, false, errors.Join(frame.ErrMalformed, err)
 	}
 	f.skipping, f.status, f.cwd, f.dropped = true, status, cwd, 0
-	f.buf = append(f.buf[:0], f.buf[start+n:]...)
+	f.buf, f.scanned = append(f.buf[:0], f.buf[start+n:]...), 0
 	return f.skip(nil, nonce)
 }
 
@@ -102,6 +119,7 @@ func (f *sessFramer) skip(b []byte, nonce string) (sessFrame, bool, error) {
 
 // consumed drops the first n buffered bytes, letting a large buffer go.
 func (f *sessFramer) consumed(n int) {
+	f.scanned = 0 // what is left may hold the next frame whole
 	rest := f.buf[n:]
 	if cap(f.buf) > sessKeepCap {
 		f.buf = append([]byte(nil), rest...)

@@ -184,3 +184,61 @@ func TestNewSessionEnvTooLarge(t *testing.T) {
 		t.Fatalf("newSession = %v, want ErrEnvTooLarge", err)
 	}
 }
+
+// TestSessionFramerSplitTail: wherever the end marker of an oversized frame is split
+// between reads, and whether the frame is still being gathered or already skipped
+// when it ends, the frame is taken once, with its status and cwd, and what follows it
+// is kept for the next frame.
+func TestSessionFramerSplitTail(t *testing.T) {
+	t.Parallel()
+	const nonce = "00112233445566778899aabbccddeeff"
+	tail := frame.Tail(nonce)
+	next := frame.Prefix + nonce + " 0\n/n\n\x00" + tail
+	for _, size := range []int{sessFrameCap - 1024, sessFrameCap + 1<<20} {
+		whole := frame.Prefix + nonce + " 9\n/w\n\x00declare -x BIG=\"" + strings.Repeat("v", size) + "\"\n" + tail + next
+		// k bytes go one read at a time: cuts inside the second frame, at its start,
+		// inside the first frame's end marker and before it.
+		for _, k := range []int{1, 2, len(next) - 1, len(next), len(next) + 1, len(next) + len(tail)/2,
+			len(next) + len(tail) - 1, len(next) + len(tail), len(next) + len(tail) + 1} {
+			var f sessFramer
+			cut := len(whole) - k
+			var got []sessFrame
+			for i, part := range []string{whole[:cut], whole[cut:]} {
+				for _, c := range []byte(part) {
+					if i == 0 {
+						break // the first part goes in one read
+					}
+					fr, done, err := f.take([]byte{c}, nonce)
+					if err != nil {
+						t.Fatalf("size %d, cut %d: %v", size, k, err)
+					}
+					if done {
+						got = append(got, fr)
+					}
+				}
+				if i == 0 {
+					fr, done, err := f.take([]byte(part), nonce)
+					if err != nil {
+						t.Fatalf("size %d, cut %d: %v", size, k, err)
+					}
+					if done {
+						got = append(got, fr)
+					}
+				}
+			}
+			// The second frame may be found only on a later read: what is left holds it.
+			if len(got) == 1 {
+				fr, done, err := f.take(nil, nonce)
+				if err == nil && done {
+					got = append(got, fr)
+				}
+			}
+			if len(got) != 2 || got[0].Status != 9 || got[0].Cwd != "/w" || got[1].Cwd != "/n" {
+				t.Fatalf("size %d, cut %d: frames %+v", size, k, got)
+			}
+			if over := size > MaxEnvValueBytes; over != (got[0].envErr != nil) {
+				t.Fatalf("size %d: env error %v", size, got[0].envErr)
+			}
+		}
+	}
+}

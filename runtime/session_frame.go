@@ -15,8 +15,10 @@ import (
 const sessFrameCap = 4*MaxEnvBytes + 64<<10
 
 // sessKeepCap is the buffer capacity a session keeps between frames; a bigger one, left
-// by a large frame, is let go.
-const sessKeepCap = 64 << 10
+// by a frame past the bounds, is let go. A session whose env is near MaxEnvBytes
+// sends a frame of about that size after every command; keeping 2 MiB spares it a
+// buffer regrown and dropped each time, and a session never keeps more.
+const sessKeepCap = 2 << 20
 
 // sessFramer gathers a session's control bytes into frames (see runtime/internal/frame).
 // It is owned by whoever reads the control channel: newSession, then the worker.

@@ -127,7 +127,9 @@
 // Exited process records are kept for their keep time and at most Config.ExitedLimit
 // of them, the oldest dropped first; sessions and terminals, dead or stopped ones
 // included, at most Config.SessionLimit and TerminalLimit, past which a new id is a
-// *BudgetError (exited.go, kept.go). [Node.EachSandbox] lists sandboxes from storage in
+// *BudgetError (exited.go, kept.go). A session's saved snapshot is within runtime's env
+// bounds: a command past them keeps the previous one, says so in its result, and logs
+// session.snapshot_skipped when saving stops (snapshot.go). [Node.EachSandbox] lists sandboxes from storage in
 // pages, each in a read of its own ([SandboxPager]), and hands them out outside any
 // read, so a long list is never held whole and a slow reader holds no read open
 // (list.go).

@@ -36,6 +36,9 @@ type sessionRec struct {
 	Commands      int                      `json:"commands"`
 	Dead          bool                     `json:"dead,omitempty"`
 	DeadReason    string                   `json:"dead_reason,omitempty"`
+	// SnapshotSkipped says why Snapshot is older than the last command: that
+	// command's exported env was past runtime's bounds (snapshot.go).
+	SnapshotSkipped string `json:"snapshot_skipped,omitempty"`
 }
 
 type sessionState struct {
@@ -65,6 +68,7 @@ func (st *sessionState) info() runtime.SessionInfo {
 	}
 	// The record spans restarts; the live shell only knows its own life.
 	in.CreatedAt, in.LastCommandAt, in.Commands = st.rec.CreatedAt, st.rec.LastCommandAt, st.rec.Commands
+	in.SnapshotError = st.rec.SnapshotSkipped
 	if st.rec.Dead {
 		in.Status, in.DeadReason = runtime.SessionStatus("dead"), st.rec.DeadReason
 	}
@@ -114,6 +118,10 @@ func (a *sbActor) liveSession(st *sessionState) (*runtime.Session, error) {
 	if st.rec.Snapshot != nil {
 		snap := *st.rec.Snapshot
 		o.Snapshot = &snap
+		if err := runtime.CheckEnv(snap.Env); err != nil {
+			o.Snapshot = nil // saved before snapshots were bounded (snapshot.go)
+			a.legacySnapshot(st, err)
+		}
 	}
 	s, err := rt.NewSession(a.ctx(), o)
 	if err != nil {
@@ -279,9 +287,15 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 			return struct{}{}, nil // deleted or replaced meanwhile
 		}
 		in := w.live.Info()
-		snap := w.live.Snapshot()
+		snap := w.live.Snapshot() // within bounds: the runtime takes no other
 		now := a.now().UTC()
 		st.rec.Snapshot, st.rec.LastCommandAt = &snap, &now
+		if res.SnapshotErr != nil {
+			res.SnapshotErr = snapshotSkipped(id, res.SnapshotErr)
+			a.noteSnapshot(st, res.SnapshotErr)
+		} else if in.Status != runtime.SessionStatus("dead") {
+			a.noteSnapshot(st, nil) // a shell that died took no snapshot of this command
+		}
 		if execErr == nil || !errors.Is(execErr, runtime.ErrSessionDead) {
 			st.rec.Commands++
 		}

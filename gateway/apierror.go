@@ -47,10 +47,14 @@ func notFound(format string, args ...any) *apiError {
 }
 
 type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error errorJSON `json:"error"`
+}
+
+// errorJSON is the contract's error object, in an error body and wherever a reply
+// carries one beside its result (a session command's snapshot_error).
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // writeAPIError writes e in the contract's error shape.

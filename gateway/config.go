@@ -34,6 +34,16 @@ type Config struct {
 	// a create past it is 429 budget_exceeded naming the limit. Zero means the default
 	// (DefaultMaxSandboxesPerTenant); a negative value means no limit.
 	MaxSandboxesPerTenant int
+	// ExitedLimit is how many exited processes' records a sandbox keeps listed; past
+	// it the oldest is dropped. SessionLimit and TerminalLimit bound the sessions and
+	// terminals a sandbox remembers, dead or stopped ones included: a create under a new
+	// id past them is 429 budget_exceeded naming max_sessions or max_terminals. Zero
+	// means the default (DefaultExitedLimit, DefaultSessionLimit and
+	// DefaultTerminalLimit: 100, 256, 256); a negative value is ErrConfig. Every node of
+	// a cluster should be given the same: a sandbox that moves takes what it has, and a
+	// smaller bound on its new node only refuses new sessions and terminals (and drops
+	// exited records) there.
+	ExitedLimit, SessionLimit, TerminalLimit int
 	// NodeID names this node. Defaults to a random UUID made once and kept in
 	// DataDir/node-id: stable across restarts, and distinct for nodes sharing a host.
 	NodeID string
@@ -219,6 +229,10 @@ func withDefaults(cfg *Config) (Config, error) {
 	c.AllowedOrigins = cleanPatterns(c.AllowedOrigins)
 	if c.MaxSandboxesPerTenant == 0 {
 		c.MaxSandboxesPerTenant = DefaultMaxSandboxesPerTenant
+	}
+	if c.ExitedLimit < 0 || c.SessionLimit < 0 || c.TerminalLimit < 0 {
+		return c, fmt.Errorf("%w: exited-process, session and terminal limits must be 1 or more, not %d, %d and %d",
+			ErrConfig, c.ExitedLimit, c.SessionLimit, c.TerminalLimit)
 	}
 	for _, p := range c.Tokens {
 		if p.Tenant == "" {

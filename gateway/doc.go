@@ -29,7 +29,9 @@
 // absent, from an in-memory owner index that never wakes a sandbox), the routing policy,
 // then the handler. Handlers decode strictly (unknown or case-folded fields, duplicate
 // keys and trailing data are 400; NUL bytes are 400; an integer a field cannot hold is
-// 400 giving its range) within a body limit (413). Millisecond fields and parameters
+// 400 giving its range) within a body limit (413), and every item kept from a body
+// (env, labels, paths, a process's command, tag and label) within a bound of its own
+// (limits.go; docs/limits.md lists them all). Millisecond fields and parameters
 // saturate rather than overflow a time.Duration. Errors become the API's shape in one
 // place (errmap.go), and every 503 carries Retry-After.
 //

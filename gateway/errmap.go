@@ -29,7 +29,7 @@ var errorRules = []errorRule{
 		runtime.ErrNotPTY, runtime.ErrIsDir, runtime.ErrNotDir, runtime.ErrNotEmpty, runtime.ErrExist, fs.ErrExist},
 		http.StatusConflict, codeConflict},
 	{[]error{actor.ErrExpired}, http.StatusGone, codeExpired},
-	{[]error{actor.ErrTooLarge}, http.StatusRequestEntityTooLarge, codeTooLarge},
+	{[]error{actor.ErrTooLarge, runtime.ErrEnvTooLarge}, http.StatusRequestEntityTooLarge, codeTooLarge},
 	{[]error{actor.ErrBudgetExceeded, runtime.ErrTooManyProcesses}, http.StatusTooManyRequests, codeBudgetExceeded},
 	// A sandbox whose stored records cannot be read (actor.ErrCorrupt: a damaged
 	// actors.db) is unavailable; its message says so, and the other sandboxes serve.

@@ -32,6 +32,9 @@ func (c commandFields) check() (argv []string, timeout time.Duration, err error)
 	if err := noNULArgv(c.Argv); err != nil {
 		return nil, 0, err
 	}
+	if err := checkPaths("cwd", c.Cwd); err != nil {
+		return nil, 0, err
+	}
 	return argv, timeout, validateEnv(c.Env)
 }
 

@@ -115,6 +115,12 @@ func checkCreate(req *ocCreateRequest) error {
 	if len(req.Title) > maxTitle {
 		return badRequest("title is over %d bytes", maxTitle)
 	}
+	if err := checkPaths("cwd", req.Cwd); err != nil {
+		return err
+	}
+	if err := checkCommandSize(req.Command, req.Args, "", ""); err != nil {
+		return err
+	}
 	return validateEnv(req.Env)
 }
 

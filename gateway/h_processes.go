@@ -74,6 +74,9 @@ func (s *Server) createProcess(w http.ResponseWriter, r *http.Request) error {
 	if err := noNULs("tag", req.Tag, "label", req.Label); err != nil {
 		return err
 	}
+	if err := checkCommandSize(req.shell(), req.Argv, req.Tag, req.Label); err != nil {
+		return err
+	}
 	if err := s.checkRoute(r, "POST "+sbPath+"/processes", nil, command); err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) (err erro
 	if err := validateLabels(req.Labels); err != nil {
 		return err
 	}
+	if err := checkPaths("cwd", req.Cwd); err != nil {
+		return err
+	}
 	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), nil)
 	if err != nil {
 		return err
@@ -137,10 +140,11 @@ func validateLabels(labels map[string]string) error {
 			return badRequest("label %q holds a NUL byte", k)
 		}
 	}
-	return nil
+	return checkLabels(labels)
 }
 
-// validateEnv rejects variable names a process environment cannot hold.
+// validateEnv rejects variable names a process environment cannot hold, and an env
+// past the bounds (limits.go).
 func validateEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -150,5 +154,5 @@ func validateEnv(env map[string]string) error {
 			return badRequest("environment variable %q contains a NUL byte", k)
 		}
 	}
-	return nil
+	return checkEnvSize(env)
 }

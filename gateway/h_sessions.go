@@ -27,6 +27,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := noNULs("cwd", req.Cwd, "shell", req.Shell); err != nil {
 		return err
 	}
+	if err := checkPaths("cwd", req.Cwd, "shell", req.Shell); err != nil {
+		return err
+	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
@@ -90,6 +93,9 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err := noNULs("command", req.Command, "cwd", req.Cwd); err != nil {
 		return err
 	}
+	if err := checkPaths("cwd", req.Cwd); err != nil {
+		return err
+	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}
@@ -106,7 +112,7 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderExec(res))
+	writeJSON(w, http.StatusOK, renderSessionExec(res))
 	return nil
 }
 

@@ -27,6 +27,9 @@ func (s *Server) putTerminal(w http.ResponseWriter, r *http.Request) error {
 	if err := noNULs("cwd", req.Cwd, "shell", req.Shell); err != nil {
 		return err
 	}
+	if err := checkPaths("cwd", req.Cwd, "shell", req.Shell); err != nil {
+		return err
+	}
 	if err := validateEnv(req.Env); err != nil {
 		return err
 	}

@@ -111,6 +111,22 @@ func renderExec(r runtime.ExecResult) execJSON {
 	return out
 }
 
+// sessionExecJSON is a session command's result: an exec result and, when the
+// command's cwd and env were not saved as the session's snapshot (its exported env was
+// past the bounds), why (an extension). The command itself ran: it is not an error.
+type sessionExecJSON struct {
+	execJSON
+	SnapshotError *errorJSON `json:"snapshot_error,omitempty"`
+}
+
+func renderSessionExec(r runtime.ExecResult) sessionExecJSON {
+	out := sessionExecJSON{execJSON: renderExec(r)}
+	if r.SnapshotErr != nil {
+		out.SnapshotError = &errorJSON{Code: codeTooLarge, Message: humanMessage(r.SnapshotErr)}
+	}
+	return out
+}
+
 type processJSON struct {
 	ID            string     `json:"id"`
 	PID           int        `json:"pid"`
@@ -174,12 +190,19 @@ type sessionJSON struct {
 	LastCommandAt *time.Time        `json:"last_command_at"`
 	Commands      int               `json:"commands"`
 	DeadReason    string            `json:"dead_reason,omitempty"`
+	// SnapshotError says why the session's cwd and env are not those after its last
+	// command: that command's exported env was past the bounds, so its snapshot was
+	// not saved (an extension).
+	SnapshotError *errorJSON `json:"snapshot_error,omitempty"`
 }
 
 func renderSession(i runtime.SessionInfo) sessionJSON {
 	s := sessionJSON{
 		ID: i.ID, Status: string(i.Status), Cwd: i.Cwd, Env: nonNilMap(i.Env),
 		CreatedAt: i.CreatedAt.UTC(), Commands: i.Commands, DeadReason: i.DeadReason,
+	}
+	if i.SnapshotError != "" {
+		s.SnapshotError = &errorJSON{Code: codeTooLarge, Message: i.SnapshotError}
 	}
 	if i.LastCommandAt != nil {
 		t := i.LastCommandAt.UTC()

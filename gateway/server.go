@@ -136,6 +136,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		DiskImages:            c.DiskImages,
 		SharedWorkspaces:      c.WorkspaceMoveMax < 0,          // nodes that share the directory stream nothing
 		MaxSandboxesPerTenant: max(c.MaxSandboxesPerTenant, 0), // negative: none, as actor's 0
+		ExitedLimit:           c.ExitedLimit,                   // zero: actor's defaults
+		SessionLimit:          c.SessionLimit,
+		TerminalLimit:         c.TerminalLimit,
 	})
 	if err != nil {
 		if host != nil {

@@ -11,6 +11,10 @@ var (
 	// command timed out, the shell exited, or the session was closed. The returned
 	// error wraps it and says why.
 	ErrSessionDead = errors.New("runtime: session is dead")
+	// ErrEnvTooLarge is matched by an *EnvLimitError: an environment past
+	// MaxEnvVars, MaxEnvValueBytes or MaxEnvBytes. A session command whose exported
+	// environment is past them is not an error: its ExecResult.SnapshotErr holds it.
+	ErrEnvTooLarge = errors.New("runtime: environment too large")
 	// ErrEscapes is returned for a workspace path that resolves outside the workspace.
 	ErrEscapes = errors.New("runtime: path escapes the workspace")
 	// ErrIsDir is returned when a file operation meets a directory.

@@ -52,6 +52,12 @@ type ExecResult struct {
 	TimedOut bool
 	// Truncated reports that stdout or stderr went over the output limit and was cut.
 	Truncated bool
+	// SnapshotErr is set by Session.Exec when the command's cwd and exported env were
+	// not taken as the session's snapshot because the env is past the bounds (an
+	// *EnvLimitError, matching ErrEnvTooLarge): the command itself ran and this result
+	// is whole, but Session.Snapshot still returns the previous command's. Always nil
+	// from Sandbox.Exec.
+	SnapshotErr error
 }
 
 // Exec runs one command to completion and returns its output. The command gets a fresh

@@ -71,6 +71,10 @@ type SessionInfo struct {
 	LastCommandAt *time.Time
 	Commands      int
 	DeadReason    string
+	// SnapshotError, when set, says why the snapshot of the last command was not
+	// taken (its ExecResult.SnapshotErr): the session's cwd and env are as of an
+	// earlier command. Cwd and Env above are that earlier snapshot.
+	SnapshotError string
 }
 
 // sessionConfig is what a Sandbox hands newSession.
@@ -128,6 +132,11 @@ const (
 //     Redirect their output, or start a process instead.
 //   - `set -e` makes the next failing command exit the shell (the session dies), as in
 //     a terminal; `set -x` traces go to the command's stderr.
+//   - The snapshot (cwd and exported env) is taken after a command only while the env
+//     is within MaxEnvVars, MaxEnvValueBytes and MaxEnvBytes; past them the command's
+//     result carries SnapshotErr and the previous snapshot stays, so what a session is
+//     rehydrated from is always bounded. The control bytes of one frame held in memory
+//     are bounded too (session_frame.go), however much the command exports.
 //   - The shell holds readonly helpers named __sg_f, __sg_pre, __sg_post and __sg_d.
 //     Aliases cannot break the framing, nor can functions named like builtins, except
 //     functions named `builtin` or `.`: with those the frame never comes and the
@@ -158,7 +167,7 @@ type Session struct {
 	reaped bool
 	state  *waitStatus
 
-	ctlBuf []byte // owned by whoever reads ctlCh: newSession, then the worker
+	framer sessFramer // owned by whoever reads ctlCh: newSession, then the worker
 
 	mu         sync.Mutex
 	afterClose func() // set by the owner; run once by Close
@@ -167,6 +176,7 @@ type Session struct {
 	running    bool
 	dead       string
 	snap       SessionSnapshot
+	snapErr    error // why the last command's snapshot was not taken; nil if it was
 	commands   int
 	lastAt     *time.Time
 }
@@ -278,10 +288,14 @@ func (s *Session) Info() SessionInfo {
 		t := *s.lastAt
 		last = &t
 	}
-	return SessionInfo{
+	in := SessionInfo{
 		ID: s.id, Status: st, Cwd: s.snap.Cwd, Env: maps.Clone(s.snap.Env),
 		CreatedAt: s.createdAt, LastCommandAt: last, Commands: s.commands, DeadReason: s.dead,
 	}
+	if s.snapErr != nil {
+		in.SnapshotError = s.snapErr.Error()
+	}
+	return in
 }
 
 // Snapshot returns the cwd and exported env as of the last finished command.

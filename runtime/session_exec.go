@@ -201,7 +201,7 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 			if !ok {
 				return s.shellGone(result)
 			}
-			fr, done, err := s.takeFrame(b, nonce)
+			fr, done, err := s.framer.take(b, nonce)
 			if err != nil {
 				s.killTree()
 				s.markDead("session protocol error: " + err.Error())
@@ -211,13 +211,20 @@ func (s *Session) run(req *sessReq) (ExecResult, error) {
 			if !done {
 				continue
 			}
+			// A snapshot past the bounds is not taken: the session keeps the one of
+			// its last command within them, and the result says so.
 			s.mu.Lock()
-			if fr.Cwd != "" {
-				s.snap.Cwd = fr.Cwd
+			s.snapErr = fr.envErr
+			if fr.envErr == nil {
+				if fr.Cwd != "" {
+					s.snap.Cwd = fr.Cwd
+				}
+				s.snap.Env = fr.Env
 			}
-			s.snap.Env = fr.Env
 			s.mu.Unlock()
-			return result(fr.Status), nil
+			r := result(fr.Status)
+			r.SnapshotErr = fr.envErr
+			return r, nil
 		case <-timeout:
 			s.killTree()
 			s.markDead(fmt.Sprintf("command timed out after %s", c.Timeout))

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"syscall"
 	"time"
-
-	"github.com/sandgate/sandgate/runtime/internal/frame"
 )
 
 // start launches the shell and the goroutines that watch it.
@@ -62,11 +59,16 @@ func (s *Session) handshake(ctx context.Context) error {
 			if !ok {
 				return errors.New("shell exited during start")
 			}
-			fr, done, err := s.takeFrame(b, nonce)
+			fr, done, err := s.framer.take(b, nonce)
 			if err != nil {
 				return err
 			}
 			if done {
+				if fr.envErr != nil {
+					// The sandbox's env and the session's, together, are past the
+					// bounds: a snapshot could not be kept, so there is no session.
+					return fmt.Errorf("its starting environment: %w", fr.envErr)
+				}
 				s.snap = SessionSnapshot{Cwd: fr.Cwd, Env: fr.Env}
 				return nil
 			}
@@ -76,27 +78,6 @@ func (s *Session) handshake(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// takeFrame adds control bytes to the buffer and returns the frame of nonce once it
-// is complete. Bytes before a frame header are dropped.
-func (s *Session) takeFrame(b []byte, nonce string) (frame.Frame, bool, error) {
-	s.ctlBuf = append(s.ctlBuf, b...)
-	fr, n, err := frame.Parse(s.ctlBuf, nonce)
-	if errors.Is(err, frame.ErrIncomplete) {
-		// Junk with no header of ours in it (something wrote to the control pipe) is
-		// dropped, but for a tail that may hold the start of the header.
-		head := frame.Prefix + nonce + " "
-		if len(s.ctlBuf) > 64<<10 && !bytes.Contains(s.ctlBuf, []byte(head)) {
-			s.ctlBuf = append(s.ctlBuf[:0], s.ctlBuf[len(s.ctlBuf)-len(head):]...)
-		}
-		return frame.Frame{}, false, nil
-	}
-	if err != nil {
-		return frame.Frame{}, false, err
-	}
-	s.ctlBuf = append(s.ctlBuf[:0], s.ctlBuf[n:]...)
-	return fr, true, nil
 }
 
 // waitShell reaps the shell. Before reaping it kills whatever is left in the shell's

@@ -29,6 +29,20 @@ type ExecResult struct {
 	DurationMS int64  `json:"duration_ms"`
 	TimedOut   bool   `json:"timed_out"`
 	Truncated  bool   `json:"truncated"`
+	// SnapshotError is set only by ExecSession, when the command ran but its cwd and
+	// exported env were not saved as the session's snapshot: the env is past the
+	// server's bounds (1024 variables, 128 KiB a value, 1 MiB in all). After a restart
+	// or a move the session comes back as after its last command within them.
+	SnapshotError *SnapshotError `json:"snapshot_error,omitempty"`
+}
+
+// SnapshotError says why a session's cwd and env were not saved after a command. It is
+// no error of the call: the command ran and its result is whole.
+type SnapshotError struct {
+	// Code is "too_large".
+	Code string `json:"code"`
+	// Message names the bound the env passed.
+	Message string `json:"message"`
 }
 
 // Exec runs one command in sandbox sb and returns when it ends. Nothing persists

@@ -181,9 +181,32 @@ func TestRoutes(t *testing.T) {
 			"GET", "/v1/sandboxes/dev1/sessions", "", "", 200, `{"sessions":[{"id":"s1"}]}`, nil},
 		{"get session", func(c *Client) (result, error) { return c.GetSession(ctx, "dev1", "s1") },
 			"GET", "/v1/sandboxes/dev1/sessions/s1", "", "", 200, `{"id":"s1"}`, nil},
+		{"get session, snapshot not saved", func(c *Client) (result, error) { return c.GetSession(ctx, "dev1", "s1") },
+			"GET", "/v1/sandboxes/dev1/sessions/s1", "", "", 200, `{"id":"s1","snapshot_error":{"code":"too_large","message":"… (env_bytes)"}}`,
+			func(t *testing.T, r result) {
+				if e := r.(*Session).SnapshotError; e == nil || e.Code != "too_large" || !strings.Contains(e.Message, "env_bytes") {
+					t.Errorf("snapshot error %+v", e)
+				}
+			}},
 		{"session exec", func(c *Client) (result, error) {
 			return c.ExecSession(ctx, "dev1", "s1", SessionExecRequest{Command: "cd /tmp"})
-		}, "POST", "/v1/sandboxes/dev1/sessions/s1/exec", "", `{"command":"cd /tmp"}`, 200, execJSON, nil},
+		}, "POST", "/v1/sandboxes/dev1/sessions/s1/exec", "", `{"command":"cd /tmp"}`, 200, execJSON,
+			func(t *testing.T, r result) {
+				if e := r.(*ExecResult).SnapshotError; e != nil {
+					t.Errorf("snapshot error %+v in a reply without one", e)
+				}
+			}},
+		{"session exec, snapshot not saved", func(c *Client) (result, error) {
+			return c.ExecSession(ctx, "dev1", "s1", SessionExecRequest{Command: "export BIG=…"})
+		}, "POST", "/v1/sandboxes/dev1/sessions/s1/exec", "", `{"command":"export BIG=…"}`, 200,
+			`{"exit_code": 5, "stdout": "", "stderr": "", "duration_ms": 3, "timed_out": false, "truncated": false,
+			  "snapshot_error": {"code": "too_large", "message": "… (env_value_bytes)"}}`,
+			func(t *testing.T, r result) {
+				res := r.(*ExecResult)
+				if e := res.SnapshotError; res.ExitCode != 5 || e == nil || e.Code != "too_large" || !strings.Contains(e.Message, "env_value_bytes") {
+					t.Errorf("result %+v, snapshot error %+v", res, e)
+				}
+			}},
 		{"delete session", func(c *Client) (result, error) { return nil, c.DeleteSession(ctx, "dev1", "s1") },
 			"DELETE", "/v1/sandboxes/dev1/sessions/s1", "", "", 204, "", nil},
 		{"put terminal", func(c *Client) (result, error) {

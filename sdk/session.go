@@ -34,6 +34,10 @@ type Session struct {
 	CreatedAt     time.Time         `json:"created_at"`
 	LastCommandAt *time.Time        `json:"last_command_at"`
 	Commands      int               `json:"commands"`
+	// SnapshotError is set while the last command's cwd and env were not saved (its
+	// env is past the bounds): Cwd and Env are then those of the last command within
+	// them, which the session comes back with after a restart or a move.
+	SnapshotError *SnapshotError `json:"snapshot_error,omitempty"`
 }
 
 // SessionExecRequest is the body of POST …/sessions/{s}/exec. Cwd and Env apply to
@@ -74,7 +78,9 @@ func (c *Client) GetSession(ctx context.Context, sb, session string) (*Session, 
 }
 
 // ExecSession runs a command in a session and returns when it ends; cd, export and
-// functions persist to the next command. A dead session is a conflict.
+// functions persist to the next command. A dead session is a conflict. A command
+// whose exported env is past the server's bounds still returns its result, with
+// SnapshotError set: its cwd and env were not saved.
 func (c *Client) ExecSession(ctx context.Context, sb, session string, req SessionExecRequest) (*ExecResult, error) {
 	out := new(ExecResult)
 	if _, err := c.do(ctx, request{method: http.MethodPost, path: sbPath(sb, "sessions", session, "exec"), body: req}, out); err != nil {

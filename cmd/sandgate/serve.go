@@ -57,6 +57,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("SANDGATE_TOKEN"), "API `token` (also $SANDGATE_TOKEN); required unless --listen is loopback")
 	tokens := fs.String("tokens", "", "JSON `file` mapping tokens to tenants: a value is a tenant name, or {\"tenant\": NAME, \"admin\": true} for an operator (--token is always an admin of tenant \"default\")")
 	maxPerTenant := fs.Int("max-sandboxes-per-tenant", gateway.DefaultMaxSandboxesPerTenant, "how many sandboxes one tenant may have (`N`); 0 means no limit")
+	maxExited := fs.Int("max-exited-processes", gateway.DefaultExitedLimit, "how many exited processes' records (`N`) a sandbox keeps listed; past it the oldest is dropped")
+	maxSessions := fs.Int("max-sessions", gateway.DefaultSessionLimit, "how many sessions (`N`) a sandbox remembers, dead ones included; a new one past it is 429 budget_exceeded (max_sessions)")
+	maxTerminals := fs.Int("max-terminals", gateway.DefaultTerminalLimit, "how many terminals (`N`) a sandbox remembers, stopped ones included; a new one past it is 429 budget_exceeded (max_terminals)")
 	nodeID := fs.String("node-id", "", "node `id`: 1-63 characters of [a-z0-9_-] (default: a UUID made once and kept in --data)")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	advertise := fs.String("advertise", "", "HTTP `host:port` (or host, with the --listen port) other nodes forward to (default: --listen, or for 0.0.0.0/:: the host's first non-loopback address)")
@@ -128,6 +131,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sandgate serve:", err)
 		return exitSandgate
 	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"--max-exited-processes", *maxExited}, {"--max-sessions", *maxSessions}, {"--max-terminals", *maxTerminals}} {
+		if f.n < 1 {
+			fmt.Fprintf(stderr, "sandgate serve: %s must be 1 or more, not %d\n", f.name, f.n)
+			return exitSandgate
+		}
+	}
+	cfg.ExitedLimit, cfg.SessionLimit, cfg.TerminalLimit = *maxExited, *maxSessions, *maxTerminals
 	switch {
 	case *maxPerTenant < 0:
 		fmt.Fprintf(stderr, "sandgate serve: --max-sandboxes-per-tenant must be 0 (no limit) or more, not %d\n", *maxPerTenant)

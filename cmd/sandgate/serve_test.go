@@ -39,6 +39,9 @@ func TestServeFlagErrors(t *testing.T) {
 		{"missing tokens file", []string{"--tokens", filepath.Join(dir, "nope.json")}, "failed to read tokens file"},
 		{"--token given to a tenant", []string{"--token", "t0", "--tokens", file("clash.json", `{"t0": "acme"}`)}, "always an admin"},
 		{"negative cap", []string{"--max-sandboxes-per-tenant", "-1"}, "--max-sandboxes-per-tenant"},
+		{"no exited records", []string{"--max-exited-processes", "0"}, "--max-exited-processes must be 1 or more"},
+		{"no sessions", []string{"--max-sessions", "0"}, "--max-sessions must be 1 or more"},
+		{"negative terminals", []string{"--max-terminals", "-3"}, "--max-terminals must be 1 or more"},
 		{"budget file with an unknown field", []string{"--budget", file("bfield.json", `{"max": {"memory": 1}}`)}, `unknown field "max.memory"`},
 		{"budget default above max", []string{"--budget", file("babove.json", `{"default": {"pids": 9}, "max": {"pids": 8}}`)}, "pids 9 is above its max 8"},
 		{"missing budget file", []string{"--budget", filepath.Join(dir, "nope-budget.json")}, "failed to read budget file"},
@@ -88,6 +91,26 @@ func TestServeTenancy(t *testing.T) {
 	}
 	if status, body := n.request(t, "tok-acme", "POST", "/v1/cluster/join", `{}`); status != http.StatusForbidden {
 		t.Fatalf("acme joins a member: %d %s", status, body)
+	}
+}
+
+// TestServeKeptLimits: --max-sessions and --max-terminals replace the defaults (256):
+// with 1, a sandbox's second session or terminal is 429 naming the bound.
+func TestServeKeptLimits(t *testing.T) {
+	const admin = "tok-admin"
+	n := startNode(t, admin, "--max-sessions", "1", "--max-terminals", "1", "--max-exited-processes", "5")
+	n.post(t, admin, "/v1/sandboxes", `{"id":"kl"}`)
+	n.post(t, admin, "/v1/sandboxes/kl/sessions", `{"id":"s1"}`)
+	if status, body := n.request(t, admin, "POST", "/v1/sandboxes/kl/sessions", `{"id":"s2"}`); status != http.StatusTooManyRequests ||
+		!strings.Contains(body, "max_sessions") {
+		t.Fatalf("second session: %d %s", status, body)
+	}
+	if status, body := n.request(t, admin, "PUT", "/v1/sandboxes/kl/terminals/t1", `{}`); status != http.StatusCreated {
+		t.Fatalf("first terminal: %d %s", status, body)
+	}
+	if status, body := n.request(t, admin, "PUT", "/v1/sandboxes/kl/terminals/t2", `{}`); status != http.StatusTooManyRequests ||
+		!strings.Contains(body, "max_terminals") {
+		t.Fatalf("second terminal: %d %s", status, body)
 	}
 }
 

@@ -41,7 +41,7 @@ func Parse(buf []byte, nonce string) (Frame, int, error) {
 		return Frame{}, 0, ErrIncomplete
 	}
 	rest := buf[start+len(head):]
-	tail := []byte(Prefix + nonce + ":end\n")
+	tail := []byte(Tail(nonce))
 	end := bytes.Index(rest, tail)
 	if end < 0 {
 		return Frame{}, 0, ErrIncomplete
@@ -85,3 +85,36 @@ func parseStatus(b []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// ParseHead reads the start of the frame of nonce in buf: the status and the cwd, which
+// come before the `export -p` listing. It returns them and the index just past the
+// cwd's terminator, where the listing starts; a caller that cannot hold a whole frame
+// drops the listing from there up to [Tail]. With no header yet, or a header whose
+// cwd is not complete, it returns [ErrIncomplete].
+func ParseHead(buf []byte, nonce string) (status int, cwd string, n int, err error) {
+	if nonce == "" {
+		return 0, "", 0, fmt.Errorf("%w: empty nonce", ErrMalformed)
+	}
+	head := []byte(Prefix + nonce + " ")
+	start := bytes.Index(buf, head)
+	if start < 0 {
+		return 0, "", 0, ErrIncomplete
+	}
+	body := buf[start+len(head):]
+	nl := bytes.IndexByte(body, '\n')
+	if nl < 0 {
+		return 0, "", 0, ErrIncomplete
+	}
+	if status, err = parseStatus(body[:nl]); err != nil {
+		return 0, "", 0, err
+	}
+	nul := bytes.IndexByte(body[nl+1:], 0)
+	if nul < 0 {
+		return 0, "", 0, ErrIncomplete
+	}
+	cwd = string(bytes.TrimSuffix(body[nl+1:nl+1+nul], []byte("\n")))
+	return status, cwd, start + len(head) + nl + 1 + nul + 1, nil
+}
+
+// Tail returns the line that ends the frame of nonce.
+func Tail(nonce string) string { return Prefix + nonce + ":end\n" }

@@ -252,6 +252,30 @@ func FuzzParse(f *testing.F) {
 		if !strings.HasSuffix(string(in[:n]), Prefix+nonce+":end\n") {
 			t.Fatalf("cut %q does not end with the end marker", in[:n])
 		}
+		// Its head reads the same by itself, as a session that cannot hold the whole
+		// frame reads it.
+		status, cwd, hn, err := ParseHead(in, nonce)
+		if err != nil || status != fr.Status || cwd != fr.Cwd || hn <= 0 || hn > n {
+			t.Fatalf("ParseHead = %d %q %d %v; Parse = %d %q %d", status, cwd, hn, err, fr.Status, fr.Cwd, n)
+		}
+	})
+}
+
+func FuzzParseHead(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add([]byte(tt.in), tt.nonce)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, nonce string) {
+		status, _, n, err := ParseHead(in, nonce)
+		if err != nil {
+			if !errors.Is(err, ErrIncomplete) && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if n <= 0 || n > len(in) || in[n-1] != 0 || status < 0 || status > 255 {
+			t.Fatalf("ParseHead = status %d, n %d of %d", status, n, len(in))
+		}
 	})
 }
 
@@ -278,4 +302,47 @@ func FuzzParseExports(f *testing.F) {
 			t.Fatalf("round trip of %q: got %q, %v", in, got["V"], err)
 		}
 	})
+}
+
+func TestParseHead(t *testing.T) {
+	t.Parallel()
+	head := Prefix + testNonce + " "
+	tests := []struct {
+		name       string
+		in         string
+		wantStatus int
+		wantCwd    string
+		wantN      int // of len(in) when -1
+		wantErr    error
+	}{
+		{name: "whole frame", in: frameText(testNonce, "7", "/w\n", "declare -x A=\"1\"\n"), wantStatus: 7, wantCwd: "/w", wantN: len(head + "7\n/w\n\x00")},
+		{name: "listing not yet", in: "junk" + head + "0\n/a b\n\x00declare -x A=\"", wantCwd: "/a b", wantN: len("junk" + head + "0\n/a b\n\x00")},
+		{name: "pwd failed", in: head + "1\n\x00", wantStatus: 1, wantN: -1},
+		{name: "no status line yet", in: head + "0", wantErr: ErrIncomplete},
+		{name: "no cwd end yet", in: head + "0\n/w\n", wantErr: ErrIncomplete},
+		{name: "other nonce", in: frameText("ffff", "0", "/\n", ""), wantErr: ErrIncomplete},
+		{name: "bad status", in: head + "x\n/\n\x00", wantErr: ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			status, cwd, n, err := ParseHead([]byte(tt.in), testNonce)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			wantN := tt.wantN
+			if wantN < 0 {
+				wantN = len(tt.in)
+			}
+			if status != tt.wantStatus || cwd != tt.wantCwd || n != wantN {
+				t.Errorf("ParseHead = %d, %q, %d; want %d, %q, %d", status, cwd, n, tt.wantStatus, tt.wantCwd, wantN)
+			}
+		})
+	}
 }

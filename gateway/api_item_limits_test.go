@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sandgate/sandgate/runtime"
+)
+
+// TestItemLimits: every string and map a request hands the server to keep (labels,
+// env, cwd, shell, a process's command, argv, tag and label) has a bound, and a request
+// past it is refused in the contract's shape naming the bound: 413 too_large for an
+// item too large, 400 invalid_argument for a path longer than a path can be. The same
+// item at its bound is accepted.
+func TestItemLimits(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("il")
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes/il/sessions", map[string]any{"id": "s1"})
+	vars := func(n int) map[string]string {
+		m := make(map[string]string, n)
+		for i := range n {
+			m[fmt.Sprintf("V%d", i)] = "x"
+		}
+		return m
+	}
+	labels := func(n, keyLen, valueLen int) map[string]string {
+		m := make(map[string]string, n)
+		for i := range n {
+			k := fmt.Sprintf("k%d-", i)
+			m[k+strings.Repeat("k", keyLen-len(k))] = strings.Repeat("v", valueLen)
+		}
+		return m
+	}
+	longValue := map[string]string{"BIG": strings.Repeat("a", runtime.MaxEnvValueBytes+1)}
+	longPath := strings.Repeat("d/", maxPathBytes/2+1)
+	longCmd := "true " + strings.Repeat("x", maxCommandBytes)
+	sb := "/v1/sandboxes/il"
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   map[string]any
+		status int
+		names  string // what the message must hold
+	}{
+		{"sandbox env vars", "POST", "/v1/sandboxes", map[string]any{"env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
+		{"sandbox env value", "POST", "/v1/sandboxes", map[string]any{"env": longValue}, 413, "env_value_bytes"},
+		{"sandbox label count", "POST", "/v1/sandboxes", map[string]any{"labels": labels(maxLabels+1, 8, 8)}, 413, strconv.Itoa(maxLabels)},
+		{"sandbox label key", "POST", "/v1/sandboxes", map[string]any{"labels": labels(1, maxLabelKeyBytes+1, 8)}, 413, strconv.Itoa(maxLabelKeyBytes)},
+		{"sandbox label value", "POST", "/v1/sandboxes", map[string]any{"labels": labels(1, 8, maxLabelValueBytes+1)}, 413, strconv.Itoa(maxLabelValueBytes)},
+		{"sandbox cwd", "POST", "/v1/sandboxes", map[string]any{"cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"session env", "POST", sb + "/sessions", map[string]any{"env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
+		{"session cwd", "POST", sb + "/sessions", map[string]any{"cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"session shell", "POST", sb + "/sessions", map[string]any{"shell": longPath + "bash"}, 400, strconv.Itoa(maxPathBytes)},
+		{"session exec env", "POST", sb + "/sessions/s1/exec", map[string]any{"command": "true", "env": longValue}, 413, "env_value_bytes"},
+		{"session exec cwd", "POST", sb + "/sessions/s1/exec", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"terminal env", "PUT", sb + "/terminals/t1", map[string]any{"env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
+		{"terminal cwd", "PUT", sb + "/terminals/t1", map[string]any{"cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"terminal shell", "PUT", sb + "/terminals/t1", map[string]any{"shell": longPath + "bash"}, 400, strconv.Itoa(maxPathBytes)},
+		{"process env", "POST", sb + "/processes", map[string]any{"command": "true", "env": longValue}, 413, "env_value_bytes"},
+		{"process cwd", "POST", sb + "/processes", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"process command", "POST", sb + "/processes", map[string]any{"command": longCmd}, 413, strconv.Itoa(maxCommandBytes)},
+		{"process argv", "POST", sb + "/processes", map[string]any{"argv": []string{"true", longCmd}}, 413, strconv.Itoa(maxCommandBytes)},
+		{"process tag", "POST", sb + "/processes", map[string]any{"command": "true", "tag": strings.Repeat("t", maxTagBytes+1)}, 413, strconv.Itoa(maxTagBytes)},
+		{"process label", "POST", sb + "/processes", map[string]any{"command": "true", "label": strings.Repeat("l", maxTagBytes+1)}, 413, strconv.Itoa(maxTagBytes)},
+		{"exec env", "POST", sb + "/exec", map[string]any{"command": "true", "env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
+		{"exec cwd", "POST", sb + "/exec", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do(tt.method, tt.path, tt.body)
+			code := codeTooLarge
+			if tt.status == http.StatusBadRequest {
+				code = codeInvalidArgument
+			}
+			if r.status != tt.status || r.errorCode(t) != code {
+				t.Fatalf("status %d %.300s, want %d %s", r.status, r.body, tt.status, code)
+			}
+			if !strings.Contains(string(r.body), tt.names) {
+				t.Fatalf("message %.300s does not name %s", r.body, tt.names)
+			}
+		})
+	}
+
+	// At the bounds, the same items are taken.
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "il-max",
+		"labels": labels(maxLabels, maxLabelKeyBytes, maxLabelValueBytes), "env": vars(runtime.MaxEnvVars)})
+	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"command": "true",
+		"tag": strings.Repeat("t", maxTagBytes), "label": strings.Repeat("l", maxTagBytes)})
+}

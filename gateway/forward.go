@@ -104,7 +104,7 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 	self := s.cluster.ID()
 	var h *holding // started at the first hold
 	defer func() { h.end() }()
-	retried, checked := false, false
+	retried, checked, synced := false, false, false
 	for {
 		// The wake-up channel is taken before the table is read, but only once the
 		// request is held: TableChanged takes a lock, which the request path does not.
@@ -116,6 +116,12 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 		switch {
 		case ok && owner == self:
 			err := s.handoffs.serve(sb)
+			if err == nil && !synced {
+				synced = true
+				if s.unknownHere(ctx, r.PathValue("sb"), time.Now().Add(s.cfg.HoldTimeout)) {
+					continue
+				}
+			}
 			if err == nil {
 				return body.restore(w, r, s.cfg.BodyReadTimeout), false, nil
 			}
@@ -212,7 +218,7 @@ func (s *Server) catchUp(ctx context.Context, h *holding, index uint64) bool {
 func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) error {
 	want, _ := strconv.ParseUint(r.Header.Get(epochHeader), 10, 64)
 	self := s.cluster.ID()
-	caughtUp := false
+	caughtUp, synced := false, false
 	for range 3 { // a table that moves between Owner and Admit is read again
 		// Owner names the old owner of a partition in handoff (ok false): it
 		// answers that the request is to be held rather than sent elsewhere.
@@ -220,6 +226,12 @@ func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) e
 		current := epoch >= want || s.cluster.TableIndex() >= want
 		if owner == self && current {
 			err := s.handoffs.serve(sb)
+			if err == nil && !synced {
+				synced = true
+				if s.unknownHere(r.Context(), r.PathValue("sb"), time.Now().Add(catchUpTimeout)) {
+					continue
+				}
+			}
 			switch {
 			case err == nil:
 				return nil

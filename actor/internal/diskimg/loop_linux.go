@@ -114,8 +114,8 @@ const maxHolders = 8
 
 // Holders names the processes that keep the filesystem on /dev/loop<n> alive, at
 // most maxHolders: one per mount namespace that mounts it, as "pid (comm) mnt:[inode]",
-// and each process with a file, working directory or root on it, as "pid (comm) fd 5"
-// (or "cwd", "root"). A lazily detached mount is in no namespace any more, and the
+// and each process with a file, working directory or root on it, or the device itself
+// open, as "pid (comm) fd 5" (or "cwd", "root"). A lazily detached mount is in no namespace any more, and the
 // files open on it are all that name its holders. It reads every process's mountinfo
 // and stats every open file; call it only to explain a failure.
 func Holders(n int) []string {
@@ -151,11 +151,14 @@ func Holders(n int) []string {
 }
 
 // openOn names process p's open files, working directory and root that are on the
-// filesystem of device dev: "fd 5", "cwd", "root".
+// filesystem of device dev, or are the device: "fd 5", "cwd", "root".
 func openOn(p string, dev uint64) []string {
 	on := func(path string) bool {
 		var st unix.Stat_t
-		return unix.Stat(path, &st) == nil && st.Dev == dev
+		if unix.Stat(path, &st) != nil {
+			return false
+		}
+		return st.Dev == dev || (st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == dev) // a file on it, or the device
 	}
 	var out []string
 	for _, l := range []string{"cwd", "root"} {

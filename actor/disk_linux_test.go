@@ -105,7 +105,7 @@ func wantUnmounted(tb testing.TB, n *testNode, image string) {
 		must(tb, err)
 		return len(left) == 0 && n.MountedImages() == 0
 	})
-	eventually(tb, 10*time.Second, "the loop device to let "+image+" go", func() bool {
+	eventually(tb, 30*time.Second, "the loop device to let "+image+" go", func() bool { // as long as a move waits
 		return len(loopsHolding(tb, image)) == 0
 	})
 }
@@ -247,6 +247,10 @@ func TestDiskSweepAtOpen(t *testing.T) {
 	mustCreate(t, n, "crashed")
 	execIn(t, n, "crashed", "echo survived > f")
 	closeNode(t, n)
+	// Close returns once the image is unmounted; its loop device may let the image go
+	// a little later (at once on an idle machine). Attaching it again before then would
+	// put a second filesystem on the file, one that does not see f yet.
+	wantUnmounted(t, n, n.imagePath("crashed"))
 
 	// What a kill -9 leaves: the image still mounted on the workspace. And a mount of
 	// another node, on its own data dir.

@@ -254,13 +254,13 @@ func (d *diskImages) letGo(ctx context.Context, loop int, img string, wait time.
 	for d.held(loop, img) {
 		now := time.Now()
 		if now.After(deadline) {
-			return fmt.Errorf("/dev/loop%d held it for %v (its filesystem is mounted in the mount namespaces of %v)",
+			return fmt.Errorf("/dev/loop%d held it for %v (its filesystem is kept alive by %v)",
 				loop, wait, diskimg.Holders(loop))
 		}
 		if !logged && wait > d.wait && now.After(slow) {
 			logged = true
 			d.log.Warn("actor: a loop device still holds a workspace image past a request's wait",
-				"image", img, "loop", loop, "waited", now.Sub(began), "mounted_in", diskimg.Holders(loop))
+				"image", img, "loop", loop, "waited", now.Sub(began), "held_by", diskimg.Holders(loop))
 		}
 		select {
 		case <-ctx.Done():

@@ -22,7 +22,7 @@ func TestDiskHammer(t *testing.T) {
 	const workers, rounds = 4, 15
 	ctx := tctx(t)
 	var wg sync.WaitGroup
-	errs := make(chan error, workers*rounds)
+	errs := make(chan error, 2*workers*rounds) // room for every error: a full channel would hang the hammer
 	for w := range workers {
 		wg.Add(1)
 		go func() {

@@ -40,14 +40,25 @@ func smallFS(tb testing.TB, size int64) string {
 	}
 	tb.Cleanup(func() {
 		// The kernel clears a loop device, which holds its image file open, just after
-		// the image's unmount returns: the tmpfs may be busy for a moment.
-		var err error
-		eventually(tb, 10*time.Second, "the test's tmpfs to unmount", func() bool {
-			err = unix.Unmount(dir, 0)
-			return !errors.Is(err, unix.EBUSY)
-		})
-		if err != nil {
-			tb.Errorf("unmount the test's tmpfs: %v", err)
+		// the image's unmount returns: the tmpfs may be busy for a moment. A device
+		// held longer is named with what keeps its filesystem alive.
+		const patience = 30 * time.Second // as long as a move waits for a device
+		for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+			err := unix.Unmount(dir, 0)
+			if !errors.Is(err, unix.EBUSY) {
+				if err != nil {
+					tb.Errorf("unmount the test's tmpfs: %v", err)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				loops, _ := diskimg.LoopsUnder(dir)
+				var held []string
+				for _, l := range loops {
+					held = append(held, fmt.Sprintf("/dev/loop%d (%s) kept alive by %q", l.N, l.File, diskimg.Holders(l.N)))
+				}
+				tb.Fatalf("the test's tmpfs is busy %v after the test: %v", patience, held)
+			}
 		}
 	})
 	return dir
@@ -94,7 +105,7 @@ func wantUnmounted(tb testing.TB, n *testNode, image string) {
 		must(tb, err)
 		return len(left) == 0 && n.MountedImages() == 0
 	})
-	eventually(tb, 10*time.Second, "the loop device to let "+image+" go", func() bool {
+	eventually(tb, 30*time.Second, "the loop device to let "+image+" go", func() bool { // as long as a move waits
 		return len(loopsHolding(tb, image)) == 0
 	})
 }
@@ -236,6 +247,10 @@ func TestDiskSweepAtOpen(t *testing.T) {
 	mustCreate(t, n, "crashed")
 	execIn(t, n, "crashed", "echo survived > f")
 	closeNode(t, n)
+	// Close returns once the image is unmounted; its loop device may let the image go
+	// a little later (at once on an idle machine). Attaching it again before then would
+	// put a second filesystem on the file, one that does not see f yet.
+	wantUnmounted(t, n, n.imagePath("crashed"))
 
 	// What a kill -9 leaves: the image still mounted on the workspace. And a mount of
 	// another node, on its own data dir.

@@ -250,11 +250,10 @@ func TestStoreHammerReadYourWrites(t *testing.T) {
 		wg.Go(func() {
 			for i := range 40 {
 				b := put(sb, fmt.Sprintf("n%03d", i), fmt.Sprint(i), "last", fmt.Sprint(i))
-				b.Epoch = f.Epoch(sb)
 				if i%10 == 9 { // a wipe now and then: earlier keys go
 					b.DeleteSandbox = true
 				}
-				if err := writeIdempotent(f, b); err != nil {
+				if err := writeCurrent(f, b); err != nil {
 					t.Errorf("writer %d: %v", w, err)
 					return
 				}

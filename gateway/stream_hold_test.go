@@ -162,7 +162,17 @@ func TestLiveStreamsLossless(t *testing.T) {
 		{name: "pty", pty: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			// The readers are live but share the CPUs with burnCPU (and, in CI, with
+			// other packages' tests): one can be starved of the CPU for more than the
+			// default 5 s bound, which would count it as stopped. This test is about
+			// live readers; the bound itself is TestLiveStreamStalledReader's. For the
+			// same reason the node's lease is long: a renewal (a raft commit, an fsync)
+			// starved past the default 3 s fenced the node, which ends its sandboxes'
+			// streams; one node has no one to fail over to anyway.
+			ts := newTestServer(t, &serverOptions{
+				streamHoldBound: time.Minute,
+				config:          func(c *Config) { c.LeaseTTL = time.Minute },
+			})
 			ts.sandbox("lossless")
 			body := map[string]any{"command": seqCommand(size, tc.pty)}
 			if tc.pty {

@@ -183,20 +183,56 @@ func TestLeaseExpiredSandboxStartsFenced(t *testing.T) {
 	}
 }
 
+// holdLease keeps lease valid for term past now, renewing it in the background until
+// the returned release is called: a setup that must run under the lease does not race
+// a fixed deadline on a loaded machine. release stops the renewals, extends the lease
+// one last term and returns that deadline; later calls return it again.
+func holdLease(lease *Lease, term time.Duration) (release func() time.Time) {
+	lease.Extend(time.Now().Add(term))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(term / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				lease.Extend(time.Now().Add(term))
+			}
+		}
+	}()
+	var once sync.Once
+	var until time.Time
+	return func() time.Time {
+		once.Do(func() {
+			close(stop)
+			<-done
+			until = time.Now().Add(term)
+			lease.Extend(until)
+		})
+		return until
+	}
+}
+
 // TestLeaseFrozenSandboxEnds checks that a frozen sandbox still ends cleanly: an exec
 // times out, Kill ends a process that ignores SIGTERM, and Close ends everything, a
 // setsid child included, with no process or cgroup left.
 func TestLeaseFrozenSandboxEnds(t *testing.T) {
 	t.Parallel()
 	lease := NewLease()
-	until := time.Now().Add(3 * time.Second)
-	lease.Extend(until)
+	release := holdLease(lease, 3*time.Second)
+	defer release()
 	s := newLeaseSandbox(t, lease, &Config{KillGrace: 200 * time.Millisecond})
 	ctx := testCtx(t)
-	stubborn, err := s.Start(ctx, StartOptions{Command: `trap '' TERM; ` + escapeeScript + `exec sleep 1000`})
+	stubborn, err := s.Start(ctx, StartOptions{Command: `trap '' TERM; ` + escapeeScript + `echo ready; exec sleep 1000`})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sub := stubborn.Subscribe(0)
+	waitOutput(t, ctx, sub, "ready") // Start returns before the escapee wrote its pid
+	sub.Close()
 	other, err := s.Start(ctx, StartOptions{Command: `trap '' TERM; while :; do sleep 1; done`})
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +241,7 @@ func TestLeaseFrozenSandboxEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	escapee := escapeePID(t, s, s.Dir())
+	until := release() // the last term starts now, with everything running
 	execDone := make(chan ExecResult, 1)
 	go func() {
 		r, err := s.Exec(ctx, ExecOptions{Command: "sleep 1000", Timeout: time.Until(until) + time.Second})

@@ -247,6 +247,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 
+	var stopping time.Time
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -259,9 +260,14 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 		return 0
 	case <-ctx.Done():
 	case sig := <-sigs:
+		// The repeat window starts before the log line, so whoever reads the line
+		// knows the window has begun.
+		stopping = time.Now()
 		cfg.Logger.Info("shutting down", "signal", sig.String())
 	}
-	stopping := time.Now()
+	if stopping.IsZero() {
+		stopping = time.Now()
+	}
 	done := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

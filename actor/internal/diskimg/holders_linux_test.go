@@ -2,7 +2,9 @@ package diskimg
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,6 +22,39 @@ func TestHolders(t *testing.T) {
 	got := Holders(m.Loop)
 	if !slices.ContainsFunc(got, func(h string) bool { return strings.HasSuffix(h, " "+ns) }) {
 		t.Fatalf("Holders(%d) = %q, want one in %s", m.Loop, got, ns)
+	}
+}
+
+// TestHoldersOpenFile: once its mount is lazily detached, the filesystem of an image is
+// in no mount namespace, and the file this process holds open on it names the holder,
+// as does the device opened itself.
+func TestHoldersOpenFile(t *testing.T) {
+	t.Parallel()
+	image, dir := newImage(t, MinSize)
+	m := attach(t, image, dir)
+	f, err := os.Create(filepath.Join(dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := Detach(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !Held(m.Loop, image) {
+		t.Fatal("the image is not held with a file open on its detached mount")
+	}
+	device, err := os.Open("/dev/loop" + strconv.Itoa(m.Loop)) // as a probe like blkid does
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer device.Close()
+	want := strconv.Itoa(os.Getpid()) + " ("
+	got := Holders(m.Loop)
+	for _, held := range []*os.File{f, device} {
+		fd := " fd " + strconv.Itoa(int(held.Fd()))
+		if !slices.ContainsFunc(got, func(h string) bool { return strings.HasPrefix(h, want) && strings.HasSuffix(h, fd) }) {
+			t.Errorf("Holders(%d) = %q, want this process's%s (%s)", m.Loop, got, fd, held.Name())
+		}
 	}
 }
 

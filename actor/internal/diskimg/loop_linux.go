@@ -112,36 +112,67 @@ func backingFile(n int) string {
 // maxHolders bounds the processes Holders names.
 const maxHolders = 8
 
-// Holders names the processes whose mount namespaces mount the filesystem on
-// /dev/loop<n>, one per namespace (at most maxHolders) as "pid (comm) mnt:[inode]":
-// for a device that goes on holding its image after the unmount, this says who keeps
-// its filesystem alive. A holder that only has a file open on a lazily detached mount
-// is not named. It reads every process's mountinfo; call it only to explain a failure.
+// Holders names the processes that keep the filesystem on /dev/loop<n> alive, at
+// most maxHolders: one per mount namespace that mounts it, as "pid (comm) mnt:[inode]",
+// and each process with a file, working directory or root on it, or the device itself
+// open, as "pid (comm) fd 5" (or "cwd", "root"). A lazily detached mount is in no namespace any more, and the
+// files open on it are all that name its holders. It reads every process's mountinfo
+// and stats every open file; call it only to explain a failure.
 func Holders(n int) []string {
 	dev := fmt.Sprintf("%d:%d", loopMajor, n)
+	devNum := unix.Mkdev(loopMajor, uint32(n))
 	procs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		return nil
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range procs {
-		ns, err := os.Readlink(p + "/ns/mnt")
-		if err != nil || seen[ns] {
-			continue
-		}
-		info, err := os.ReadFile(p + "/mountinfo")
-		if err != nil {
-			continue
-		}
-		seen[ns] = true
-		if !mountsDevice(info, dev) {
-			continue
-		}
+	name := func(p string) string {
 		comm, _ := os.ReadFile(p + "/comm")
-		out = append(out, fmt.Sprintf("%s (%s) %s", filepath.Base(p), strings.TrimSpace(string(comm)), ns))
-		if len(out) == maxHolders {
+		return fmt.Sprintf("%s (%s)", filepath.Base(p), strings.TrimSpace(string(comm)))
+	}
+	for _, p := range procs {
+		if len(out) >= maxHolders {
 			break
+		}
+		if ns, err := os.Readlink(p + "/ns/mnt"); err == nil && !seen[ns] {
+			if info, err := os.ReadFile(p + "/mountinfo"); err == nil {
+				seen[ns] = true
+				if mountsDevice(info, dev) {
+					out = append(out, name(p)+" "+ns)
+				}
+			}
+		}
+		for _, f := range openOn(p, devNum) {
+			out = append(out, name(p)+" "+f)
+		}
+	}
+	return out[:min(len(out), maxHolders)]
+}
+
+// openOn names process p's open files, working directory and root that are on the
+// filesystem of device dev, or are the device: "fd 5", "cwd", "root".
+func openOn(p string, dev uint64) []string {
+	on := func(path string) bool {
+		var st unix.Stat_t
+		if unix.Stat(path, &st) != nil {
+			return false
+		}
+		return st.Dev == dev || (st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == dev) // a file on it, or the device
+	}
+	var out []string
+	for _, l := range []string{"cwd", "root"} {
+		if on(p + "/" + l) {
+			out = append(out, l)
+		}
+	}
+	fds, err := os.ReadDir(p + "/fd")
+	if err != nil {
+		return out
+	}
+	for _, fd := range fds {
+		if on(p + "/fd/" + fd.Name()) {
+			out = append(out, "fd "+fd.Name())
 		}
 	}
 	return out

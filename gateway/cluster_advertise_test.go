@@ -93,7 +93,7 @@ func TestClusterAdvertise(t *testing.T) {
 				return sb != ""
 			})
 			var info sandboxJSON
-			seed.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb}).json(t, &info)
+			seed.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": sb}).json(t, &info)
 			if info.Node != "j" {
 				t.Fatalf("created %s through the seed: node %q, want j", sb, info.Node)
 			}

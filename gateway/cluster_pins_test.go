@@ -59,7 +59,7 @@ func TestClusterPoolRouting(t *testing.T) {
 				retries := via.srv.fwd.metrics.forwards.WithLabelValues(forwardRetry421)
 				before := testutil.ToFloat64(retries)
 				var info sandboxJSON
-				via.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "b"}}).json(t, &info)
+				via.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "b"}}).json(t, &info)
 				if info.Node != "n3" || info.Pool["zone"] != "b" {
 					t.Fatalf("created: node %q pool %v, want n3 and zone=b", info.Node, info.Pool)
 				}
@@ -67,7 +67,7 @@ func TestClusterPoolRouting(t *testing.T) {
 				if forwarded := owner != via.srv.cfg.NodeID && owner != "n3"; forwarded && testutil.ToFloat64(retries) <= before {
 					t.Fatalf("no 421 retry on %s for a create its hash owner %s re-routed", via.srv.cfg.NodeID, owner)
 				}
-				n2.must(http.StatusOK, "GET", "/v1/sandboxes/"+id, nil).json(t, &info)
+				n2.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+id, nil).json(t, &info)
 				if info.Node != "n3" {
 					t.Fatalf("read through n2: node %q, want n3", info.Node)
 				}
@@ -90,7 +90,7 @@ func TestClusterPoolRouting(t *testing.T) {
 
 	t.Run("no id", func(t *testing.T) {
 		var info sandboxJSON
-		n1.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"want": "b"}}).json(t, &info)
+		n1.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"want": "b"}}).json(t, &info)
 		if info.Node != "n3" || info.ID == "" {
 			t.Fatalf("created: %+v, want on n3", info)
 		}
@@ -101,7 +101,7 @@ func TestClusterPoolRouting(t *testing.T) {
 		id := byOwner["n2"] + "-a"
 		owner, _, _ := n1.srv.cluster.Owner(id)
 		var info sandboxJSON
-		n3.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "a"}}).json(t, &info)
+		n3.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "a"}}).json(t, &info)
 		if owner != "n3" && info.Node != string(owner) {
 			t.Fatalf("node %q, want its hash owner %s", info.Node, owner)
 		}

@@ -113,7 +113,7 @@ func TestForwardCreateWithoutID(t *testing.T) {
 	elsewhere := 0
 	for i := 0; i < 8; i++ {
 		var info sandboxJSON
-		b.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"i": strconv.Itoa(i)}}).json(t, &info)
+		b.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"i": strconv.Itoa(i)}}).json(t, &info)
 		owner, _, _ := b.srv.cluster.Owner(info.ID)
 		if !strings.HasPrefix(info.ID, "sb_") || info.Node != string(owner) || info.Labels["i"] != strconv.Itoa(i) {
 			t.Fatalf("created %+v; the table's owner is %s", info, owner)
@@ -121,12 +121,12 @@ func TestForwardCreateWithoutID(t *testing.T) {
 		if owner != "b" {
 			elsewhere++
 		}
-		c.must(http.StatusOK, "GET", "/v1/sandboxes/"+info.ID, nil)
+		c.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+info.ID, nil)
 	}
 	// An empty body is {} too.
 	var info sandboxJSON
-	c.must(http.StatusCreated, "POST", "/v1/sandboxes", nil).json(t, &info)
-	b.must(http.StatusOK, "GET", "/v1/sandboxes/"+info.ID, nil)
+	c.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", nil).json(t, &info)
+	b.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+info.ID, nil)
 	if elsewhere == 0 {
 		t.Fatal("all 8 random ids were b's own: the forwarding path was not exercised")
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/proctest"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -149,29 +151,11 @@ func selfSwitches(tb testing.TB) int64 {
 	return ru.Nvcsw + ru.Nivcsw
 }
 
-// procSwitches is the context switches so far of the live threads of process pid
-// (/proc/<pid>/status counts its own thread's only).
+// procSwitches is the context switches so far of process pid's live threads.
 func procSwitches(tb testing.TB, pid int) int64 {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
+	n, err := proctest.ContextSwitches("/proc", pid)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	var n int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
-		if err != nil {
-			continue // the thread ended
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += c
-			} else if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
-				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += c
-			}
-		}
 	}
 	return n
 }

@@ -54,7 +54,13 @@ func HostPID(root string, nsPID, inner int) int {
 // StatusField returns a field of the status file of pid under root (its value,
 // trimmed), or "" if the process or the field is gone.
 func StatusField(root string, pid int, name string) string {
-	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/status")
+	return statusFieldOf(root, strconv.Itoa(pid), name)
+}
+
+// statusFieldOf is StatusField of the status file under root/path (a pid, or a
+// pid's task/<tid>).
+func statusFieldOf(root, path, name string) string {
+	b, err := os.ReadFile(root + "/" + path + "/status")
 	if err != nil {
 		return ""
 	}
@@ -70,4 +76,24 @@ func StatusField(root string, pid int, name string) string {
 func gone(root string, pid int) bool {
 	st := StatusField(root, pid, "State")
 	return st == "" || st[0] == 'Z' || st[0] == 'X'
+}
+
+// ContextSwitches returns the context switches so far, voluntary and not, of the
+// live threads of pid under root (its own status file counts only its main thread's).
+// A thread that exited meanwhile is not counted.
+func ContextSwitches(root string, pid int) (int64, error) {
+	dir := root + "/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range tasks {
+		task := strings.TrimPrefix(dir, root+"/") + "/" + t.Name()
+		for _, f := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+			c, _ := strconv.ParseInt(statusFieldOf(root, task, f), 10, 64)
+			n += c
+		}
+	}
+	return n, nil
 }

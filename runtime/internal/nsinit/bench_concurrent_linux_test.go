@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/proctest"
 )
 
 // BenchmarkSpawnConcurrent is the init alone under eight clients: each spawns `true`
@@ -126,24 +128,9 @@ func initCPU(tb testing.TB, pid int) time.Duration {
 
 // initSwitches is the context switches so far of process pid's live threads.
 func initSwitches(tb testing.TB, pid int) int64 {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tasks, err := os.ReadDir(dir)
+	n, err := proctest.ContextSwitches("/proc", pid)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	var n int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
-		if err != nil {
-			continue // the thread ended
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
-				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += c
-			}
-		}
 	}
 	return n
 }

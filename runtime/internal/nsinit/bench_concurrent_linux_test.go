@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,24 +22,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkSpawnConcurrent -benchtime=1x ./runtime/internal/nsinit/
 func BenchmarkSpawnConcurrent(b *testing.B) {
-	base := testCgroup(b)
-	home, tree := filepath.Join(base, "home"), filepath.Join(base, "tree")
-	for _, d := range []string{home, tree} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
+	_, home, procs, dir := benchCgroups(b)
 	in := startInit(b, Config{Cgroup: home})
-	procs, err := os.OpenFile(filepath.Join(tree, "cgroup.procs"), os.O_WRONLY, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer procs.Close()
-	dir, err := os.Open(tree)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dir.Close()
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)

@@ -20,29 +20,13 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkSpawn -benchtime=1x ./runtime/internal/nsinit/
 func BenchmarkSpawn(b *testing.B) {
-	base := testCgroup(b)
-	home, tree := filepath.Join(base, "home"), filepath.Join(base, "tree")
-	for _, d := range []string{home, tree} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
+	base, home, procs, dir := benchCgroups(b)
 	in := startInit(b, Config{Cgroup: home})
 	forkHome := filepath.Join(base, "fork-home")
 	if err := os.Mkdir(forkHome, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	fork := startInit(b, Config{Cgroup: forkHome, ForceFork: true})
-	procs, err := os.OpenFile(filepath.Join(tree, "cgroup.procs"), os.O_WRONLY, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer procs.Close()
-	dir, err := os.Open(tree)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dir.Close()
 	ctx := testCtx(b)
 	spawn := func(in *Init, cg *os.File) func() {
 		return func() {
@@ -105,4 +89,27 @@ func BenchmarkSpawn(b *testing.B) {
 	b.ReportMetric(float64(p(took[3], 50))/1e3, "fork-cgroup-p50-µs")
 	b.ReportMetric(float64(p(took[3], 50))/raw, "fork-cgroup/raw")
 	b.ReportMetric(float64(p(took[2], 50))/float64(p(took[3], 50)), "spawn-cgroup/fork-cgroup")
+}
+
+// benchCgroups makes a test cgroup with a "home" group for an init and a "tree"
+// group for its spawns, and opens the tree's cgroup.procs and directory as the
+// runtime hands them over; they are closed at cleanup.
+func benchCgroups(b *testing.B) (base, home string, procs, dir *os.File) {
+	base = testCgroup(b)
+	home, tree := filepath.Join(base, "home"), filepath.Join(base, "tree")
+	for _, d := range []string{home, tree} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	procs, err := os.OpenFile(filepath.Join(tree, "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { procs.Close() })
+	if dir, err = os.Open(tree); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dir.Close() })
+	return base, home, procs, dir
 }

@@ -142,14 +142,17 @@
 // of the server's namespace anyway.
 //
 // Once its root is built, an init in a user namespace executes itself again
-// (reexec_linux.go). The mounts it copied from the server at its start are locked to
-// one another in a namespace its user namespace owns, so the old root it detached stays
-// whole while anything uses any of it, and the init's own loader and C libraries,
-// mapped from it at its start, did for the init's whole life: every filesystem the
-// server had mounted then (other sandboxes' workspace images) stayed alive with it.
-// Executed from its new root, the init uses nothing of the old one, which the kernel
-// then releases. The config crosses the exec in the environment; the control socket
-// and cgroup fds keep their numbers.
+// (reexec_linux.go) if the server had a loop device's filesystem mounted when the init
+// started. The mounts it copied from the server are locked to one another in a
+// namespace its user namespace owns, so the old root it detached stays whole while
+// anything uses any of it, and the init's own loader and C libraries, mapped from it
+// at its start, did for the init's whole life: every filesystem the server had mounted
+// then (other sandboxes' workspace images, whose loop devices held their files) stayed
+// alive with it. Executed from its new root, the init uses nothing of the old one,
+// which the kernel then releases. The config crosses the exec in the environment; the
+// control socket and cgroup fds keep their numbers. The exec is about one more start
+// of the binary: TestMeasureUserNS measured a Start in a user namespace at 1.7-1.9
+// times a plain one with it, 1.1-1.2 times without.
 //
 // # Lifetime
 //

@@ -156,13 +156,19 @@ func (ip *initProc) setup(done chan<- int) error {
 		if ip.cfg, err = st.Config.withDefaults(); err != nil {
 			return err
 		}
+		// What the server had mounted at our start, before the pivot hides it. A
+		// failed read only costs the exec.
+		loops := true
+		if info, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+			loops = hasLoopMount(info)
+		}
 		if err := setupRoot(ip.cfg, fds); err != nil {
 			return err
 		}
 		if err := setupUTSNet(ip.cfg); err != nil {
 			return err
 		}
-		if needsReexec(ip.cfg) {
+		if needsReexec(ip.cfg, loops) {
 			closeFDs(fds) // attached: the exec would close them anyway
 			fds = nil
 			if err := reexec(st); err != nil {

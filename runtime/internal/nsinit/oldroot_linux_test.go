@@ -80,3 +80,33 @@ func loopBound(n int) bool {
 	b, err := os.ReadFile("/sys/block/loop" + strconv.Itoa(n) + "/loop/backing_file")
 	return err == nil && len(b) > 0 || err != nil && !errors.Is(err, os.ErrNotExist)
 }
+
+// TestNeedsReexec checks when an init executes itself again: in a user namespace, on
+// the host's entries, with a loop device's filesystem among the mounts it copied.
+func TestNeedsReexec(t *testing.T) {
+	const (
+		plain = "22 27 0:21 / /proc rw,relatime - proc proc rw\n27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+		loop  = plain + "91 27 7:3 / /data/workspaces/a rw,nosuid - ext4 /dev/loop3 rw\n"
+	)
+	r := DefaultIDRange
+	tests := []struct {
+		name string
+		cfg  Config
+		info string
+		want bool
+	}{
+		{"user namespace, loop mount", Config{UserNS: &r}, loop, true},
+		{"user namespace, no loop mount", Config{UserNS: &r}, plain, false},
+		{"user namespace, a mount of major 17", Config{UserNS: &r}, plain + "92 27 17:3 / /x rw - ext4 /dev/x rw\n", false},
+		{"no user namespace", Config{}, loop, false},
+		{"user namespace, a Rootfs", Config{UserNS: &r, Rootfs: "/srv/root"}, loop, false},
+		{"empty mountinfo", Config{UserNS: &r}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := needsReexec(tt.cfg, hasLoopMount([]byte(tt.info))); got != tt.want {
+				t.Fatalf("needsReexec = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,10 +43,31 @@ type setupState struct {
 	FreezeFD int    `json:"freeze_fd,omitempty"`
 }
 
+// loopMajor is the block major of loop devices.
+const loopMajor = 7
+
 // needsReexec reports whether an init with cfg, its root built, executes itself again:
-// with a user namespace and the host's entries as its root. A Rootfs's loader may not
+// with a user namespace and the host's entries as its root, when the mounts it copied
+// at its start had a filesystem on a loop device (loops). Such a device lets its file
+// go only when its filesystem is released, which its owner waits for (a workspace
+// image mounted again, a file removed); the exec costs about one more start of the
+// binary, so an init on a host without loop mounts skips it. A Rootfs's loader may not
 // run this binary, so such an init keeps its old tree (see the package's caveats).
-func needsReexec(cfg Config) bool { return cfg.UserNS != nil && cfg.Rootfs == "" }
+func needsReexec(cfg Config, loops bool) bool {
+	return cfg.UserNS != nil && cfg.Rootfs == "" && loops
+}
+
+// hasLoopMount reports whether mountinfo (the format of /proc/self/mountinfo) has a
+// mount of a loop device.
+func hasLoopMount(mountinfo []byte) bool {
+	prefix := strconv.Itoa(loopMajor) + ":"
+	for line := range strings.SplitSeq(string(mountinfo), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[2], prefix) {
+			return true
+		}
+	}
+	return false
+}
 
 // reexecState returns the state passed by the init that executed this one, and
 // whether there was any; the variable is removed either way.

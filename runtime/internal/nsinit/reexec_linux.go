@@ -18,8 +18,8 @@ import (
 // mount of the copy that nothing inside uses. In a namespace that a new user namespace
 // owns, the kernel locks each copied mount to its parent (so that the less privileged
 // owner can never uncover what a mount hides), and a lazily detached tree of locked
-// mounts stays in one piece: all of it lives as long as any of it is in use. The init
-// uses its old root for as long as it runs: the dynamic loader and the C libraries of
+// mounts stays in one piece: all of it lives as long as its top is in use. The init
+// uses that top for as long as it runs: the dynamic loader and the C libraries of
 // a cgo binary were mapped from it when the init was executed. So every filesystem the
 // server had mounted when the sandbox started stayed alive for the sandbox's whole
 // life, in no namespace where anyone could see it; a workspace image among them kept

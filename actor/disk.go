@@ -43,7 +43,10 @@ const (
 	// the image was mounted holds a copy of the mount, as any sandbox init on this host
 	// (any node's) does until it detached the host's mounts. On the loaded 2-core VM
 	// (docs/design.md) that took mostly tens of milliseconds, but 0.4 to 3.6 s one
-	// time in four, where diskWait had the move report the workspace lost.
+	// time in four, where diskWait had the move report the workspace lost. Inits in
+	// user namespaces kept their detached copies, out of every mountinfo, for their
+	// whole life, until they learned to execute themselves again once set up; the
+	// bound stays, as an init's setup under load still holds copies for a moment.
 	moveDiskWait = 30 * time.Second
 )
 

@@ -141,6 +141,19 @@
 // may not even search the directories above it, and the init could not bind a mount
 // of the server's namespace anyway.
 //
+// Once its root is built, an init in a user namespace executes itself again
+// (reexec_linux.go) if the server had a loop device's filesystem mounted when the init
+// started. The mounts it copied from the server are locked to one another in a
+// namespace its user namespace owns, so the old root it detached stays whole while
+// anything uses any of it, and the init's own loader and C libraries, mapped from it
+// at its start, did for the init's whole life: every filesystem the server had mounted
+// then (other sandboxes' workspace images, whose loop devices held their files) stayed
+// alive with it. Executed from its new root, the init uses nothing of the old one,
+// which the kernel then releases. The config crosses the exec in the environment; the
+// control socket and cgroup fds keep their numbers. The exec is about one more start
+// of the binary: TestMeasureUserNS measured a Start in a user namespace at 1.7-1.9
+// times a plain one with it, 1.1-1.2 times without.
+//
 // # Lifetime
 //
 //  1. The init is started with Pdeathsig SIGKILL from one OS thread that lives as long
@@ -232,6 +245,11 @@
 //     own. Root inside may set the setuid bit on its own files, which are root's on
 //     disk: the host must never run programs from workspaces (mount their disks
 //     nosuid). A Rootfs must be readable and searchable by others.
+//   - An init with UserNS and a Rootfs is not executed again (the Rootfs's loader may
+//     not run this binary): it keeps the server's mounts of its start alive, detached,
+//     until it exits.
+//   - Until an init has detached the old root (a few hundred milliseconds under load),
+//     its mount namespace holds a copy of every mount the server had at its start.
 //   - The init exits, and the server's Wait calls return ErrClosed or ErrInitExited,
 //     without a final exit frame for processes still running.
 package nsinit

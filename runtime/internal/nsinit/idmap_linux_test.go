@@ -93,6 +93,13 @@ func mountTmpfs(t *testing.T, dir string) {
 // demand and released at the unmount) until the test ends.
 func mountLoopExt4(t *testing.T, dir string) {
 	t.Helper()
+	mountLoopExt4Image(t, dir)
+	t.Cleanup(func() { unmount(t, dir) })
+}
+
+// mountLoopExt4Image mounts a fresh 32 MiB ext4 image at dir; the caller unmounts it.
+func mountLoopExt4Image(t *testing.T, dir string) {
+	t.Helper()
 	img := filepath.Join(t.TempDir(), "ws.img")
 	f, err := os.Create(img)
 	if err == nil {
@@ -108,7 +115,6 @@ func mountLoopExt4(t *testing.T, dir string) {
 	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
 		t.Fatalf("mount a loop device: %v %s", err, out)
 	}
-	t.Cleanup(func() { unmount(t, dir) })
 }
 
 func unmount(t *testing.T, dir string) {

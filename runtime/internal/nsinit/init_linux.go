@@ -135,37 +135,64 @@ func runInit() int {
 
 // setup reads the Config, builds the sandbox and starts the hardened spawner thread,
 // which serves the control socket once the ready frame is sent and reports the exit
-// code on done when it closes.
+// code on done when it closes. An init that executes itself again once its root is
+// built (reexec_linux.go) reads the Config from its environment the second time and
+// builds nothing.
 func (ip *initProc) setup(done chan<- int) error {
-	fr, fds, _, err := ip.c.recv()
+	st, again, err := reexecState()
 	if err != nil {
 		return err
 	}
-	defer closeFDs(fds)
-	if fr.Op != opConfig || fr.Config == nil {
-		return fmt.Errorf("%w: expected a config frame, got %q", ErrProtocol, fr.Op)
-	}
-	if ip.cfg, err = fr.Config.withDefaults(); err != nil {
+	if !again {
+		fr, fds, _, err := ip.c.recv()
+		if err != nil {
+			return err
+		}
+		defer func() { closeFDs(fds) }() // those the exec below did not take
+		if fr.Op != opConfig || fr.Config == nil {
+			return fmt.Errorf("%w: expected a config frame, got %q", ErrProtocol, fr.Op)
+		}
+		st = setupState{Config: *fr.Config, Home: fr.Home, FreezeFD: fr.FreezeFD}
+		if ip.cfg, err = st.Config.withDefaults(); err != nil {
+			return err
+		}
+		// What the server had mounted at our start, before the pivot hides it. A
+		// failed read only costs the exec.
+		loops := true
+		if info, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+			loops = hasLoopMount(info)
+		}
+		if err := setupRoot(ip.cfg, fds); err != nil {
+			return err
+		}
+		if err := setupUTSNet(ip.cfg); err != nil {
+			return err
+		}
+		if needsReexec(ip.cfg, loops) {
+			closeFDs(fds) // attached: the exec would close them anyway
+			fds = nil
+			if err := reexec(st); err != nil {
+				// A host whose loader is not among the entries bound into the root
+				// (hostEntries): the sandbox runs, holding its copy of the server's
+				// mounts until it ends, as before.
+				fmt.Fprintln(os.Stderr, "nsinit: keeping the old root:", err)
+			}
+		}
+	} else if ip.cfg, err = st.Config.withDefaults(); err != nil {
 		return err
 	}
-	if fr.Home {
+	if st.Home {
 		ip.home = os.NewFile(homeFD, "cgroup.procs")
 		ip.homeDir = homeFD + 1
 	}
 	if ip.cfg.Lease {
 		freeze := -1
-		if fr.FreezeFD > ctlFD {
-			freeze = fr.FreezeFD
+		if st.FreezeFD > ctlFD {
+			freeze = st.FreezeFD
 		}
 		if ip.lease, err = newInitLease(ip.cfg.ID, freeze, ip.cfg.LeaseUntil); err != nil {
 			return err
 		}
-	}
-	if err := setupRoot(ip.cfg, fds); err != nil {
-		return err
-	}
-	if err := setupUTSNet(ip.cfg); err != nil {
-		return err
 	}
 	if err := unix.Chdir("/workspace"); err != nil {
 		return fmt.Errorf("failed to chdir to /workspace: %w", err)

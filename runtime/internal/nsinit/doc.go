@@ -149,7 +149,7 @@
 // at its start, did for the init's whole life: every filesystem the server had mounted
 // then (other sandboxes' workspace images, whose loop devices held their files) stayed
 // alive with it. Executed from its new root, the init uses nothing of the old one,
-// which the kernel then releases. The config crosses the exec in the environment; the
+// which the kernel then releases. The config crosses the exec in a memory file; the
 // control socket and cgroup fds keep their numbers. The exec is about one more start
 // of the binary: TestMeasureUserNS measured a Start in a user namespace at 1.7-1.9
 // times a plain one with it, 1.1-1.2 times without.

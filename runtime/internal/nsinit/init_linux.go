@@ -136,8 +136,8 @@ func runInit() int {
 // setup reads the Config, builds the sandbox and starts the hardened spawner thread,
 // which serves the control socket once the ready frame is sent and reports the exit
 // code on done when it closes. An init that executes itself again once its root is
-// built (reexec_linux.go) reads the Config from its environment the second time and
-// builds nothing.
+// built (reexec_linux.go) reads the Config, the second time, from the memory file it
+// was handed, and builds nothing.
 func (ip *initProc) setup(done chan<- int) error {
 	st, again, err := reexecState()
 	if err != nil {

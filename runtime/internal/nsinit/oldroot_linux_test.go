@@ -16,7 +16,8 @@ import (
 // filesystem the server had mounted when it started: the server's unmount of a
 // loop-mounted image lets the loop device go while the sandbox runs, with or without a
 // user namespace. In a user namespace the detached old root used to stay whole for
-// the init's life (reexec_linux.go), and the device with it.
+// the init's life (reexec_linux.go), and the device with it. The config the init
+// executed again was handed is not in its environment.
 func TestSetupReleasesHostMounts(t *testing.T) {
 	for _, userNS := range []bool{false, true} {
 		t.Run("userns="+strconv.FormatBool(userNS), func(t *testing.T) {
@@ -44,6 +45,11 @@ func TestSetupReleasesHostMounts(t *testing.T) {
 			in := startInit(t, cfg)
 			if r := run(t, in, "", "/bin/sh", "-c", "echo ok"); strings.TrimSpace(r.stdout) != "ok" {
 				t.Fatalf("the sandbox does not run a command after its setup: %+v", r)
+			}
+			// The state the init executed again was handed names host paths: it is not
+			// in the environment, which the sandbox's processes can read.
+			if environ, err := os.ReadFile("/proc/" + strconv.Itoa(in.PID()) + "/environ"); err != nil || strings.Contains(string(environ), `"config"`) {
+				t.Fatalf("the init's environment (err %v) holds its config: %q", err, environ)
 			}
 			if err := unix.Unmount(other, 0); err != nil {
 				t.Fatalf("unmount the image: %v", err)

@@ -29,11 +29,13 @@ import (
 // Executed again from inside its new root, the init maps the loader and libraries from
 // the new root's bind mounts instead (the binary itself comes from /proc/self/exe,
 // which names the server's file), and nothing uses the old tree any more. The config
-// crosses the exec in the environment; the control socket and the cgroup fds keep
-// their numbers. The mounts, the hostname and the network are the namespaces', and
+// crosses the exec in a memory file whose fd the environment names (the config names
+// host paths, which the sandbox's processes could read in /proc/1/environ); the
+// control socket and the cgroup fds keep their numbers. The mounts, the hostname and the network are the namespaces', and
 // stay.
 
-// setupEnv carries the config frame's content into the init executed again.
+// setupEnv names the fd of the memory file that carries the config frame's content
+// into the init executed again.
 const setupEnv = "SANDGATE_NSINIT_SETUP"
 
 // setupState is what an init executed again needs of its config frame.
@@ -70,15 +72,21 @@ func hasLoopMount(mountinfo []byte) bool {
 }
 
 // reexecState returns the state passed by the init that executed this one, and
-// whether there was any; the variable is removed either way.
+// whether there was any; the variable is removed and the state's fd closed either way.
 func reexecState() (setupState, bool, error) {
-	s, ok := os.LookupEnv(setupEnv)
+	v, ok := os.LookupEnv(setupEnv)
 	if !ok {
 		return setupState{}, false, nil
 	}
 	_ = os.Unsetenv(setupEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd <= ctlFD {
+		return setupState{}, true, fmt.Errorf("%w: the init executed again names no state fd: %q", ErrProtocol, v)
+	}
+	f := os.NewFile(uintptr(fd), "nsinit-setup")
+	defer f.Close()
 	var st setupState
-	if err := json.Unmarshal([]byte(s), &st); err != nil {
+	if err := json.NewDecoder(f).Decode(&st); err != nil {
 		return setupState{}, true, fmt.Errorf("%w: the state of the init executed again: %w", ErrProtocol, err)
 	}
 	return st, true, nil
@@ -99,12 +107,22 @@ func reexec(st setupState) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode the init's state: %w", err)
 	}
+	// The state goes in a memory file, not in the environment, where a sandbox's
+	// processes could read it (/proc/1/environ): it names host paths.
+	state, err := unix.MemfdCreate("nsinit-setup", 0) // kept across the exec
+	if err != nil {
+		return fmt.Errorf("failed to create the init's state file: %w", err)
+	}
+	defer unix.Close(state) // reached only if the exec failed
+	if _, err := unix.Pwrite(state, b, 0); err != nil {
+		return fmt.Errorf("failed to write the init's state: %w", err)
+	}
 	for _, fd := range keep {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return fmt.Errorf("failed to keep fd %d across the exec: %w", fd, err)
 		}
 	}
-	env := append(os.Environ(), setupEnv+"="+string(b))
+	env := append(os.Environ(), setupEnv+"="+strconv.Itoa(state))
 	err = unix.Exec("/proc/self/exe", os.Args, env)
 	for _, fd := range keep {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)

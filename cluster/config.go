@@ -126,18 +126,25 @@ type Config struct {
 	// RaftLogLevel is raft's log level ("debug", "info", "warn", "error"). Default
 	// "warn".
 	RaftLogLevel string
+	// BeforeBatches is for tests only (EXPERIMENTAL): when set, raft's FSM goroutine
+	// calls it before this replica applies each entry of sandbox records (a Write,
+	// or the empty one of a CatchUp), with the entry's raft index, once every entry
+	// before it is in the state file, and applies nothing more until it returns.
+	// Blocking in it holds this replica behind the leader, entries of every kind
+	// after the held one included, as a follower that learns of commits late is:
+	// tests of other packages use it to make such a lag happen on demand. A replica
+	// held past a table change cannot renew its lease. Nil: no call.
+	BeforeBatches func(index uint64)
 
 	// Test hooks. netUp, when set, reports whether the node's network is up; while it
 	// returns false no connection is made or accepted (see streamLayer.cut). observe
 	// is passed to the FSM. onLead is called when a leadership's liveness record
 	// starts, with its start time; onFloor when it counts a member's silence from
-	// that member's last lease entry instead (leaderlease.go). beforeBatches is called on the FSM goroutine
-	// before each cmdBatches entry is applied (a test holds a replica behind with it).
-	netUp         func() bool
-	observe       func(*state)
-	onLead        func(since time.Duration)
-	onFloor       func(id NodeID, at time.Duration)
-	beforeBatches func(index uint64)
+	// that member's last lease entry instead (leaderlease.go).
+	netUp   func() bool
+	observe func(*state)
+	onLead  func(since time.Duration)
+	onFloor func(id NodeID, at time.Duration)
 	// netTo, when set (tests), reports whether this node may dial addr: a one-sided
 	// block, for asymmetric partitions (see streamLayer.Dial).
 	netTo func(addr string) bool

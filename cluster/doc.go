@@ -18,8 +18,7 @@
 //     the FSM's own bbolt file, DataDir/raft/state.db, written only by applying
 //     epoch-checked batches from the log (see Sandbox records).
 //   - Placement: the leader assigns partitions to alive members by rendezvous hashing,
-//     and moves a partition its owner still serves by a two-phase handoff (see
-//     Planned moves).
+//     and moves one its owner still serves by a two-phase handoff (Planned moves).
 //   - Node leases: heartbeats to the leader, self-fencing when the lease lapses, and
 //     the leader's failure detection, which moves a silent member's partitions only
 //     once its lease has surely run out (see Leases and fencing).
@@ -37,16 +36,17 @@
 //     partition is being handed over (hold and retry) or ErrLeaseExpired (503). No
 //     lock, no allocation: 105-300 ns against 37-49 ns for Owner in the same runs
 //     (BenchmarkAdmit, a loaded 2-core VM); the difference is mostly one read of
-//     the monotonic clock. Epoch(sandboxID) is the
-//     epoch to stamp the turn's writes with; Lease reports the lease.
+//     the monotonic clock. Epoch(sandboxID) is the epoch to stamp the turn's
+//     writes with; Lease reports the lease.
 //   - Config.OnFence is called when the lease lapses (stop this node's actors and end
 //     their processes), Config.OnLease when it is valid again, Config.OnHandoff when
-//     partitions of this node are being handed to another (stop their actors, then
-//     return).
+//     partitions of this node are handed to another (stop their actors, then return).
 //   - Write, Read and Sandboxes are the sandbox store (store.go): Write commits a
 //     Batch through the leader from any node, Read serves one sandbox from this
 //     node's replica with its own acknowledged writes on top, Sandboxes lists them
-//     all. Config.OnApply tells the gateway which sandboxes each write changed.
+//     all, CatchUp waits for every entry committed before it. Config.OnApply tells
+//     the gateway which sandboxes each write changed; Config.BeforeBatches (tests
+//     only) holds a replica before an entry of records.
 //   - Join, Remove, Drain, Pin, Unpin and DropPin run on the leader only; elsewhere
 //     they return a *NotLeaderError naming the leader's id and addresses so the
 //     gateway can forward. DropPin removes a pin only if no record of its sandbox

@@ -174,7 +174,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 	f := newFSM(cfg.Logger, sdb)
 	f.observe = cfg.observe
 	f.onApply = cfg.OnApply
-	f.beforeBatches = cfg.beforeBatches
+	f.beforeBatches = cfg.BeforeBatches
 	f.onValues = cfg.OnValues
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, trans)
 	if err != nil {

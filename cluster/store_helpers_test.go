@@ -144,7 +144,7 @@ func caughtUp(tb testing.TB, nodes ...*Node) {
 func gated(tb testing.TB) ([]*Node, []*gate) {
 	tb.Helper()
 	gates := []*gate{{}, {}, {}}
-	nodes := clusterWith(tb, 3, func(i int, cfg *Config) { cfg.beforeBatches = gates[i].wait })
+	nodes := clusterWith(tb, 3, func(i int, cfg *Config) { cfg.BeforeBatches = gates[i].wait })
 	tb.Cleanup(func() { // before the nodes close (cleanups run last first)
 		for _, g := range gates {
 			g.open()

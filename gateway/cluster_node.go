@@ -50,6 +50,7 @@ func openCluster(ctx context.Context, c *Config, hooks *clusterHooks, secret []b
 		OnValues:          hooks.values,
 		Logger:            c.Logger.With("component", "cluster"),
 		RaftLogOutput:     raftOut,
+		BeforeBatches:     c.beforeBatches,
 	})
 	if err != nil {
 		return nil, err

@@ -180,6 +180,13 @@ type Config struct {
 	// wrapStorage, when set, wraps the actors' storage once it is open (tests: a
 	// commit held while a request is under way).
 	wrapStorage func(actor.Storage) actor.Storage
+	// beforeBatches, when set, is the cluster node's Config.BeforeBatches (tests: a
+	// replica held behind the leader).
+	beforeBatches func(index uint64)
+	// onCatchUp, when set, is called with the sandbox's id just before this node
+	// catches up because its replica does not know the sandbox (forward_unknown.go;
+	// tests: the moment a held replica is let go).
+	onCatchUp func(sandbox string)
 }
 
 func withDefaults(cfg *Config) (Config, error) {

@@ -65,9 +65,13 @@
 // cluster's table: here, or through httputil.ReverseProxy (HTTP, SSE and WebSocket)
 // after the token and path ids are checked; the owner checks the token, tenancy and
 // policy again. A stale table is a 421 with the owner's table index, waited for and
-// retried once; while a sandbox has no live owner the request is held up to
-// Config.HoldTimeout, then 503. When this node stops owning a sandbox its streams end,
-// WebSockets with 1012 (streams_registry.go), and clients resume by offset. A planned
+// retried once. An owner whose replica does not know the sandbox catches up with the
+// leader once (one empty write through the log) before it serves, so a read right
+// after a create through another node is not a 404 (forward_unknown.go); a node
+// alone in its cluster never does. While a sandbox has no live owner the request is
+// held up to Config.HoldTimeout, then 503. When this node stops owning a sandbox its
+// streams end, WebSockets with 1012 (streams_registry.go), and clients resume by
+// offset. A planned
 // move (a drain or a rebalance: cluster.Config.OnHandoff) ends the old owner's
 // activations cleanly first, so the next owner records it as planned
 // (cluster_handoff.go; docs/design.md, "Planned moves"), then announces each moving

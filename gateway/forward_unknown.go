@@ -26,6 +26,9 @@ func (s *Server) unknownHere(ctx context.Context, sb string, deadline time.Time)
 	if _, known := s.node.SandboxTenant(sb); known || s.alone() {
 		return false
 	}
+	if s.cfg.onCatchUp != nil {
+		s.cfg.onCatchUp(sb)
+	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if err := s.cluster.CatchUp(ctx); err != nil {

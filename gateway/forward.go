@@ -116,11 +116,8 @@ func (s *Server) forwardLoop(w http.ResponseWriter, r *http.Request, rt route, s
 		switch {
 		case ok && owner == self:
 			err := s.handoffs.serve(sb)
-			if err == nil && !synced {
-				synced = true
-				if s.unknownHere(ctx, r.PathValue("sb"), time.Now().Add(s.cfg.HoldTimeout)) {
-					continue
-				}
+			if err == nil && s.unknownHere(ctx, r.PathValue("sb"), s.cfg.HoldTimeout, &synced) {
+				continue
 			}
 			if err == nil {
 				return body.restore(w, r, s.cfg.BodyReadTimeout), false, nil
@@ -226,11 +223,8 @@ func (s *Server) revalidate(w http.ResponseWriter, r *http.Request, sb string) e
 		current := epoch >= want || s.cluster.TableIndex() >= want
 		if owner == self && current {
 			err := s.handoffs.serve(sb)
-			if err == nil && !synced {
-				synced = true
-				if s.unknownHere(r.Context(), r.PathValue("sb"), time.Now().Add(catchUpTimeout)) {
-					continue
-				}
+			if err == nil && s.unknownHere(r.Context(), r.PathValue("sb"), catchUpTimeout, &synced) {
+				continue
 			}
 			switch {
 			case err == nil:

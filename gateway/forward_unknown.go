@@ -17,19 +17,21 @@ import (
 
 // unknownHere reports whether this node, about to serve a request for sandbox sb
 // (never a create), had to catch up because its replica did not know sb: the caller
-// then looks at the owner again. It waits at most until deadline; on a node alone in
-// its cluster nothing can lag, and it returns false at once.
-func (s *Server) unknownHere(ctx context.Context, sb string, deadline time.Time) bool {
-	if sb == "" {
+// then looks at the owner again. It catches up once per request (*done, set here) and
+// waits at most timeout; on a node alone in its cluster nothing can lag, and it
+// returns false at once.
+func (s *Server) unknownHere(ctx context.Context, sb string, timeout time.Duration, done *bool) bool {
+	if sb == "" || *done {
 		return false
 	}
+	*done = true
 	if _, known := s.node.SandboxTenant(sb); known || s.alone() {
 		return false
 	}
 	if s.cfg.onCatchUp != nil {
 		s.cfg.onCatchUp(sb)
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := s.cluster.CatchUp(ctx); err != nil {
 		s.log.Debug("failed to catch up before serving an unknown sandbox", "sandbox", sb, "err", err)

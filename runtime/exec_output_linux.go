@@ -3,15 +3,14 @@ package runtime
 import (
 	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// execOutput collects an exec's stdout and stderr on the calling goroutine: one poll(2)
-// over both pipes and the child's pidfd, with no reader goroutines and nothing
-// registered with the runtime poller. An exec of a short command then costs one thread
-// waking up when it ends, the same as a bare fork, wait and read.
+// execOutput collects an exec's stdout and stderr. The read ends and the child's exit
+// fd wait in the runtime's poller (collect), so a command that runs holds no thread.
 type execOutput struct {
 	stdout, stderr capBuffer
 	// outW and errW are the child's ends; started closes them in the parent.
@@ -56,60 +55,104 @@ func (o *execOutput) close() {
 // collect reads both streams until the leader l exits, then calls exited, which must
 // kill what is left of the tree and reap the child, and reads on until both streams end
 // or drainBound passes (something outside the tree may hold a write end). It closes the
-// read ends. An error means poll failed; exited has been called then too.
+// read ends. An error means waiting failed; exited has been called then too.
+//
+// The read ends and the exit fd wait in the runtime's poller: a goroutine waiting for a
+// command holds no thread and no P, so the server's other goroutines run meanwhile
+// without the scheduler first taking a P back from a thread blocked in poll(2).
 func (o *execOutput) collect(l leader, exited func()) error {
-	defer o.close()
 	exitFD, owned, err := l.exitFD()
+	if err == nil && !owned {
+		exitFD, err = unix.FcntlInt(uintptr(exitFD), unix.F_DUPFD_CLOEXEC, 0)
+		err = os.NewSyscallError("fcntl", err)
+	}
 	if err != nil {
+		o.close()
 		exited()
 		return err
 	}
-	if owned {
-		defer unix.Close(exitFD)
+	exitF, err := pollableFD(exitFD, "exit")
+	if err != nil {
+		o.close()
+		exited()
+		return err
 	}
-	fds := []unix.PollFd{{Fd: int32(exitFD), Events: unix.POLLIN}, {Fd: int32(o.fds[0]), Events: unix.POLLIN}, {Fd: int32(o.fds[1]), Events: unix.POLLIN}}
-	bufs := []*capBuffer{&o.stdout, &o.stderr}
-	var exitedAt time.Time
-	for fds[1].Fd >= 0 || fds[2].Fd >= 0 || exitedAt.IsZero() {
-		timeout := -1
-		if !exitedAt.IsZero() {
-			left := drainBound - time.Since(exitedAt)
-			if left <= 0 {
-				return nil
+	defer exitF.Close()
+	var files [2]*os.File
+	for i, fd := range o.fds {
+		o.fds[i] = -1
+		if files[i], err = pollableFD(fd, "output"); err != nil {
+			for _, f := range files[:i] {
+				f.Close()
 			}
-			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
-		}
-		if _, err := unix.Poll(fds, timeout); err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if exitedAt.IsZero() {
-				exited()
-			}
-			return os.NewSyscallError("poll", err)
-		}
-		for i := 1; i < len(fds); i++ {
-			if fds[i].Fd >= 0 && fds[i].Revents != 0 && bufs[i-1].readFD(int(fds[i].Fd)) {
-				_ = unix.Close(int(fds[i].Fd))
-				fds[i].Fd, o.fds[i-1] = -1, -1
-			}
-		}
-		if fds[0].Fd >= 0 && fds[0].Revents != 0 {
 			exited()
-			exitedAt, fds[0].Fd = time.Now(), -1
+			return err
 		}
 	}
-	return nil
+	defer files[0].Close()
+	defer files[1].Close()
+	var drains sync.WaitGroup
+	drains.Go(func() { o.stdout.drain(files[0]) })
+	drains.Go(func() { o.stderr.drain(files[1]) })
+	waitErr := waitReadable(exitF)
+	exited()
+	end := time.Now().Add(drainBound)
+	_ = files[0].SetReadDeadline(end)
+	_ = files[1].SetReadDeadline(end)
+	drains.Wait()
+	return waitErr
 }
 
-// readFD reads once from fd, which poll reported ready, and reports whether the stream
-// has ended.
+// pollableFD wraps fd, made non-blocking, in a file that waits in the runtime's poller.
+// On error it closes fd.
+func pollableFD(fd int, name string) (*os.File, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// waitReadable parks until f is readable (for a pidfd: its process exited; for a pipe:
+// data or its end), without reading.
+func waitReadable(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		return n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
+	})
+}
+
+// drain reads f into c until the stream ends, or a read fails (its deadline passed).
+func (c *capBuffer) drain(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for ended := false; !ended; {
+		err := rc.Read(func(fd uintptr) bool {
+			var again bool
+			ended, again = c.readFD(int(fd))
+			return !again
+		})
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readFD reads once from fd and reports whether the stream has ended, or else whether
+// the read would have blocked.
 //
 // The first read goes to the stack and only what it got is kept: most commands write
 // nothing or little to one of their streams, and a 512-byte buffer made up front for
 // each stream was 1 KiB of an exec's ~8 KiB of garbage (BENCHMARKS.md, "#14, fourth
 // pass").
-func (c *capBuffer) readFD(fd int) (ended bool) {
+func (c *capBuffer) readFD(fd int) (ended, again bool) {
 	var n int
 	var err error
 	if cap(c.buf) == 0 && c.limit > 0 {
@@ -122,12 +165,14 @@ func (c *capBuffer) readFD(fd int) (ended bool) {
 		c.wrote(n)
 	}
 	switch {
-	case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
-		return false
+	case errors.Is(err, unix.EAGAIN):
+		return false, true
+	case errors.Is(err, unix.EINTR):
+		return false, false
 	case err != nil:
-		return true
+		return true, false
 	}
-	return n == 0
+	return n == 0, false
 }
 
 // exitNotifier returns an fd that becomes readable once pid has exited (before it is

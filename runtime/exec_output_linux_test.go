@@ -99,12 +99,13 @@ func TestCapBufferFirstRead(t *testing.T) {
 				if _, err := unix.Write(p[1], []byte(w)); err != nil {
 					t.Fatal(err)
 				}
-				if c.readFD(p[0]) {
+				if ended, _ := c.readFD(p[0]); ended {
 					t.Fatal("ended before the write end closed")
 				}
 			}
 			unix.Close(p[1])
-			for !c.readFD(p[0]) {
+			for ended := false; !ended; {
+				ended, _ = c.readFD(p[0])
 			}
 			if string(c.buf) != tt.want || c.truncated != tt.trunc {
 				t.Fatalf("got %q truncated %v, want %q truncated %v", c.buf, c.truncated, tt.want, tt.trunc)

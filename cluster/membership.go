@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -131,6 +132,19 @@ func (n *Node) Pin(ctx context.Context, sandboxID string, sel map[string]string)
 }
 
 func (n *Node) pinSandbox(ctx context.Context, sandboxID string, sel map[string]string) (Assignment, error) {
+	// The member picked may go down between the pick and the apply, and the state
+	// machine then refuses the pin (ErrUnknownMember): pick again among the members
+	// alive now, a bounded number of times.
+	for attempt := 1; ; attempt++ {
+		a, err := n.pinOnce(ctx, sandboxID, sel)
+		if !errors.Is(err, ErrUnknownMember) || attempt == 3 {
+			return a, err
+		}
+	}
+}
+
+// pinOnce picks a member for sandboxID and commits the pin.
+func (n *Node) pinOnce(ctx context.Context, sandboxID string, sel map[string]string) (Assignment, error) {
 	if !n.IsLeader() {
 		return Assignment{}, n.notLeader()
 	}

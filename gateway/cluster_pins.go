@@ -196,6 +196,12 @@ func pinError(err error, sel map[string]string) error {
 		return errorf(http.StatusServiceUnavailable, codeUnavailable,
 			"no live node matches the sandbox's pool %s", selectorString(sel)).retry(poolRetryAfter)
 	}
+	if errors.Is(err, cluster.ErrUnknownMember) {
+		// Every member picked went down before its pin applied: members are
+		// changing, which is worth a retry, not a 404.
+		return errorf(http.StatusServiceUnavailable, codeUnavailable,
+			"the nodes picked for the sandbox went down while it was placed: %s", humanMessage(err)).retry(time.Second)
+	}
 	return err
 }
 

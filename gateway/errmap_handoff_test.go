@@ -29,3 +29,18 @@ func TestHandoffIsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestPinRefusedIsUnavailable: a placement whose picked members all went down before
+// their pins applied is 503 with a Retry-After, never the 404 a membership change
+// naming an unknown member gets.
+func TestPinRefusedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("failed to pin %s: %w: %s", "sb1", cluster.ErrUnknownMember, "n2")
+	e := toAPIError(pinError(err, map[string]string{"pool": "gpu"}))
+	if e.Status != http.StatusServiceUnavailable || e.Code != codeUnavailable || e.RetryAfter != time.Second {
+		t.Errorf("%d %s retry %v, want 503 %s retry 1s", e.Status, e.Code, e.RetryAfter, codeUnavailable)
+	}
+	if e := toAPIError(err); e.Status != http.StatusNotFound {
+		t.Errorf("outside a placement: %d, want 404", e.Status)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -268,5 +270,54 @@ func TestLogBytesRestart(t *testing.T) {
 	mustCreate(t, n, "rs")
 	if tot := checkTotals(t, n, "rs"); tot.msgBytes != 0 || tot.msgCount != 0 || tot.evCount != 1 {
 		t.Fatalf("totals of a new sandbox %+v", tot)
+	}
+}
+
+// TestLogBytesConcurrent: posts from many goroutines, committed in groups whose
+// events drop events of the same group, keep the log and the queue within their byte
+// bounds, the log's seqs without gaps, and the totals those of the stored records.
+func TestLogBytesConcurrent(t *testing.T) {
+	t.Parallel()
+	const evBound, msgBound = 24 << 10, 12 << 10
+	n := newTestNode(t, func(c *Config) { c.EventLogBytes, c.MessageQueueBytes = evBound, msgBound })
+	ctx := tctx(t)
+	mustCreate(t, n, "cc")
+	var wg sync.WaitGroup
+	var posted, refused atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				data := []byte(`{"p":"` + strings.Repeat("c", 500*(1+(g+i)%5)) + `"}`)
+				if _, err := n.PostEvent(ctx, "cc", "agent.c", data); err != nil {
+					t.Error(err)
+					return
+				}
+				_, err := n.PostMessage(ctx, "cc", data)
+				switch {
+				case err == nil:
+					posted.Add(1)
+				case errors.Is(err, ErrBudgetExceeded):
+					refused.Add(1)
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	tot := checkTotals(t, n, "cc")
+	if tot.evBytes > evBound || tot.msgBytes > msgBound || int64(tot.msgCount) != posted.Load() || refused.Load() == 0 {
+		t.Fatalf("totals %+v after %d posted and %d refused messages", tot, posted.Load(), refused.Load())
+	}
+	evs, err := n.Events(ctx, "cc", 0, 0)
+	must(t, err)
+	for i, e := range evs[1:] {
+		if e.Seq != evs[i].Seq+1 {
+			t.Fatalf("seq %d after %d", e.Seq, evs[i].Seq)
+		}
+	}
+	if last := evs[len(evs)-1].Seq; last != 201 { // sandbox.created and 200 posted
+		t.Fatalf("last seq %d, want 201", last)
 	}
 }

@@ -108,3 +108,34 @@ func TestEventLogBytesAPI(t *testing.T) {
 		t.Fatalf("since=1: %d events from %d, want %d from %d", len(from1.Events), from1.Events[0].Seq, len(evs), evs[0].Seq)
 	}
 }
+
+// TestMessageQueueBytesAfterMove: a queue at its byte bound on one node is at it on
+// the node the sandbox moves to (which sums the replicated records when it loads the
+// sandbox), and an acknowledgement there makes room.
+func TestMessageQueueBytesAfterMove(t *testing.T) {
+	const bound = 8 << 10
+	tr := newTrio(t, func(_ int, c *Config) { smallLogBytes(0, bound)(c) })
+	c := tr.node("c")
+	sb := tr.ownedBy("qm", "a")
+	c.sandbox(sb)
+	path := "/v1/sandboxes/" + sb + "/messages"
+	msg := map[string]any{"data": map[string]string{"p": strings.Repeat("m", 2000)}}
+	for range 3 {
+		c.mustSettled(http.StatusCreated, "POST", path, msg)
+	}
+	r, _ := c.sendSettled("POST", path, msg)
+	wantBudgetError(t, r, "message_queue_bytes", bound)
+
+	tr.pin(sb, "b")
+	r, _ = c.sendSettled("POST", path, msg)
+	wantBudgetError(t, r, "message_queue_bytes", bound)
+	var in sandboxJSON
+	c.mustSettled(http.StatusOK, "GET", "/v1/sandboxes/"+sb, nil).json(t, &in)
+	if in.Node != "b" {
+		t.Fatalf("sandbox on %q after the move, want b", in.Node)
+	}
+	c.mustSettled(http.StatusNoContent, "DELETE", path+"/msg_1", nil)
+	c.mustSettled(http.StatusCreated, "POST", path, msg)
+	r, _ = c.sendSettled("POST", path, msg)
+	wantBudgetError(t, r, "message_queue_bytes", bound)
+}

@@ -60,8 +60,11 @@ type sbActor struct {
 	inflight   int             // work running off the actor (exec, session commands)
 	evSeq      uint64          // last event seq
 	evFirst    uint64          // first event seq still stored (0: none)
+	evBytes    int64           // bytes of the stored events' records (logbytes.go)
+	evSizes    sizeRing        // their sizes, evFirst first
 	msgSeq     uint64          // last message seq
 	msgCount   int             // queued messages (the queue itself stays in storage)
+	msgBytes   int64           // bytes of the queued messages' records
 	msgDirty   msgOverlay      // message records written by the current group
 	msgWake    chan struct{}   // closed when a message arrives; nil: nobody waits
 	sb         sandboxWork     // runtime-backed state (processes, sessions, terminals)

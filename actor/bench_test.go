@@ -235,7 +235,8 @@ func BenchmarkLongPoll(b *testing.B) {
 }
 
 // BenchmarkActivateQueued measures activating a passivated sandbox with 10,000 queued
-// 1 KiB messages (the queue stays in storage: activation reads counters only).
+// 1 KiB messages (the queue stays in storage: activation reads the records' lengths
+// only, to count them and sum their bytes).
 func BenchmarkActivateQueued(b *testing.B) {
 	n := newTestNode(b, func(c *Config) { c.MessageQueueLimit = 10000 })
 	mustCreate(b, n, "aq")

@@ -42,9 +42,20 @@ type Config struct {
 	MailboxSize int
 	// EventLogLimit is how many of the newest events a sandbox keeps. Default 10000.
 	EventLogLimit int
+	// EventLogBytes bounds the bytes of a sandbox's stored events (each event's record:
+	// its data, type and time): past it the oldest events are dropped, as past
+	// EventLogLimit, though the newest is always kept. Default 16 MiB
+	// (DefaultEventLogBytes; docs/limits.md says why). (Extension.)
+	EventLogBytes int64
 	// MessageQueueLimit bounds a sandbox's queued messages; PostMessage to a full
 	// queue fails with ErrBudgetExceeded. Default 10000. (Extension.)
 	MessageQueueLimit int
+	// MessageQueueBytes bounds the bytes of a sandbox's queued messages (each
+	// message's record: its data, id and time), taken and unacknowledged ones
+	// included: a PostMessage that would take the queue past it fails with a
+	// *BudgetError for "message_queue_bytes", and one whose message alone is bigger
+	// with ErrTooLarge. Default 16 MiB (DefaultMessageQueueBytes). (Extension.)
+	MessageQueueBytes int64
 	// ExitedLimit is how many exited processes' records a sandbox keeps listed at
 	// once. Past it the record of the process that exited longest ago is dropped, as
 	// its keep time passing would (no event; Stats.ExitedDropped counts it): a
@@ -115,6 +126,8 @@ const (
 	DefaultMailboxSize       = 256
 	DefaultEventLogLimit     = 10000
 	DefaultMessageQueueLimit = 10000
+	DefaultEventLogBytes     = 16 << 20
+	DefaultMessageQueueBytes = 16 << 20
 	DefaultExitedLimit       = 100
 	DefaultSessionLimit      = 256
 	DefaultTerminalLimit     = 256
@@ -156,6 +169,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MessageQueueLimit <= 0 {
 		cfg.MessageQueueLimit = DefaultMessageQueueLimit
+	}
+	if cfg.EventLogBytes <= 0 {
+		cfg.EventLogBytes = DefaultEventLogBytes
+	}
+	if cfg.MessageQueueBytes <= 0 {
+		cfg.MessageQueueBytes = DefaultMessageQueueBytes
 	}
 	if cfg.ExitedLimit <= 0 {
 		cfg.ExitedLimit = DefaultExitedLimit

@@ -110,7 +110,7 @@
 // # Events and messages
 //
 // Each sandbox has a durable event log: seq increases by one per event, the newest
-// Config.EventLogLimit are kept. Followers ([Node.SubscribeEvents]) read committed
+// Config.EventLogLimit are kept, fewer when they pass Config.EventLogBytes. Followers ([Node.SubscribeEvents]) read committed
 // events from storage and are only signalled by the actor, so a slow follower never
 // blocks it. A sandbox deleted and created again under the same id continues its seq
 // and message numbers after the old one's (seqbase.go). Messages are a durable FIFO
@@ -120,7 +120,10 @@
 // whose ctx ends has an unknown outcome (its turn may still hide messages); a server
 // that must end a long-poll with a definite answer closes TakeOptions.Stop instead. The
 // queue stays in storage and is paged by each take. Events, messages and the pages
-// read of them are bounded (MaxEventBytes, MaxMessageBytes, MaxEventPageBytes).
+// read of them are bounded (MaxEventBytes, MaxMessageBytes, MaxEventPageBytes), and so
+// are the log and the queue in bytes (Config.EventLogBytes, MessageQueueBytes): an
+// activation sums the stored records' sizes when it loads and then keeps the totals
+// with each post, drop and acknowledgement (logbytes.go).
 //
 // # Bounds on what a sandbox remembers
 //

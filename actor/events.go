@@ -35,8 +35,8 @@ const (
 var noData = json.RawMessage("{}")
 
 // emit appends an event in the current turn; it becomes visible to readers and live
-// followers once the group commits. The log keeps the newest EventLogLimit events.
-// data nil is {}.
+// followers once the group commits. The log keeps the newest EventLogLimit events
+// within EventLogBytes (logbytes.go). data nil is {}.
 func (a *sbActor) emit(typ string, data any) uint64 {
 	raw := noData
 	switch d := data.(type) {
@@ -49,13 +49,10 @@ func (a *sbActor) emit(typ string, data any) uint64 {
 	a.evSeq++
 	seq := a.evSeq
 	w := a.write()
-	w.Put(seqKey(pfxEvent, seq), mustJSON(eventRec{Type: typ, At: a.now().UTC(), Data: raw}))
-	if a.evFirst == 0 {
-		a.evFirst = seq
-	}
-	for limit := uint64(a.n.cfg.EventLogLimit); seq-a.evFirst+1 > limit; a.evFirst++ {
-		w.Delete(seqKey(pfxEvent, a.evFirst))
-	}
+	rec := mustJSON(eventRec{Type: typ, At: a.now().UTC(), Data: raw})
+	w.Put(seqKey(pfxEvent, seq), rec)
+	a.keepEvent(seq, len(rec))
+	a.trimEvents(w)
 	a.saveCounters()
 	id := a.id
 	a.afterCommit(func() { a.n.hub.notify(id) })

@@ -27,10 +27,8 @@ func (a *sbActor) load() error {
 		a.rec = rec
 		a.alarmAt, _ = decodeAlarm(r.Get(keyAlarm))
 		a.savedAlarm = a.alarmAt
-		if err := a.loadCounters(r); err != nil {
-			return err
-		}
-		r.Scan(pfxEvent, nil, func(k, _ []byte) bool { a.evFirst = keySeq(k); return false })
+		a.loadCounters(r)
+		a.loadSizes(r)
 		return a.sb.load(a, r)
 	})
 	if err != nil {
@@ -44,23 +42,16 @@ func (a *sbActor) load() error {
 	return nil
 }
 
-// loadCounters reads the event and message counters. The message queue itself is not
-// loaded: takes page it from storage. Only counters written by an older version, which
-// lack the queue length, make it count the queued messages' keys, once.
-func (a *sbActor) loadCounters(r Reader) error {
-	c := r.Get(keyCounters)
-	if len(c) < 16 {
-		return nil
+// loadCounters reads the event and message counters. The queue's length stored
+// with them is not read: loadSizes counts the queued messages (logbytes.go).
+func (a *sbActor) loadCounters(r Reader) {
+	if c := r.Get(keyCounters); len(c) >= 16 {
+		a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
 	}
-	a.evSeq, a.msgSeq = binary.BigEndian.Uint64(c), binary.BigEndian.Uint64(c[8:])
-	if len(c) >= 24 {
-		a.msgCount = int(binary.BigEndian.Uint64(c[16:]))
-		return nil
-	}
-	r.Scan(pfxMessage, nil, func(_, _ []byte) bool { a.msgCount++; return true })
-	return nil
 }
 
+// saveCounters stores the event and message counters, and the queue's length, which
+// this version only writes (for a node of an older version that reads it).
 func (a *sbActor) saveCounters() {
 	c := binary.BigEndian.AppendUint64(make([]byte, 0, 24), a.evSeq)
 	c = binary.BigEndian.AppendUint64(c, a.msgSeq)

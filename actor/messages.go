@@ -53,8 +53,9 @@ type TakeOptions struct {
 
 // PostMessage appends data (JSON; nil → null) to the sandbox's durable FIFO queue and
 // returns the message id once it is durable. Waiting TakeMessages calls are woken then.
-// A full queue (Config.MessageQueueLimit) is ErrBudgetExceeded; data over
-// MaxMessageBytes is ErrTooLarge. Message ids ("msg_N") never repeat for a sandbox id,
+// A full queue (Config.MessageQueueLimit, or MessageQueueBytes) is a *BudgetError
+// matching ErrBudgetExceeded; data over MaxMessageBytes, or a message bigger than
+// MessageQueueBytes on its own, is ErrTooLarge. Message ids ("msg_N") never repeat for a sandbox id,
 // even across a delete and re-create.
 func (n *Node) PostMessage(ctx context.Context, sb string, data json.RawMessage) (string, error) {
 	if err := checkID("sandbox", sb); err != nil {
@@ -76,15 +77,34 @@ func (n *Node) PostMessage(ctx context.Context, sb string, data json.RawMessage)
 		if a.msgCount >= a.n.cfg.MessageQueueLimit {
 			return "", &BudgetError{Budget: "message_queue", Limit: a.n.cfg.MessageQueueLimit, RetryAfter: time.Second}
 		}
+		m := messageRec{ID: msgID(a.msgSeq + 1), At: a.now().UTC(), Data: data}
+		rec := encodeMsg(msgState{}, mustJSON(m))
+		if err := a.roomFor(int64(len(rec))); err != nil {
+			return "", err
+		}
 		a.touch()
 		a.msgSeq++
 		a.msgCount++
-		m := messageRec{ID: msgID(a.msgSeq), At: a.now().UTC(), Data: data}
-		a.putMsg(a.msgSeq, encodeMsg(msgState{}, mustJSON(m)))
+		a.msgBytes += int64(len(rec))
+		a.putMsg(a.msgSeq, rec)
 		a.saveCounters()
 		a.wakeTakers()
 		return m.ID, nil
 	})
+}
+
+// roomFor returns nil when the queue's bytes take a message record of size more:
+// else a *BudgetError for "message_queue_bytes" (acknowledging makes room), or
+// ErrTooLarge for a record that no queue within the bound could hold.
+func (a *sbActor) roomFor(size int64) error {
+	limit := a.n.cfg.MessageQueueBytes
+	if size > limit {
+		return fmt.Errorf("%w: message is %d bytes stored, over the queue's limit of %d (message_queue_bytes)", ErrTooLarge, size, limit)
+	}
+	if a.msgBytes+size > limit {
+		return &BudgetError{Budget: "message_queue_bytes", Limit: int(limit), RetryAfter: time.Second}
+	}
+	return nil
 }
 
 func msgID(seq uint64) string { return "msg_" + strconv.FormatUint(seq, 10) }
@@ -204,6 +224,7 @@ func (a *sbActor) take(opts TakeOptions) (takeResult, error) {
 		states []msgState
 		recs   [][]byte
 		size   int
+		grown  []int // bytes each taken record grows by when it is written again
 		derr   error
 	)
 	err := a.n.store.Read(context.Background(), a.id, func(r Reader) error {
@@ -223,6 +244,7 @@ func (a *sbActor) take(opts TakeOptions) (takeResult, error) {
 				return false
 			}
 			size += len(raw)
+			grown = append(grown, msgHeaderLen+len(raw)-len(v)) // a record of an older version gains its header
 			taken = append(taken, seq)
 			states = append(states, st)
 			recs = append(recs, append([]byte(nil), raw...))
@@ -241,6 +263,7 @@ func (a *sbActor) take(opts TakeOptions) (takeResult, error) {
 		}
 		st := msgState{visibleAt: now.Add(opts.Visibility), attempts: states[i].attempts + 1}
 		a.putMsg(seq, encodeMsg(st, recs[i]))
+		a.msgBytes += int64(grown[i])
 		data := m.Data
 		if data == nil {
 			data = json.RawMessage("null")
@@ -268,13 +291,18 @@ func (n *Node) AckMessages(ctx context.Context, sb string, ids []string) (int, e
 			return 0, err
 		}
 		a.touch()
-		acked := 0
+		acked, freed := 0, 0
 		err := a.n.store.Read(context.Background(), a.id, func(r Reader) error {
 			for _, id := range ids {
 				seq, ok := msgSeqOf(id)
-				if !ok || a.getMsg(r, seq) == nil {
+				if !ok {
 					continue
 				}
+				v := a.getMsg(r, seq)
+				if v == nil {
+					continue
+				}
+				freed += len(v)
 				a.delMsg(seq)
 				acked++
 			}
@@ -285,6 +313,7 @@ func (n *Node) AckMessages(ctx context.Context, sb string, ids []string) (int, e
 		}
 		if acked > 0 {
 			a.msgCount -= acked
+			a.msgBytes -= int64(freed)
 			a.saveCounters()
 		}
 		return acked, nil

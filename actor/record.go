@@ -10,7 +10,7 @@ import (
 var (
 	keyMeta     = []byte("m")  // sandboxRec (JSON)
 	keyAlarm    = []byte("a")  // alarm time, big-endian unix nanoseconds
-	keyCounters = []byte("c")  // last event seq, last message seq, queued messages (3 × big-endian uint64; older: the first 2)
+	keyCounters = []byte("c")  // last event seq, last message seq, queued messages (3 × big-endian uint64; older: the first 2; the third is written, not read)
 	pfxEvent    = []byte("e")  // e<seq> → eventRec
 	pfxMessage  = []byte("q")  // q<seq> → delivery header + messageRec (msgrec.go)
 	pfxSession  = []byte("s/") // s/<id> → sessionRec

@@ -160,8 +160,9 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 		Tenant: spec.Tenant, Pool: maps.Clone(spec.Pool), CreatedAt: now, LastActiveAt: now,
 		State: StateRunning, Budget: toBudgetRec(decided), Node: a.n.cfg.NodeID, Files: spec.Cwd != "",
 	}
-	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, 0, msgBase, time.Time{}, time.Time{}
-	a.msgCount, a.msgDirty = 0, nil
+	a.evSeq, a.msgSeq, a.alarmAt, a.savedAlarm = evBase, msgBase, time.Time{}, time.Time{}
+	a.msgDirty = nil
+	a.resetSizes()
 	a.saveRec()
 	a.afterCommit(func() { a.n.owners.confirm(claim) })
 	labels := spec.Labels
@@ -237,8 +238,9 @@ func (a *sbActor) delete() error {
 	b.Ops = nil // everything written earlier in this group is for the deleted sandbox
 	b.DeleteSandbox = true
 	last := Event{Seq: a.evSeq + 1, Type: "sandbox.deleted", At: a.now(), Data: noData}
-	a.rec, a.msgCount, a.msgDirty = nil, 0, nil
-	a.evSeq, a.evFirst, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, 0, time.Time{}, time.Time{}
+	a.rec, a.msgDirty = nil, nil
+	a.evSeq, a.msgSeq, a.alarmAt, a.savedAlarm = 0, 0, time.Time{}, time.Time{}
+	a.resetSizes()
 	a.n.alarms.clear(a.id)
 	id := a.id
 	a.afterCommit(func() { a.n.owners.remove(id) })

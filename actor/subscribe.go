@@ -66,8 +66,8 @@ func (h *hub) closeAll() {
 
 // EventSubscription follows a sandbox's event log: it replays events after the
 // starting seq, then follows new ones as they commit. One goroutine calls Next; Close is
-// safe from any goroutine and idempotent. A follower that falls more than EventLogLimit
-// events behind continues from the oldest event still kept.
+// safe from any goroutine and idempotent. A follower that falls behind the oldest event
+// still kept (EventLogLimit, EventLogBytes) continues from it.
 type EventSubscription struct {
 	n    *Node
 	id   string

@@ -16,15 +16,26 @@ import (
 // first (then stop waits for it).
 func startServerOn(t testing.TB, dataDir string) (ts *testServer, stop func()) {
 	t.Helper()
+	return startServerWith(t, dataDir, nil)
+}
+
+// startServerWith is startServerOn with edit, when set, changing the configuration
+// before the server is made.
+func startServerWith(t testing.TB, dataDir string, edit func(*Config)) (ts *testServer, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(context.Background(), &Config{
+	cfg := &Config{
 		Listen: ln.Addr().String(), DataDir: dataDir, NodeID: "n1", RaftMultiplier: 0.1,
 		Tokens: testTokens(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if edit != nil {
+		edit(cfg)
+	}
+	srv, err := New(context.Background(), cfg)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

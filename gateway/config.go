@@ -187,6 +187,9 @@ type Config struct {
 	// catches up because its replica does not know the sandbox (forward_unknown.go;
 	// tests: the moment a held replica is let go).
 	onCatchUp func(sandbox string)
+	// actorConfig, when set, edits the actor node's configuration before it opens
+	// (tests: small byte bounds on events and messages).
+	actorConfig func(*actor.Config)
 }
 
 func withDefaults(cfg *Config) (Config, error) {

@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	gate := newHandoffGate(cn, leaseOrDefault(c.LeaseTTL)) // the cluster's admission, and planned moves (cluster_handoff.go)
-	node, err := actor.Open(ctx, &actor.Config{
+	acfg := &actor.Config{
 		Storage:   store,
 		Admission: gate.admit,
 		Epoch:     gate.epoch,
@@ -139,7 +139,11 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 		ExitedLimit:           c.ExitedLimit,                   // zero: actor's defaults
 		SessionLimit:          c.SessionLimit,
 		TerminalLimit:         c.TerminalLimit,
-	})
+	}
+	if c.actorConfig != nil {
+		c.actorConfig(acfg)
+	}
+	node, err := actor.Open(ctx, acfg)
 	if err != nil {
 		if host != nil {
 			_ = host.Close()

@@ -20,6 +20,11 @@ func TestDrainMovesPins(t *testing.T) {
 	r := newReporter()
 	h := newHarness(t, 3, func(cfg *Config) {
 		cfg.Labels = map[string]string{"pool": "x", "id": string(cfg.NodeID)}
+		// A drain hands sandboxes over; it never waits for a lease to run out. A
+		// lease long enough that a loaded machine never fails the victim over
+		// keeps this test about the handoff (with 300 ms, at load 17, the victim
+		// was once marked down and its pin failed over, telling it nothing).
+		cfg.LeaseTTL, cfg.LeaseMargin, cfg.Multiplier = 3*time.Second, 500*time.Millisecond, 0.4
 		r.use(cfg)
 	})
 	victim := h.follower(1)

@@ -89,7 +89,28 @@ func (s *Server) unknownHere(ctx context.Context, sb string, timeout time.Durati
 // run, or a new one, started now when none runs. It returns nil once the server is
 // shutting down.
 func (s *Server) joinCatchUp() *catchUpRound {
-	g := &s.catchUps
+	return s.catchUps.join(func(r *catchUpRound) bool {
+		if !s.trackStream(1) {
+			return false
+		}
+		go s.runCatchUps(r)
+		return true
+	})
+}
+
+// runCatchUps runs r, then each catch-up that was queued meanwhile, until none is.
+func (s *Server) runCatchUps(r *catchUpRound) {
+	defer s.bg.Done()
+	for r != nil {
+		r = s.catchUps.ended(r, s.catchUpOnce())
+	}
+}
+
+// join returns a catch-up that begins after the call: the one queued, which it
+// joins, or a new one, queued behind the one running or, when none runs, handed
+// to start (called with the group's lock held) to run now. It returns nil when
+// start could not run it.
+func (g *catchUpGroup) join(start func(r *catchUpRound) bool) *catchUpRound {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.next != nil {
@@ -100,26 +121,24 @@ func (s *Server) joinCatchUp() *catchUpRound {
 		g.next = r
 		return r
 	}
-	if !s.trackStream(1) {
+	if !start(r) {
 		return nil
 	}
 	g.running = true
-	go s.runCatchUps(r)
 	return r
 }
 
-// runCatchUps runs r, then each catch-up that was queued meanwhile, until none is.
-func (s *Server) runCatchUps(r *catchUpRound) {
-	defer s.bg.Done()
-	g := &s.catchUps
-	for r != nil {
-		r.err = s.catchUpOnce()
-		close(r.done)
-		g.mu.Lock()
-		r, g.next = g.next, nil
-		g.running = r != nil
-		g.mu.Unlock()
-	}
+// ended tells r's waiters that it ended with err, and returns the catch-up queued
+// behind it, which the caller runs next, or nil: then none runs.
+func (g *catchUpGroup) ended(r *catchUpRound, err error) *catchUpRound {
+	r.err = err
+	close(r.done)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	next := g.next
+	g.next = nil
+	g.running = next != nil
+	return next
 }
 
 // catchUpOnce runs one catch-up within the hold timeout, or until Shutdown.

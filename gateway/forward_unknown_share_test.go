@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,5 +188,67 @@ func TestClusterReadIndexCatchUp(t *testing.T) {
 	after := catchUpsOf(lt.lagging)
 	if after[catchUpReadIndex]-before[catchUpReadIndex] != 1 || after[catchUpWrite] != before[catchUpWrite] {
 		t.Fatalf("catch-ups %v (were %v): want one read_index and no write", after, before)
+	}
+}
+
+// TestCatchUpGroupHammer: many requests join catch-ups at once, again and again.
+// Every request gets a catch-up that began after it joined, at most one runs at a
+// time, and requests share them (fewer catch-ups than requests).
+func TestCatchUpGroupHammer(t *testing.T) {
+	t.Parallel()
+	const workers, each = 8, 300
+	var (
+		g        catchUpGroup
+		begun    atomic.Uint64 // catch-ups begun so far
+		inFlight atomic.Int32
+		mu       sync.Mutex
+		beganAt  = map[*catchUpRound]uint64{}
+		runners  sync.WaitGroup
+	)
+	run := func(r *catchUpRound) {
+		defer runners.Done()
+		for r != nil {
+			mu.Lock()
+			beganAt[r] = begun.Add(1)
+			mu.Unlock()
+			if n := inFlight.Add(1); n != 1 {
+				t.Errorf("%d catch-ups ran at once", n)
+			}
+			goruntime.Gosched() // the catch-up's work: let joiners in meanwhile
+			inFlight.Add(-1)
+			r = g.ended(r, nil)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				before := begun.Load()
+				r := g.join(func(r *catchUpRound) bool {
+					runners.Add(1)
+					go run(r)
+					return true
+				})
+				<-r.done
+				mu.Lock()
+				at := beganAt[r]
+				mu.Unlock()
+				if at <= before {
+					t.Errorf("a request joined catch-up #%d, begun before it joined (%d had begun)", at, before)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	runners.Wait()
+	if n := begun.Load(); n >= workers*each {
+		t.Errorf("%d requests cost %d catch-ups: none shared", workers*each, n)
+	}
+	t.Logf("%d requests, %d catch-ups", workers*each, begun.Load())
+	if g.running || g.next != nil {
+		t.Errorf("catch-ups left behind: running %v, next %v", g.running, g.next)
 	}
 }

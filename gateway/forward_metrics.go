@@ -44,7 +44,7 @@ func newForwardMetrics() *forwardMetrics {
 		}),
 		catchUps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandgate_forward_catchups_total",
-			Help: "Catch-ups with the leader before serving a sandbox this node's replica did not know, by how: read_index (the leader's commit index, no write), write (an empty write through the log, when the leader could not vouch for an index), failed (neither within the hold timeout).",
+			Help: "Catch-ups with the leader before serving a sandbox this node's replica did not know, by how: read_index (the leader's commit index, no write), write (an empty write through the log, when the leader could not vouch for an index), failed (an error, or neither within the hold timeout).",
 		}, []string{"via"}),
 		catchUpWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sandgate_forward_catchup_waits_total",

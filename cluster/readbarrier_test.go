@@ -23,15 +23,30 @@ func (g *countGate) wait(i uint64) {
 }
 
 // countGated starts a 3-node cluster whose replicas can each be held behind and
-// count their batch entries.
+// count their batch entries, and waits until every node holds a lease. Raft runs at
+// half its default timeouts rather than the package's tenth, and leases last 10 s:
+// a spurious election (which could make the held replica lead) or a lease renewed
+// after it lapsed (which syncs through the log) would get in the way.
 func countGated(tb testing.TB) ([]*Node, []*countGate) {
 	tb.Helper()
 	gates := []*countGate{{}, {}, {}}
-	nodes := clusterWith(tb, 3, func(i int, cfg *Config) { cfg.BeforeBatches = gates[i].wait })
+	nodes := clusterWith(tb, 3, func(i int, cfg *Config) {
+		cfg.BeforeBatches = gates[i].wait
+		cfg.Multiplier = 0.5
+		cfg.LeaseTTL, cfg.LeaseMargin = 10*time.Second, time.Second
+	})
 	tb.Cleanup(func() { // before the nodes close (cleanups run last first)
 		for _, g := range gates {
 			g.open()
 		}
+	})
+	waitFor(tb, "every node to hold a lease", func() bool {
+		for _, nd := range nodes {
+			if ok, _ := nd.Lease(); !ok {
+				return false
+			}
+		}
+		return true
 	})
 	return nodes, gates
 }
@@ -116,12 +131,19 @@ func TestReadBarrierNewLeaderFallsBack(t *testing.T) {
 	}
 	ng.shut()
 	mustWrite(t, old, "rb-new", "k", "v")
-	if err := old.raft.LeadershipTransferToServer(raft.ServerID(next.ID()), raft.ServerAddress(next.RaftAddr())).Error(); err != nil {
-		t.Fatalf("transfer leadership from %s to %s: %v", old.ID(), next.ID(), err)
-	}
+	waitFor(t, string(next.ID())+" to lead", func() bool {
+		if next.IsLeader() {
+			return true
+		}
+		l := leader(t, nodes...)
+		if err := l.raft.LeadershipTransferToServer(raft.ServerID(next.ID()), raft.ServerAddress(next.RaftAddr())).Error(); err != nil {
+			t.Logf("transfer leadership from %s to %s: %v (again)", l.ID(), next.ID(), err)
+		}
+		return next.IsLeader()
+	})
 	waitFor(t, string(f.ID())+" to follow "+string(next.ID()), func() bool {
 		id, _ := f.Leader()
-		return next.IsLeader() && id == next.ID()
+		return id == next.ID()
 	})
 	// The new leader's first entries (a no-op, its Barrier) are in its log once its
 	// last entry is the Barrier; the next one is the follower's write.

@@ -25,9 +25,9 @@ import (
 
 // catchUpGroup shares catch-ups among the requests of one node: at most one runs,
 // and at most one waits behind it, which every request that comes meanwhile joins,
-// so a burst of N unknown sandboxes costs two catch-ups, not N. Its zero value is
-// ready; safe for concurrent use. One goroutine, counted in Server.bg, runs the
-// catch-ups one after the other while there are any.
+// so N unknown requests that come while one runs cost two catch-ups, not N. Its
+// zero value is ready; safe for concurrent use. One goroutine, counted in
+// Server.bg, runs the catch-ups one after the other while there are any.
 type catchUpGroup struct {
 	mu      sync.Mutex
 	running bool
@@ -44,7 +44,7 @@ type catchUpRound struct {
 const (
 	catchUpReadIndex = "read_index" // the leader's commit index, no write
 	catchUpWrite     = "write"      // the fallback: an empty write through the log
-	catchUpFailed    = "failed"     // neither within the hold timeout
+	catchUpFailed    = "failed"     // an error, or neither within the hold timeout
 )
 
 // unknownHere reports whether this node, about to serve a request for sandbox sb

@@ -43,10 +43,10 @@
 //     partitions of this node are handed to another (stop their actors, then return).
 //   - Write, Read and Sandboxes are the sandbox store (store.go): Write commits a
 //     Batch through the leader from any node, Read serves one sandbox from this
-//     node's replica with its own acknowledged writes on top, Sandboxes lists them
-//     all, CatchUp waits for every entry committed before it. Config.OnApply tells
-//     the gateway which sandboxes each write changed; Config.BeforeBatches (tests
-//     only) holds a replica before an entry of records.
+//     node's replica with its acknowledged writes on top, Sandboxes lists them all;
+//     CatchUp (a write) and ReadBarrier (a read index: docs/design.md) wait for every
+//     entry committed before them. Config.OnApply tells the gateway which sandboxes
+//     each write changed; Config.BeforeBatches (tests only) holds a replica behind.
 //   - Join, Remove, Drain, Pin, Unpin and DropPin run on the leader only; elsewhere
 //     they return a *NotLeaderError naming the leader's id and addresses so the
 //     gateway can forward. DropPin removes a pin only if no record of its sandbox

@@ -37,6 +37,9 @@ type fsm struct {
 	onValues func()
 	// leases is the last leader's lease entry applied here (leaderlease.go).
 	leases leaseNotes
+	// mark is how far this replica has applied the log, for read indexes
+	// (readbarrier.go).
+	mark appliedMark
 }
 
 var _ raft.FSM = (*fsm)(nil)

@@ -36,6 +36,7 @@ type Node struct {
 	// pools its batch connections to the leader (store_rpc.go).
 	commits *committer
 	rpcs    rpcPool
+	reads   rpcPool // connections to the leader for read indexes (readindex.go)
 
 	ctx    context.Context // the node's lifetime; Close cancels it
 	cancel context.CancelFunc
@@ -201,6 +202,7 @@ func open(ctx context.Context, c *Config) (_ *Node, err error) {
 		streamHeartbeat: n.serveHeartbeats,
 		streamBatch:     n.serveBatches,
 		streamHandoff:   n.serveHandoffReport,
+		streamReadIndex: n.serveReadIndex,
 	})
 	n.wg.Add(4)
 	n.verifying.Add(1)

@@ -47,6 +47,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		out[i] = f.applyOne(l)
 	}
 	f.flush(&r, out, false)
+	f.noteApplied(logs)
 	return out
 }
 

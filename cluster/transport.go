@@ -20,10 +20,10 @@ import (
 // Multiplexing: after the handshake, the first byte of every inbound connection says what it carries.
 // raft's network transport opens each connection with an RPC type byte (0 to 4);
 // heartbeat connections open with streamHeartbeat, batch RPCs (store_rpc.go) with
-// streamBatch and handoff reports (handoff_report.go) with streamHandoff, which raft
-// never sends. An accept loop reads that byte on a goroutine
-// per connection and hands raft's connections (the byte put back) to raft's Accept,
-// the others to their server.
+// streamBatch, handoff reports (handoff_report.go) with streamHandoff and read
+// indexes (readindex.go) with streamReadIndex, which raft never sends. An accept
+// loop reads that byte on a goroutine per connection and hands raft's connections
+// (the byte put back) to raft's Accept, the others to their server.
 //
 // Ownership: raft's NetworkTransport.Close stops its listener but leaves accepted
 // connections to be closed by their peers (their handlers block in Read) and pooled

@@ -183,9 +183,10 @@ type Config struct {
 	// beforeBatches, when set, is the cluster node's Config.BeforeBatches (tests: a
 	// replica held behind the leader).
 	beforeBatches func(index uint64)
-	// onCatchUp, when set, is called with the sandbox's id just before this node
-	// catches up because its replica does not know the sandbox (forward_unknown.go;
-	// tests: the moment a held replica is let go).
+	// onCatchUp, when set, is called with the sandbox's id once a request has
+	// joined a catch-up because this node's replica does not know the sandbox, just
+	// before it waits for it (forward_unknown.go; tests: the moment a held replica is
+	// let go).
 	onCatchUp func(sandbox string)
 	// actorConfig, when set, edits the actor node's configuration before it opens
 	// (tests: small byte bounds on events and messages).

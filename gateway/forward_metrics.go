@@ -16,6 +16,11 @@ type forwardMetrics struct {
 	heldNow  prometheus.Gauge
 	holdTime prometheus.Histogram
 	streams  prometheus.Gauge
+	// catchUps counts the catch-ups before serving sandboxes this node's replica did
+	// not know, by how they went; catchUpWaits the requests that waited for one
+	// (forward_unknown.go): their ratio is how many requests share one.
+	catchUps     *prometheus.CounterVec
+	catchUpWaits prometheus.Counter
 }
 
 func newForwardMetrics() *forwardMetrics {
@@ -37,6 +42,17 @@ func newForwardMetrics() *forwardMetrics {
 			Name: "sandgate_forward_streams",
 			Help: "SSE and WebSocket streams this node proxies to their sandboxes' owners now.",
 		}),
+		catchUps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandgate_forward_catchups_total",
+			Help: "Catch-ups with the leader before serving a sandbox this node's replica did not know, by how: read_index (the leader's commit index, no write), write (an empty write through the log, when the leader could not vouch for an index), failed (an error, or neither within the hold timeout).",
+		}, []string{"via"}),
+		catchUpWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandgate_forward_catchup_waits_total",
+			Help: "Requests that waited for a catch-up before serving a sandbox this node's replica did not know; concurrent ones share catch-ups.",
+		}),
+	}
+	for _, v := range []string{catchUpReadIndex, catchUpWrite, catchUpFailed} {
+		m.catchUps.WithLabelValues(v)
 	}
 	for _, r := range []string{forwardOK, forwardRetry421, forwardHeld, forwardUnavailable} {
 		m.forwards.WithLabelValues(r)
@@ -46,5 +62,5 @@ func newForwardMetrics() *forwardMetrics {
 
 // collectors returns the metrics to register.
 func (m *forwardMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.forwards, m.heldNow, m.holdTime, m.streams}
+	return []prometheus.Collector{m.forwards, m.heldNow, m.holdTime, m.streams, m.catchUps, m.catchUpWaits}
 }

@@ -40,6 +40,7 @@ type Server struct {
 	streams   *streamRegistry // this node's streams by sandbox, ended when it moves
 	tickets   *ticketStore    // OpenCode connect tickets of this node's sandboxes
 	handoffs  *handoffGate    // the actor's admission: the cluster's, and planned moves
+	catchUps  catchUpGroup    // catch-ups before serving unknown sandboxes (forward_unknown.go)
 	plugins   *plugins.Host   // nil without a policy plugin
 	reloads   chan uint64     // plugin generations put in service, for refreshBudgets
 	bg        sync.WaitGroup  // background goroutines, stopped by Shutdown

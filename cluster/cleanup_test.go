@@ -24,10 +24,10 @@ func TestDeadServerCleanup(t *testing.T) {
 	// Safety: not before the member was silent for the timeout. Silence counts from
 	// its last heartbeat, sent up to L/6 before the kill (L is a generous bound).
 	gone := time.Since(killed)
-	if gone < timeout-testL {
+	if gone < timeout-deadTestL {
 		t.Fatalf("removed %v after the kill, before the timeout of %v", gone, timeout)
 	}
-	t.Logf("removed and replaced %v after the kill: L + δ = %v to be marked down, a timeout of %v", gone, testL+testMargin, timeout)
+	t.Logf("removed and replaced %v after the kill: L + δ = %v to be marked down, a timeout of %v", gone, deadTestL+deadTestMargin, timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := onLeader(t, rest, func(l *Node) error { return l.SetValues(ctx, map[string][]byte{"k": []byte("v")}) }); err != nil {
@@ -108,6 +108,13 @@ func TestDeadServerKeptWithoutSpare(t *testing.T) {
 // Generous, as liveness bounds are.
 const deadTestTimeout = 8 * time.Second
 
+// deadTestL and deadTestMargin are the lease of the dead-server tests, with raft's
+// timers at 0.4 (200 ms heartbeats): each election restarts a dead member's
+// timeout, and with the package's 50 ms timers a whole-suite CI run on a loaded
+// machine once saw elections every few seconds for two minutes, so the timeout never
+// ran out.
+const deadTestL, deadTestMargin = 2 * time.Second, 300 * time.Millisecond
+
 // cleanupPatience bounds the wait for a dead server's removal. Silence counts from a
 // leadership's start at the earliest, so each election on a loaded machine restarts
 // the timeout: the bound is well past patience.
@@ -130,7 +137,10 @@ func waitLong(tb testing.TB, what string, cond func() bool) {
 // their timeout.
 func formedWithTimeout(t *testing.T, n int, timeout time.Duration) []*Node {
 	t.Helper()
-	nodes := clusterWith(t, n, func(_ int, cfg *Config) { cfg.DeadServerTimeout = time.Hour })
+	nodes := clusterWith(t, n, func(_ int, cfg *Config) {
+		cfg.DeadServerTimeout = time.Hour
+		cfg.LeaseTTL, cfg.LeaseMargin, cfg.Multiplier = deadTestL, deadTestMargin, 0.4
+	})
 	for _, nd := range nodes {
 		nd.deadAfter.Store(int64(timeout))
 	}

@@ -255,9 +255,16 @@ func (ip *initProc) signal(fr *frame) {
 
 // signalTreeLocked sends sig to the group led by the spawned process pid and, if it
 // leads a session, to every other process of the session. The caller holds mu, so pid
-// is unreaped and its ids cannot be reused meanwhile.
+// is unreaped and its ids cannot be reused meanwhile. A process started async may not
+// have made its group yet (it does so before its exec): it gets the signal itself
+// (SIGKILL at once; another stays blocked until just before the exec, where its
+// default action applies).
 func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
-	if err := unix.Kill(-pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+	err := unix.Kill(-pid, sig)
+	if errors.Is(err, unix.ESRCH) {
+		err = unix.Kill(pid, sig)
+	}
+	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("failed to signal process group %d: %w", pid, err)
 	}
 	if ip.kids[pid].session {
@@ -311,7 +318,24 @@ func (ip *initProc) reap() {
 			return
 		}
 		k, spawned := ip.kids[pid]
-		if spawned && !ip.ending.Load() {
+		var failed error
+		if spawned && ip.own != nil {
+			var forget pathKey
+			if failed, forget = ip.own.async.reaped(pid); forget.name != "" {
+				// Gone from the host's directory since it was cached: the next spawn
+				// searches again.
+				ip.paths.forgetKey(forget)
+			}
+		}
+		switch {
+		case spawned && failed != nil && !ip.ending.Load():
+			// An async spawn whose child failed before its exec: answered as a spawn
+			// that failed, then the status pipe closed without a status.
+			_ = ip.c.send(errorFrame(k.id, failed), nil, nil)
+			if k.status >= 0 {
+				_ = unix.Close(k.status)
+			}
+		case spawned && !ip.ending.Load():
 			fr := &frame{Op: opExit, ID: k.id}
 			fr.Code, fr.Signal = siginfoStatus(&info)
 			wrote := false

@@ -131,12 +131,12 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
-	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	pid, err := ip.forkIn(j, argv0, fr.Argv, attr, cached)
 	if cached && errors.Is(err, unix.ENOENT) {
 		// Gone from the host's directory since it was cached: search again.
 		ip.paths.forget(fr.Argv[0], attr.Env)
 		if argv0, _, err = ip.paths.lookPath(fr.Argv[0], attr.Env, attr.Dir); err == nil {
-			pid, err = ip.forkIn(j, argv0, fr.Argv, attr)
+			pid, err = ip.forkIn(j, argv0, fr.Argv, attr, false)
 		}
 	}
 	ip.lease.release()
@@ -174,9 +174,9 @@ func (ip *initProc) spawn(j spawnJob) {
 // with a lease the caller holds it (initLease.hold), so the group cannot be frozen
 // meanwhile with the init inside. (The seccomp filter that fallback children inherit
 // from this thread refuses clone3, whose flags it cannot see.)
-func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr, cached bool) (int, error) {
 	if ip.own != nil {
-		return ip.own.start(j, argv0, argv, attr)
+		return ip.own.start(j, argv0, argv, attr, cached)
 	}
 	if !j.fr.Cgroup {
 		return syscall.ForkExec(argv0, argv, attr)

@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -28,7 +29,8 @@ const (
 )
 
 // asyncSlot is the memory of one spawn the spawner does not wait for (see
-// asyncSlots). Its fields are used under the init's mu.
+// asyncSlots). A free slot is the spawner's own; busy, pid and a busy slot's other
+// fields are used under asyncSlots.mu.
 type asyncSlot struct {
 	mem  []byte             // guard | stack | control page; mapped once, never unmapped
 	a    *C.struct_sg_spawn // in the control page
@@ -50,8 +52,9 @@ type asyncSlot struct {
 // spawn of the sandbox queue behind the one before: see the package doc, "Spawning").
 // A slot is free again once the kernel cleared its tid (CLONE_CHILD_CLEARTID: at the
 // child's exec or exit) and, if the child failed before its exec, the reaper has
-// reported that. Used under the init's mu, by the spawner and the reaper.
+// reported that. Used by the spawner (start) and the reaper (reaped).
 type asyncSlots struct {
+	mu  sync.Mutex // a leaf: nothing else is locked under it
 	all []*asyncSlot
 }
 
@@ -65,12 +68,21 @@ func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 		return 0, false, nil
 	}
 	pid, err = sl.start(argv0, argv, attr, cgroup, procs, filter, cached)
-	return pid, true, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		sl.release()
+		return 0, true, err
+	}
+	sl.busy, sl.pid = true, pid
+	return pid, true, nil
 }
 
 // get returns a free slot, or nil if all maxAsync are in use: it frees the slots
 // whose child has exec'd, and maps a new one while there are fewer than maxAsync.
 func (s *asyncSlots) get() *asyncSlot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var free *asyncSlot
 	for _, sl := range s.all {
 		if sl.busy && atomic.LoadUint32(sl.tid) == 0 && sl.a.err == 0 {
@@ -96,6 +108,8 @@ func (s *asyncSlots) get() *asyncSlot {
 // before its exec, if it did, and the PATH cache's entry to forget for it (name "" if
 // none): the path came from the cache and the exec found no file there.
 func (s *asyncSlots) reaped(pid int) (failed error, forget pathKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, sl := range s.all {
 		if !sl.busy || sl.pid != pid {
 			continue
@@ -130,9 +144,10 @@ func newAsyncSlot() (*asyncSlot, error) {
 	return &asyncSlot{mem: mem, a: a, tid: tid}, nil
 }
 
-// start starts argv0 as cloneSpawn does, without waiting for the child's exec or
-// failure: a failure is the reaper's to report (reaped). It returns the pid, or an
-// error if no child was made.
+// start starts argv0 as cloneSpawn does on the free slot sl, without waiting for the
+// child's exec or failure: a failure is the reaper's to report (reaped). It returns
+// the pid, or an error if no child was made; the caller marks the slot busy, or frees
+// it.
 func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (int, error) {
 	*sl.a = C.struct_sg_spawn{}
 	sl.b, sl.fds = fillSpawn(sl.a, argv0, argv, attr, cgroup, procs, filter)
@@ -147,10 +162,9 @@ func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 	atomic.StoreUint32(sl.tid, 1)
 	pid := int(C.sg_spawn_async(sl.a))
 	if pid < 0 {
-		sl.release()
 		return 0, cloneError(pid, cgroup)
 	}
-	sl.busy, sl.pid, sl.name = true, pid, argv[0]
+	sl.name = argv[0]
 	if cached {
 		sl.forget = pathKey{argv[0], pathOf(attr.Env)}
 	}

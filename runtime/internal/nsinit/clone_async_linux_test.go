@@ -139,3 +139,61 @@ func TestNoWaitSpawnsDoNotQueue(t *testing.T) {
 		t.Fatalf("the frozen spawn after the thaw: %+v, %v", st, ok)
 	}
 }
+
+// TestExitsReportedDuringFork checks that the reaper reports exits while the spawner
+// is in a fork: a waited spawn into a frozen group keeps the spawner in clone3 until
+// the thaw (its child never reaches its exec), and an exit meanwhile is reported at
+// once, not after the thaw.
+func TestExitsReportedDuringFork(t *testing.T) {
+	t.Parallel()
+	home, tree := treeGroups(t, nil)
+	in := startInit(t, Config{Cgroup: home})
+	if in.SpawnPath() != SpawnCloneInto {
+		t.Skipf("the init spawns on the %v path", in.SpawnPath())
+	}
+	ctx := testCtx(t)
+	ir, iw := mustPipe(t)
+	defer iw.Close()
+	cat, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"cat"}, Stdin: ir})
+	_ = ir.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeze := func(v string) {
+		if err := os.WriteFile(filepath.Join(tree, "cgroup.freeze"), []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freeze("1")
+	thawed := false
+	defer func() {
+		if !thawed {
+			freeze("0")
+		}
+	}()
+	procs, dir := openTree(t, tree)
+	started := make(chan error, 1)
+	go func() {
+		ch, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, Cgroup: procs, CgroupDir: dir})
+		if err == nil {
+			_, err = ch.Wait(ctx)
+		}
+		started <- err
+	}()
+	waitFor(t, "a process in the frozen group", func() bool { return len(cgroupPIDs(t, tree)) == 1 })
+
+	_ = iw.Close() // cat exits
+	if st, err := cat.Wait(ctx); err != nil || st.Code != 0 {
+		t.Fatalf("cat's exit while the spawner forks: %+v, %v", st, err)
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("the spawn into the frozen group ended before the thaw: %v", err)
+	default:
+	}
+	freeze("0")
+	thawed = true
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+}

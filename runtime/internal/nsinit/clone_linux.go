@@ -25,8 +25,7 @@ type ownSpawn struct {
 	// pin pins filter and prog for the life of the init: the children read them, an
 	// async one after the call that started it returned.
 	pin goruntime.Pinner
-	// async are the slots of the spawns the spawner does not wait for; used under the
-	// init's mu.
+	// async are the slots of the spawns the spawner does not wait for.
 	async asyncSlots
 }
 
@@ -77,7 +76,8 @@ func (ip *initProc) spawnPath() SpawnPath {
 // PATH cache. cgroupFDs gives the group's cgroup.procs and directory fds of a spawn
 // that names one. A NoWait spawn is started async where a slot is free: the call
 // returns without waiting for the child's exec, and a child that fails before it is
-// reported by the reaper (asyncSlots). The caller holds the init's mu.
+// reported by the reaper (asyncSlots). The caller holds the lease (initLease.hold),
+// not the init's mu.
 func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr, cached bool) (int, error) {
 	cg, procs := -1, -1
 	if j.fr.Cgroup {

@@ -251,9 +251,12 @@
 // The started frame carries the process in SCM_CREDENTIALS (the init, with
 // CAP_SYS_ADMIN, may name another process): the kernel translates the pid into the
 // receiver's pid namespace, which is how the server learns the host pid without a
-// /proc scan. The init holds one lock across fork, the started frame, and each
-// wait4, so a process is never reaped before it is announced, and its exit frame
-// always follows its started frame. With home set, the init's fds 4 and 5 are its own
+// /proc scan. The init holds one lock across a child's registration and its started
+// frame, and across each wait4, and its reaper leaves a child it does not know alone
+// while a fork is under way, so a process is never reaped before it is announced, and
+// its exit frame always follows its started frame. The fork itself runs outside that
+// lock: exits are reported while the spawner waits in clone3 (for a vfork child, or
+// preempted by an async one). With home set, the init's fds 4 and 5 are its own
 // group's cgroup.procs and directory. The pidfd (the init forks with CLONE_PIDFD) is
 // what Child.ExitFD hands out: a poll on it sees the exit without waiting for the
 // exit frame, which still brings the status.

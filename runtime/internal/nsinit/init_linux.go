@@ -46,10 +46,11 @@ func Main() {
 }
 
 // initProc is the init's state. kids maps the pid of each live spawned process to its
-// spawn id; mu is held across fork, registration and the started frame, and by the
-// reaper across wait4 and the lookup, so a process is never reaped before its started
-// frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames follow
-// started ones.
+// spawn id; mu is held across registration and the started frame, and by the reaper
+// across wait4 and the lookup, and the reaper leaves a child it does not know unreaped
+// while a fork is under way (spawning), so a process is never reaped before its
+// started frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames
+// follow started ones.
 type initProc struct {
 	c    *conn
 	cfg  Config
@@ -73,6 +74,11 @@ type initProc struct {
 	mu   sync.Mutex
 	kids map[int]kid
 	ids  map[uint64]int
+	// spawning is set while the spawner forks outside mu, until it has registered the
+	// child; spawned (on mu) is broadcast when it is cleared. The reaper leaves a child
+	// it does not know unreaped while spawning is set: it may be that one.
+	spawning bool
+	spawned  *sync.Cond
 }
 
 // kid is a live spawned process: its spawn id, whether it leads a session, and the
@@ -114,6 +120,7 @@ func runInit() int {
 	}
 	ip := &initProc{c: c, kick: kick, homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	ip.spawned = sync.NewCond(&ip.mu)
 	done := make(chan int, 1)
 	if err := ip.setup(done); err != nil {
 		_ = c.send(errorFrame(0, err), nil, nil)
@@ -303,9 +310,10 @@ func (ip *initProc) reapLoop() {
 // its leader.
 func (ip *initProc) reap() {
 	for {
-		// Under mu: a process forked but not yet announced must stay unreaped, or its
-		// pid could not be named in the started frame; and its exit frame must follow
-		// its started frame.
+		// Under mu, and not while a fork is under way for a child not yet known: a
+		// process forked but not yet announced must stay unreaped, or its pid could not
+		// be named in the started frame; and its exit frame must follow its started
+		// frame.
 		ip.mu.Lock()
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
@@ -318,6 +326,13 @@ func (ip *initProc) reap() {
 			return
 		}
 		k, spawned := ip.kids[pid]
+		if !spawned && ip.spawning {
+			// Perhaps the child of the fork under way, not yet registered: look again
+			// once it is.
+			ip.spawned.Wait()
+			ip.mu.Unlock()
+			continue
+		}
 		var failed error
 		if spawned && ip.own != nil {
 			var forget pathKey

@@ -125,9 +125,16 @@ func (ip *initProc) spawn(j spawnJob) {
 	if !fr.NoWait {
 		attr.Sys.PidFD = &pidfd
 	}
+	// The fork runs without mu, so the reaper goes on reporting exits meanwhile (the
+	// spawner may wait for its child in clone3, or be preempted by it there); a child
+	// it finds before it is registered below waits for that (spawning).
 	ip.mu.Lock()
-	defer ip.mu.Unlock()
+	ip.spawning = true
+	ip.mu.Unlock()
+	defer ip.mu.Unlock() // taken again below, to register the child
 	if err := ip.lease.hold(fr.Lease); err != nil {
+		ip.mu.Lock()
+		ip.spawnedLocked()
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
@@ -140,6 +147,8 @@ func (ip *initProc) spawn(j spawnJob) {
 		}
 	}
 	ip.lease.release()
+	ip.mu.Lock()
+	ip.spawnedLocked()
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
@@ -166,6 +175,13 @@ func (ip *initProc) spawn(j spawnJob) {
 		// Without its host pid the client can still wait for and signal the process.
 		_ = ip.c.send(started, nil, nil)
 	}
+}
+
+// spawnedLocked ends the spawn that set spawning: its child, if any, is registered
+// by the caller before it releases mu. It wakes a reaper waiting for that.
+func (ip *initProc) spawnedLocked() {
+	ip.spawning = false
+	ip.spawned.Broadcast()
 }
 
 // forkIn starts the process, in the cgroup the request names if any. On the own path

@@ -91,8 +91,8 @@
 // has exec'd, and the spawns of a sandbox queue behind one another for the child's
 // whole way there: waiting for a CPU (the kernel may place the new child on the other,
 // busy one while the spawner's goes idle), its own steps, and the exec's until its
-// point of no return. Timed in the init under eight clients, that was 300-400 µs of
-// each spawn's 400-500 on the spawner thread, which was busy 90% of the time
+// point of no return. Timed in the init under eight clients, that was 300-360 µs of
+// each spawn's 350-420 on the spawner thread, which was busy 90% of the time
 // (BENCHMARKS.md, "#14, sixth pass"). A NoWait spawn is instead cloned without
 // CLONE_VFORK, on a slot of its own (a stack with a guard page, and a control page
 // with the spawn's arguments, which the child reads and writes its failure into;

@@ -75,9 +75,11 @@ type initProc struct {
 	kids map[int]kid
 	ids  map[uint64]int
 	// spawning is set while the spawner forks outside mu, until it has registered the
-	// child; spawned (on mu) is broadcast when it is cleared. The reaper leaves a child
-	// it does not know unreaped while spawning is set: it may be that one.
+	// child; spawnSeq counts the spawns that set it, and spawned (on mu) is broadcast
+	// when it is cleared. The reaper leaves a child it does not know unreaped until the
+	// spawn under way when it found it has ended: it may be that spawn's child.
 	spawning bool
+	spawnSeq uint64
 	spawned  *sync.Cond
 }
 
@@ -309,6 +311,9 @@ func (ip *initProc) reapLoop() {
 // whatever is left of them is killed before it is reaped, as a process tree ends with
 // its leader.
 func (ip *initProc) reap() {
+	// An unknown child found while spawn waitedSeq was under way, and waited for.
+	var waitedPID int
+	var waitedSeq uint64
 	for {
 		// Under mu, and not while a fork is under way for a child not yet known: a
 		// process forked but not yet announced must stay unreaped, or its pid could not
@@ -326,10 +331,15 @@ func (ip *initProc) reap() {
 			return
 		}
 		k, spawned := ip.kids[pid]
-		if !spawned && ip.spawning {
+		if !spawned && ip.spawning && (pid != waitedPID || ip.spawnSeq == waitedSeq) {
 			// Perhaps the child of the fork under way, not yet registered: look again
-			// once it is.
-			ip.spawned.Wait()
+			// once that spawn has ended. Found again during a later spawn, it is an
+			// orphan (that spawn's child did not exist yet, and the pid, unreaped, could
+			// not be reused), so a stream of spawns never holds it up for long.
+			waitedPID, waitedSeq = pid, ip.spawnSeq
+			for ip.spawning && ip.spawnSeq == waitedSeq {
+				ip.spawned.Wait()
+			}
 			ip.mu.Unlock()
 			continue
 		}

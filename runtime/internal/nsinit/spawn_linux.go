@@ -130,6 +130,7 @@ func (ip *initProc) spawn(j spawnJob) {
 	// it finds before it is registered below waits for that (spawning).
 	ip.mu.Lock()
 	ip.spawning = true
+	ip.spawnSeq++
 	ip.mu.Unlock()
 	defer ip.mu.Unlock() // taken again below, to register the child
 	if err := ip.lease.hold(fr.Lease); err != nil {

@@ -18,7 +18,8 @@ import (
 // NoWait spawn with a status pipe), in phases rotated with eight clients of a raw
 // exec.Command("true").Run(). It reports the throughput ratio, and the init's CPU and
 // context switches per spawn (its live threads'), which show what the init's own
-// scheduling costs without an HTTP server's noise around it.
+// scheduling costs without an HTTP server's noise around it, and how much private
+// memory the spawns left the init with.
 //
 //	go test -run '^$' -bench BenchmarkSpawnConcurrent -benchtime=1x ./runtime/internal/nsinit/
 func BenchmarkSpawnConcurrent(b *testing.B) {
@@ -54,6 +55,7 @@ func BenchmarkSpawnConcurrent(b *testing.B) {
 		}
 	}
 	spawn()
+	mem0 := privateKiB(b, in.PID())
 	const clients, perClient, phases = 8, 50, 6
 	phase := func(run func()) time.Duration {
 		var wg sync.WaitGroup
@@ -89,6 +91,8 @@ func BenchmarkSpawnConcurrent(b *testing.B) {
 	b.ReportMetric(float64(rawD)/float64(nsD), "spawn/raw-8c")
 	b.ReportMetric(float64(cpu.Microseconds())/n, "init-cpu-µs/spawn")
 	b.ReportMetric(float64(cs)/n, "init-cs/spawn")
+	// What the spawns left in the init's private memory (the async spawns' slots).
+	b.ReportMetric(float64(privateKiB(b, in.PID())-mem0), "init-private-KiB-added")
 }
 
 // initCPU is process pid's own CPU (utime + stime, clock ticks).

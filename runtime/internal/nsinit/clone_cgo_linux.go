@@ -65,7 +65,33 @@ func probeClone(cgroupDir int) (into bool, err error) {
 // with wantPidFD, its pidfd (else -1). A child that failed is reaped here, and its
 // errno returned as ForkExec returns it.
 func cloneSpawn(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, wantPidFD bool, filter *unix.SockFprog) (pid, pidfd int, err error) {
-	var b cstrings
+	var a C.struct_sg_spawn
+	b, fds := fillSpawn(&a, argv0, argv, attr, cgroup, procs, filter)
+	if wantPidFD {
+		a.want_pidfd = 1
+	}
+	pid = int(C.sg_spawn(&a))
+	goruntime.KeepAlive(b)
+	goruntime.KeepAlive(fds)
+	goruntime.KeepAlive(filter)
+	if pid < 0 {
+		return 0, -1, cloneError(pid, cgroup)
+	}
+	if a.err == 0 {
+		return pid, int(a.pidfd), nil
+	}
+	if wantPidFD {
+		_ = unix.Close(int(a.pidfd))
+	}
+	_ = waitChild(pid)
+	return 0, -1, childError(a.stage, a.err)
+}
+
+// fillSpawn sets the fields of a that say what the child does, from the arguments of
+// cloneSpawn, and returns the Go memory a points into: the caller keeps it alive
+// (and unmoved) until the child has exec'd or exited.
+func fillSpawn(a *C.struct_sg_spawn, argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog) (*cstrings, []int32) {
+	b := new(cstrings)
 	path := b.add(argv0)
 	dir := b.add(attr.Dir)
 	argvAt := b.list(argv)
@@ -75,18 +101,13 @@ func cloneSpawn(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, pro
 		fds[i] = int32(f)
 	}
 	b.seal()
-	a := C.struct_sg_spawn{
-		path: b.ptr(path), dir: b.ptr(dir), argv: b.vec(argvAt), envp: b.vec(envAt),
-		nfds: C.int32_t(len(fds)), cgroup: C.int32_t(cgroup), procs: C.int32_t(procs), pidfd: -1,
-	}
+	a.path, a.dir, a.argv, a.envp = b.ptr(path), b.ptr(dir), b.vec(argvAt), b.vec(envAt)
+	a.nfds, a.cgroup, a.procs, a.pidfd = C.int32_t(len(fds)), C.int32_t(cgroup), C.int32_t(procs), -1
 	if len(fds) > 0 {
 		a.fds = C.uint64_t(uintptr(unsafe.Pointer(&fds[0])))
 	}
 	if filter != nil {
 		a.filter = C.uint64_t(uintptr(unsafe.Pointer(filter)))
-	}
-	if wantPidFD {
-		a.want_pidfd = 1
 	}
 	if sys := attr.Sys; sys != nil {
 		if sys.Setsid {
@@ -99,29 +120,25 @@ func cloneSpawn(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, pro
 			a.cred, a.uid, a.gid = 1, C.uint32_t(c.Uid), C.uint32_t(c.Gid)
 		}
 	}
-	pid = int(C.sg_spawn(&a))
-	goruntime.KeepAlive(&b)
-	goruntime.KeepAlive(fds)
-	goruntime.KeepAlive(filter)
-	if pid < 0 {
-		errno := syscall.Errno(-pid)
-		if cgroup >= 0 && (errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBADF) {
-			return 0, -1, fmt.Errorf("failed to clone3: %w: %w", errCloneInto, errno)
-		}
-		return 0, -1, fmt.Errorf("failed to clone3: %w", errno)
+	return b, fds
+}
+
+// cloneError is the error of a clone3 that returned -errno (no child was made).
+func cloneError(ret, cgroup int) error {
+	errno := syscall.Errno(-ret)
+	if cgroup >= 0 && (errno == unix.EACCES || errno == unix.EPERM || errno == unix.EBADF) {
+		return fmt.Errorf("failed to clone3: %w: %w", errCloneInto, errno)
 	}
-	if a.err == 0 {
-		return pid, int(a.pidfd), nil
+	return fmt.Errorf("failed to clone3: %w", errno)
+}
+
+// childError is the error of a child that failed at stage with errno: the exec's own
+// as ForkExec returns it, or the step before it that failed.
+func childError(stage, errno C.int32_t) error {
+	if what, ok := cloneStages[int32(stage)]; ok {
+		return fmt.Errorf("failed to %s: %w", what, syscall.Errno(errno))
 	}
-	if wantPidFD {
-		_ = unix.Close(int(a.pidfd))
-	}
-	_ = waitChild(pid)
-	errno := syscall.Errno(a.err)
-	if what, ok := cloneStages[int32(a.stage)]; ok {
-		return 0, -1, fmt.Errorf("failed to %s: %w", what, errno)
-	}
-	return 0, -1, errno // the exec's own, as ForkExec returns it
+	return syscall.Errno(errno)
 }
 
 // cstrings lays out NUL-terminated strings and NULL-terminated pointer arrays for

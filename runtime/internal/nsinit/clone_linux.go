@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -21,7 +22,17 @@ type ownSpawn struct {
 	// filter is the seccomp program each child adds (childFilter); kept alive with prog.
 	filter *unix.SockFprog
 	prog   []unix.SockFilter
+	// pin pins filter and prog for the life of the init: the children read them, an
+	// async one after the call that started it returned.
+	pin goruntime.Pinner
+	// async are the slots of the spawns the spawner does not wait for.
+	async asyncSlots
 }
+
+// maxAsync bounds the spawns in flight that the spawner did not wait for (asyncSlots):
+// past it, a spawn waits for its child's exec (CLONE_VFORK), as every spawn did
+// before. Eight clients need about eight; each slot ever used keeps a few pages.
+const maxAsync = 16
 
 // chooseSpawnPath probes the own spawn path once, on the spawner thread before it is
 // hardened, and returns it, or nil where it cannot be used: a build without it (no
@@ -44,7 +55,10 @@ func chooseSpawnPath(cfg Config, homeDir int) *ownSpawn {
 		fmt.Fprintln(os.Stderr, "nsinit: spawning with ForkExec and cgroup moves:", err)
 		return nil
 	}
-	return &ownSpawn{into: into, prog: prog, filter: &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}}
+	o := &ownSpawn{into: into, prog: prog, filter: &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}}
+	o.pin.Pin(o.filter)
+	o.pin.Pin(&o.prog[0])
+	return o
 }
 
 // spawnPath says which spawn path the init took.
@@ -58,9 +72,13 @@ func (ip *initProc) spawnPath() SpawnPath {
 	return SpawnClone
 }
 
-// start starts the process of job j as attr says. cgroupFDs gives the group's
-// cgroup.procs and directory fds of a spawn that names one.
-func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+// start starts the process of job j as attr says; cached says argv0 came from the
+// PATH cache. cgroupFDs gives the group's cgroup.procs and directory fds of a spawn
+// that names one. A NoWait spawn is started async where a slot is free: the call
+// returns without waiting for the child's exec, and a child that fails before it is
+// reported by the reaper (asyncSlots). The caller holds the lease (initLease.hold),
+// not the init's mu.
+func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr, cached bool) (int, error) {
 	cg, procs := -1, -1
 	if j.fr.Cgroup {
 		p, d := cgroupFDs(j)
@@ -70,13 +88,23 @@ func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.
 			procs = p
 		}
 	}
-	pid, pidfd, err := cloneSpawn(argv0, argv, attr, cg, procs, attr.Sys.PidFD != nil, o.filter)
+	async := j.fr.NoWait && attr.Sys.PidFD == nil
+	clone := func(cg, procs int) (pid, pidfd int, err error) {
+		if async {
+			pid, ok, err := o.async.start(argv0, argv, attr, cg, procs, o.filter, cached)
+			if ok {
+				return pid, -1, err
+			}
+		}
+		return cloneSpawn(argv0, argv, attr, cg, procs, attr.Sys.PidFD != nil, o.filter)
+	}
+	pid, pidfd, err := clone(cg, procs)
 	if cg >= 0 && errors.Is(err, errCloneInto) {
 		// The init may clone into its own group but not this one (its cgroup.procs, or
 		// that of their common ancestor, is not the init's to write): no child was
 		// made, so let the child write itself in, with the opener's rights.
 		procs, _ = cgroupFDs(j)
-		pid, pidfd, err = cloneSpawn(argv0, argv, attr, -1, procs, attr.Sys.PidFD != nil, o.filter)
+		pid, pidfd, err = clone(-1, procs)
 	}
 	if attr.Sys.PidFD != nil {
 		*attr.Sys.PidFD = pidfd

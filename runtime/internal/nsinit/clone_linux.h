@@ -33,11 +33,21 @@ struct sg_spawn {
 	int32_t err;	    // out: the errno that ended the child, 0 if it execed
 	int32_t stage;	    // out: the SG_STAGE_ that failed
 	int32_t pad;
+	// An async spawn (tid != 0): the child's own stack, and the word the kernel clears
+	// (CLONE_CHILD_CLEARTID) once the child has left the memory it shares with the
+	// parent, by exec or exit. The parent does not wait: see sg_spawn_async.
+	uint64_t stack;	     // the stack's lowest address
+	uint64_t stack_size; // its size
+	uint64_t tid;	     // uint32_t *, set to 1 by the caller
 };
 
 // sg_spawn starts a process as the struct says; it returns the pid (the child may
 // have failed: see err) or -errno if clone3 failed.
 long sg_spawn(struct sg_spawn *a);
+
+// sg_spawn_async starts a process as sg_spawn does, on a->stack, without waiting
+// for it to exec: see clone_linux_async.go.
+long sg_spawn_async(struct sg_spawn *a);
 
 // sg_probe clones as sg_spawn would, with a child that exits 0 at once.
 long sg_probe(struct sg_spawn *a);

@@ -88,8 +88,9 @@ __attribute__((constructor)) static void sg_save_nofile(void) {
 	sg_nofile_ok = getrlimit(RLIMIT_NOFILE, &sg_nofile) == 0;
 }
 
-// sg_stack is the children's stack: the spawns are serialized on one thread and each
-// child leaves it (execs or exits) before clone3 returns, so one is enough. A guard
+// sg_stack is the stack of the children the parent waits for (CLONE_VFORK): the spawns
+// are serialized on one thread and each such child leaves it (execs or exits) before
+// clone3 returns, so one is enough. An async child brings its own (sg_spawn.stack). A guard
 // page below it turns an overflow into a fault rather than a write into other memory.
 #define SG_STACK (64 << 10)
 #define SG_GUARD (4 << 10)
@@ -193,7 +194,7 @@ static long sg_clone(struct sg_spawn *a, int (*fn)(void *)) {
 	struct sg_clone_args ca;
 	long pid;
 
-	if (sg_stack_init() != 0)
+	if (!a->tid && sg_stack_init() != 0)
 		return -12; // ENOMEM
 	if (sg_nofile_ok) {
 		struct rlimit cur;
@@ -202,6 +203,17 @@ static long sg_clone(struct sg_spawn *a, int (*fn)(void *)) {
 	}
 	memset(&ca, 0, sizeof ca);
 	ca.flags = CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND;
+	ca.stack = (uint64_t)(uintptr_t)sg_stack;
+	ca.stack_size = SG_STACK;
+	if (a->tid) {
+		// Async: the child runs on a stack of its own while the parent goes on; the
+		// kernel clears *tid and wakes its futex when the child execs or exits
+		// (mm_release), the point where CLONE_VFORK would have woken the parent.
+		ca.flags = CLONE_VM | CLONE_CLEAR_SIGHAND | CLONE_CHILD_CLEARTID;
+		ca.child_tid = a->tid;
+		ca.stack = a->stack;
+		ca.stack_size = a->stack_size;
+	}
 	if (a->want_pidfd) {
 		ca.flags |= CLONE_PIDFD;
 		ca.pidfd = (uint64_t)(uintptr_t)&a->pidfd;
@@ -211,8 +223,6 @@ static long sg_clone(struct sg_spawn *a, int (*fn)(void *)) {
 		ca.cgroup = (uint64_t)a->cgroup;
 	}
 	ca.exit_signal = SIGCHLD;
-	ca.stack = (uint64_t)(uintptr_t)sg_stack;
-	ca.stack_size = SG_STACK;
 	a->err = 0;
 	a->stage = 0;
 	// No signal handler may run in the child, which shares the parent's memory: the
@@ -225,5 +235,7 @@ static long sg_clone(struct sg_spawn *a, int (*fn)(void *)) {
 }
 
 long sg_spawn(struct sg_spawn *a) { return sg_clone(a, sg_child); }
+
+long sg_spawn_async(struct sg_spawn *a) { return a->tid ? sg_clone(a, sg_child) : -22; }
 
 long sg_probe(struct sg_spawn *a) { return sg_clone(a, sg_probe_child); }

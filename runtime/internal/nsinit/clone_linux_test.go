@@ -207,8 +207,9 @@ func TestSpawnIntoFrozenGroup(t *testing.T) {
 func TestSpawnedProcessState(t *testing.T) {
 	t.Parallel()
 	skipForced(t)
-	for _, fork := range []bool{false, true} {
-		t.Run("fork="+strconv.FormatBool(fork), func(t *testing.T) {
+	for _, tc := range []struct{ fork, noWait bool }{{false, false}, {false, true}, {true, false}} {
+		fork := tc.fork
+		t.Run("fork="+strconv.FormatBool(fork)+",nowait="+strconv.FormatBool(tc.noWait), func(t *testing.T) {
 			t.Parallel()
 			if !fork && !cloneBuilt {
 				t.Skip("no own spawn path in this build")
@@ -221,13 +222,19 @@ func TestSpawnedProcessState(t *testing.T) {
 			if (in.SpawnPath() == SpawnFork) != fork {
 				t.Fatalf("SpawnPath = %v with ForceFork %v", in.SpawnPath(), fork)
 			}
-			testSpawnedProcessState(t, in)
+			testSpawnedProcessState(t, in, tc.noWait)
 		})
 	}
 }
 
-func testSpawnedProcessState(t *testing.T, in *Init) {
+// testSpawnedProcessState checks the state of processes spawned by in, all of them
+// NoWait (the runtime's execs: on the own path, started async) if noWait.
+func testSpawnedProcessState(t *testing.T, in *Init, noWait bool) {
 	ctx := testCtx(t)
+	run := func(t *testing.T, in *Init, stdin string, argv ...string) result {
+		t.Helper()
+		return runReq(t, in, stdin, SpawnRequest{Argv: argv, NoWait: noWait})
+	}
 	t.Run("signals", func(t *testing.T) {
 		// cat, which sets no handler of its own (grep does, for SIGSEGV).
 		res := run(t, in, "", "cat", "/proc/self/status")
@@ -257,12 +264,15 @@ func testSpawnedProcessState(t *testing.T, in *Init) {
 		r1, w1 := mustPipe(t)
 		defer r1.Close()
 		defer w1.Close()
-		res := runReq(t, in, "", SpawnRequest{Argv: []string{"ls", "/proc/self/fd"}, Extra: []*os.File{w1, r1}})
+		res := runReq(t, in, "", SpawnRequest{Argv: []string{"ls", "/proc/self/fd"}, Extra: []*os.File{w1, r1}, NoWait: noWait})
 		if got := strings.Fields(res.stdout); !slices.Equal(got, []string{"0", "1", "2", "3", "4", "5"}) {
 			t.Fatalf("the process has fds %v (%q), want 0 to 4 and ls's own", got, res.stderr)
 		}
 	})
 	t.Run("pty", func(t *testing.T) {
+		if noWait {
+			t.Skip("the runtime's execs have no PTY")
+		}
 		m, s := openPTY(t)
 		ch, err := in.Spawn(ctx, SpawnRequest{TTY: s, Argv: []string{"sh", "-c", "read -r p c st pp pg sid tty _ </proc/self/stat; echo \"$p $sid $tty.\""}})
 		_ = s.Close()
@@ -292,17 +302,48 @@ func testSpawnedProcessState(t *testing.T, in *Init) {
 			{[]string{"/workspace"}, "", unix.EACCES, true},
 			{[]string{"true"}, "no-such-dir", unix.ENOENT, false},
 		} {
-			_, err := in.Spawn(ctx, SpawnRequest{Argv: tc.argv, Dir: tc.dir})
+			err := spawnErr(t, in, SpawnRequest{Argv: tc.argv, Dir: tc.dir, NoWait: noWait})
 			if !errors.Is(err, tc.want) {
 				t.Errorf("Spawn %q in %q = %v, want %v", tc.argv, tc.dir, err, tc.want)
 				continue
 			}
 			a := tc.argv[0]
-			if want := "failed to spawn " + a + ": failed to start " + a + ": " + tc.want.Error(); tc.exact && err.Error() != want {
+			want := "failed to spawn " + a + ": failed to start " + a + ": " + tc.want.Error()
+			if noWait {
+				// Wait's error: the same, with ErrNotStarted between.
+				want = "failed to spawn " + a + ": " + ErrNotStarted.Error() + ": failed to start " + a + ": " + tc.want.Error()
+			}
+			if tc.exact && err.Error() != want {
 				t.Errorf("Spawn %q = %q, want %q", tc.argv, err, want)
 			}
 		}
 	})
+}
+
+// spawnErr spawns req and returns why it could not start: Spawn's error, or with
+// NoWait, Wait's (the status pipe then ends without a status).
+func spawnErr(t *testing.T, in *Init, req SpawnRequest) error {
+	t.Helper()
+	var r *os.File
+	if req.NoWait {
+		r, req.Status = mustPipe(t)
+		defer r.Close()
+	}
+	ch, err := in.Spawn(testCtx(t), req)
+	if req.Status != nil {
+		_ = req.Status.Close()
+	}
+	if err != nil || !req.NoWait {
+		if err == nil {
+			_, _ = ch.Wait(testCtx(t))
+		}
+		return err
+	}
+	if st, ok, err := ReadStatus(int(r.Fd())); err != nil || ok {
+		t.Fatalf("the status pipe of a start that should fail: %+v, %v, %v", st, ok, err)
+	}
+	_, err = ch.Wait(testCtx(t))
+	return err
 }
 
 // quoteAll quotes each argument for sh.

@@ -22,3 +22,12 @@ func probeClone(int) (bool, error) { return false, errNoClone }
 func cloneSpawn(string, []string, *syscall.ProcAttr, int, int, bool, *unix.SockFprog) (int, int, error) {
 	return 0, -1, errNoClone
 }
+
+// asyncSlots has no slots in a build without the own spawn path.
+type asyncSlots struct{}
+
+func (*asyncSlots) start(string, []string, *syscall.ProcAttr, int, int, *unix.SockFprog, bool) (int, bool, error) {
+	return 0, false, errNoClone
+}
+
+func (*asyncSlots) reaped(int) (error, pathKey) { return nil, pathKey{} }

@@ -68,7 +68,9 @@
 //   - CLONE_PIDFD, for [Child].ExitFD;
 //   - CLONE_VM|CLONE_VFORK on a stack of its own (one mapping with a guard page below
 //     it, reused: the spawns are serialized on the spawner thread, and each child has
-//     left it, by exec or exit, before clone3 returns).
+//     left it, by exec or exit, before clone3 returns); or, for a spawn that needs no
+//     answer ([SpawnRequest].NoWait: the runtime's exec), CLONE_VM without
+//     CLONE_VFORK, below ("Spawns that are not waited for").
 //
 // The thread blocks every signal around the clone (no handler may run in a child that
 // shares its memory). The child runs C with raw syscalls only (no libc: errno and
@@ -84,6 +86,30 @@
 // vfork resumes once the exec has passed its point of no return, before the kernel
 // closes the close-on-exec fds: a process seen from outside right after its spawn may
 // still show the init's fds, though it runs none of its own code until they are gone.
+//
+// Spawns that are not waited for: with CLONE_VFORK the spawner sleeps until the child
+// has exec'd, and the spawns of a sandbox queue behind one another for the child's
+// whole way there: waiting for a CPU (the kernel may place the new child on the other,
+// busy one while the spawner's goes idle), its own steps, and the exec's until its
+// point of no return. Timed in the init under eight clients, that was 300-360 µs of
+// each spawn's 350-420 on the spawner thread, which was busy 90% of the time
+// (BENCHMARKS.md, "#14, sixth pass"). A NoWait spawn is instead cloned without
+// CLONE_VFORK, on a slot of its own (a stack with a guard page, and a control page
+// with the spawn's arguments, which the child reads and writes its failure into;
+// maxAsync of them, mapped as needed and reused), with CLONE_CHILD_CLEARTID: the
+// kernel clears a word in the slot when the child leaves the memory it shares with
+// the init, by exec or exit, which is exactly when CLONE_VFORK would have woken the
+// parent. The Go memory the child reads (argv, env, fds) is pinned until then. The
+// spawner registers the child and reads the next request at once. A slot is freed by
+// the next spawn that finds its word cleared and no failure, or by the reaper: a
+// child that failed before its exec has exited 127 with the errno and the step in
+// its slot, and the reaper answers it as the spawn's failure (the error frame, and
+// the status pipe closed without a status) instead of as an exit. Such a failure
+// (chdir, an exec's ENOENT or EACCES) thus comes after the spawn rather than in its
+// place, which a NoWait spawn's client cannot tell apart; a program gone from a
+// directory the PATH cache remembered fails once rather than being searched for
+// again. A child may be signalled before it has made its process group: it then gets
+// the signal itself. With every slot in use, a spawn waits for its child as above.
 //
 // The seccomp filter: the thread cannot carry the filter above, which refuses clone3
 // (its flags sit behind a pointer, out of the filter's sight), and it must call
@@ -225,9 +251,12 @@
 // The started frame carries the process in SCM_CREDENTIALS (the init, with
 // CAP_SYS_ADMIN, may name another process): the kernel translates the pid into the
 // receiver's pid namespace, which is how the server learns the host pid without a
-// /proc scan. The init holds one lock across fork, the started frame, and each
-// wait4, so a process is never reaped before it is announced, and its exit frame
-// always follows its started frame. With home set, the init's fds 4 and 5 are its own
+// /proc scan. The init holds one lock across a child's registration and its started
+// frame, and across each wait4, and its reaper leaves a child it does not know alone
+// while a fork is under way, so a process is never reaped before it is announced, and
+// its exit frame always follows its started frame. The fork itself runs outside that
+// lock: exits are reported while the spawner waits in clone3 (for a vfork child, or
+// preempted by an async one). With home set, the init's fds 4 and 5 are its own
 // group's cgroup.procs and directory. The pidfd (the init forks with CLONE_PIDFD) is
 // what Child.ExitFD hands out: a poll on it sees the exit without waiting for the
 // exit frame, which still brings the status.

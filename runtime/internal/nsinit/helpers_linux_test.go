@@ -87,9 +87,16 @@ func runReq(tb testing.TB, in *Init, stdin string, req SpawnRequest) result {
 	or, ow := mustPipe(tb)
 	er, ew := mustPipe(tb)
 	req.Stdin, req.Stdout, req.Stderr = ir, ow, ew
+	var sr *os.File // with NoWait, the status pipe's read end
+	if req.NoWait {
+		sr, req.Status = mustPipe(tb)
+		defer sr.Close()
+	}
 	ch, err := in.Spawn(ctx, req)
-	for _, f := range []*os.File{ir, ow, ew} {
-		_ = f.Close()
+	for _, f := range []*os.File{ir, ow, ew, req.Status} {
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	if err != nil {
 		for _, f := range []*os.File{iw, or, er} {
@@ -102,6 +109,12 @@ func runReq(tb testing.TB, in *Init, stdin string, req SpawnRequest) result {
 		_ = iw.Close()
 	}()
 	outc, errc := readAll(or), readAll(er)
+	if sr != nil {
+		// As the runtime's exec: the status from the pipe, handed to Finish.
+		if st, ok, err := ReadStatus(int(sr.Fd())); err == nil && ok {
+			ch.Finish(st)
+		}
+	}
 	st, err := ch.Wait(ctx)
 	if err != nil {
 		tb.Fatalf("Wait %q: %v", req.Argv, err)

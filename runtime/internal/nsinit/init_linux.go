@@ -46,10 +46,11 @@ func Main() {
 }
 
 // initProc is the init's state. kids maps the pid of each live spawned process to its
-// spawn id; mu is held across fork, registration and the started frame, and by the
-// reaper across wait4 and the lookup, so a process is never reaped before its started
-// frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames follow
-// started ones.
+// spawn id; mu is held across registration and the started frame, and by the reaper
+// across wait4 and the lookup, and the reaper leaves a child it does not know unreaped
+// while a fork is under way (spawning), so a process is never reaped before its
+// started frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames
+// follow started ones.
 type initProc struct {
 	c    *conn
 	cfg  Config
@@ -73,6 +74,13 @@ type initProc struct {
 	mu   sync.Mutex
 	kids map[int]kid
 	ids  map[uint64]int
+	// spawning is set while the spawner forks outside mu, until it has registered the
+	// child; spawnSeq counts the spawns that set it, and spawned (on mu) is broadcast
+	// when it is cleared. The reaper leaves a child it does not know unreaped until the
+	// spawn under way when it found it has ended: it may be that spawn's child.
+	spawning bool
+	spawnSeq uint64
+	spawned  *sync.Cond
 }
 
 // kid is a live spawned process: its spawn id, whether it leads a session, and the
@@ -114,6 +122,7 @@ func runInit() int {
 	}
 	ip := &initProc{c: c, kick: kick, homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	ip.spawned = sync.NewCond(&ip.mu)
 	done := make(chan int, 1)
 	if err := ip.setup(done); err != nil {
 		_ = c.send(errorFrame(0, err), nil, nil)
@@ -255,9 +264,16 @@ func (ip *initProc) signal(fr *frame) {
 
 // signalTreeLocked sends sig to the group led by the spawned process pid and, if it
 // leads a session, to every other process of the session. The caller holds mu, so pid
-// is unreaped and its ids cannot be reused meanwhile.
+// is unreaped and its ids cannot be reused meanwhile. A process started async may not
+// have made its group yet (it does so before its exec): it gets the signal itself
+// (SIGKILL at once; another stays blocked until just before the exec, where its
+// default action applies).
 func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
-	if err := unix.Kill(-pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+	err := unix.Kill(-pid, sig)
+	if errors.Is(err, unix.ESRCH) {
+		err = unix.Kill(pid, sig)
+	}
+	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("failed to signal process group %d: %w", pid, err)
 	}
 	if ip.kids[pid].session {
@@ -295,10 +311,14 @@ func (ip *initProc) reapLoop() {
 // whatever is left of them is killed before it is reaped, as a process tree ends with
 // its leader.
 func (ip *initProc) reap() {
+	// An unknown child found while spawn waitedSeq was under way, and waited for.
+	var waitedPID int
+	var waitedSeq uint64
 	for {
-		// Under mu: a process forked but not yet announced must stay unreaped, or its
-		// pid could not be named in the started frame; and its exit frame must follow
-		// its started frame.
+		// Under mu, and not while a fork is under way for a child not yet known: a
+		// process forked but not yet announced must stay unreaped, or its pid could not
+		// be named in the started frame; and its exit frame must follow its started
+		// frame.
 		ip.mu.Lock()
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
@@ -311,7 +331,36 @@ func (ip *initProc) reap() {
 			return
 		}
 		k, spawned := ip.kids[pid]
-		if spawned && !ip.ending.Load() {
+		if !spawned && ip.spawning && (pid != waitedPID || ip.spawnSeq == waitedSeq) {
+			// Perhaps the child of the fork under way, not yet registered: look again
+			// once that spawn has ended. Found again during a later spawn, it is an
+			// orphan (that spawn's child did not exist yet, and the pid, unreaped, could
+			// not be reused), so a stream of spawns never holds it up for long.
+			waitedPID, waitedSeq = pid, ip.spawnSeq
+			for ip.spawning && ip.spawnSeq == waitedSeq {
+				ip.spawned.Wait()
+			}
+			ip.mu.Unlock()
+			continue
+		}
+		var failed error
+		if spawned && ip.own != nil {
+			var forget pathKey
+			if failed, forget = ip.own.async.reaped(pid); forget.name != "" {
+				// Gone from the host's directory since it was cached: the next spawn
+				// searches again.
+				ip.paths.forgetKey(forget)
+			}
+		}
+		switch {
+		case spawned && failed != nil && !ip.ending.Load():
+			// An async spawn whose child failed before its exec: answered as a spawn
+			// that failed, then the status pipe closed without a status.
+			_ = ip.c.send(errorFrame(k.id, failed), nil, nil)
+			if k.status >= 0 {
+				_ = unix.Close(k.status)
+			}
+		case spawned && !ip.ending.Load():
 			fr := &frame{Op: opExit, ID: k.id}
 			fr.Code, fr.Signal = siginfoStatus(&info)
 			wrote := false

@@ -28,8 +28,8 @@ func Now() int64 {
 // mu is held while the deadline, the fenced state and the freeze group change, and by
 // a spawn from its check of the deadline until its fork returned: the spawner enters
 // the spawn's group, under the freeze group, for the fork, and the init must never be
-// in a group it freezes (it would stop hearing renewals). Lock order: initProc.mu,
-// then mu.
+// in a group it freezes (it would stop hearing renewals). Nothing holds initProc.mu
+// with it.
 type initLease struct {
 	id     string
 	freeze int      // the freeze group's cgroup.freeze, or -1: kill instead

@@ -112,7 +112,7 @@ func p(ds []time.Duration, pct int) time.Duration {
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // privateKiB sums Private_Clean and Private_Dirty of a process's smaps_rollup.
-func privateKiB(t *testing.T, pid int) int {
+func privateKiB(t testing.TB, pid int) int {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {

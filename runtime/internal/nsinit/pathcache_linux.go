@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,8 +20,10 @@ import (
 // The host can still change what lies under a read-only bind of its own directories:
 // a program removed there makes the exec fail with ENOENT, and spawn then searches
 // again (forget); one installed earlier in the PATH than a cached one is found once
-// the sandbox's init restarts. Only the spawner thread uses it: no lock.
+// the sandbox's init restarts. The spawner thread uses it, and the reaper forgets an
+// entry whose async spawn found no file (asyncSlots.reaped).
 type pathCache struct {
+	mu    sync.Mutex
 	found map[pathKey]string
 	ro    map[string]bool
 }
@@ -38,6 +41,8 @@ func (pc *pathCache) lookPath(name string, env []string, dir string) (string, bo
 		return name, false, nil
 	}
 	key := pathKey{name, pathOf(env)}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	if p, ok := pc.found[key]; ok {
 		return p, true, nil
 	}
@@ -65,7 +70,14 @@ func (pc *pathCache) lookPath(name string, env []string, dir string) (string, bo
 }
 
 // forget drops what the cache holds for name under env's PATH.
-func (pc *pathCache) forget(name string, env []string) { delete(pc.found, pathKey{name, pathOf(env)}) }
+func (pc *pathCache) forget(name string, env []string) { pc.forgetKey(pathKey{name, pathOf(env)}) }
+
+// forgetKey drops the cache's entry for key.
+func (pc *pathCache) forgetKey(key pathKey) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	delete(pc.found, key)
+}
 
 // readOnly reports whether the sandbox cannot add files to dir: dir, or the nearest
 // directory above it that exists, is on a read-only mount.

@@ -125,21 +125,31 @@ func (ip *initProc) spawn(j spawnJob) {
 	if !fr.NoWait {
 		attr.Sys.PidFD = &pidfd
 	}
+	// The fork runs without mu, so the reaper goes on reporting exits meanwhile (the
+	// spawner may wait for its child in clone3, or be preempted by it there); a child
+	// it finds before it is registered below waits for that (spawning).
 	ip.mu.Lock()
-	defer ip.mu.Unlock()
+	ip.spawning = true
+	ip.spawnSeq++
+	ip.mu.Unlock()
+	defer ip.mu.Unlock() // taken again below, to register the child
 	if err := ip.lease.hold(fr.Lease); err != nil {
+		ip.mu.Lock()
+		ip.spawnedLocked()
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
-	pid, err := ip.forkIn(j, argv0, fr.Argv, attr)
+	pid, err := ip.forkIn(j, argv0, fr.Argv, attr, cached)
 	if cached && errors.Is(err, unix.ENOENT) {
 		// Gone from the host's directory since it was cached: search again.
 		ip.paths.forget(fr.Argv[0], attr.Env)
 		if argv0, _, err = ip.paths.lookPath(fr.Argv[0], attr.Env, attr.Dir); err == nil {
-			pid, err = ip.forkIn(j, argv0, fr.Argv, attr)
+			pid, err = ip.forkIn(j, argv0, fr.Argv, attr, false)
 		}
 	}
 	ip.lease.release()
+	ip.mu.Lock()
+	ip.spawnedLocked()
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
@@ -168,15 +178,22 @@ func (ip *initProc) spawn(j spawnJob) {
 	}
 }
 
+// spawnedLocked ends the spawn that set spawning: its child, if any, is registered
+// by the caller before it releases mu. It wakes a reaper waiting for that.
+func (ip *initProc) spawnedLocked() {
+	ip.spawning = false
+	ip.spawned.Broadcast()
+}
+
 // forkIn starts the process, in the cgroup the request names if any. On the own path
 // (ownSpawn) the kernel clones it there. On the fallback path the init enters that
 // group for the fork, so the child starts there, and returns to its own group at once;
 // with a lease the caller holds it (initLease.hold), so the group cannot be frozen
 // meanwhile with the init inside. (The seccomp filter that fallback children inherit
 // from this thread refuses clone3, whose flags it cannot see.)
-func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+func (ip *initProc) forkIn(j spawnJob, argv0 string, argv []string, attr *syscall.ProcAttr, cached bool) (int, error) {
 	if ip.own != nil {
-		return ip.own.start(j, argv0, argv, attr)
+		return ip.own.start(j, argv0, argv, attr, cached)
 	}
 	if !j.fr.Cgroup {
 		return syscall.ForkExec(argv0, argv, attr)

@@ -1,0 +1,179 @@
+//go:build linux && cgo && amd64
+
+package nsinit
+
+/*
+#include "clone_linux.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The layout of a slot's mapping: a guard page, the child's stack, and a control page
+// holding the spawn's arguments (struct sg_spawn), which the child reads and writes
+// its failure into, and the word the kernel clears when the child leaves the memory
+// it shares with the init.
+const (
+	slotGuard = 4 << 10
+	slotStack = 64 << 10
+	slotCtl   = 4 << 10
+)
+
+// asyncSlot is the memory of one spawn the spawner does not wait for (see
+// asyncSlots). A free slot is the spawner's own; busy, pid and a busy slot's other
+// fields are used under asyncSlots.mu.
+type asyncSlot struct {
+	mem  []byte             // guard | stack | control page; mapped once, never unmapped
+	a    *C.struct_sg_spawn // in the control page
+	tid  *uint32            // in the control page: nonzero while the child may use the slot
+	pin  goruntime.Pinner   // the Go memory the child reads: argv, env, dir, fds
+	b    *cstrings          // that memory, kept with the slot until it is free
+	fds  []int32            //
+	pid  int                // the child, while busy
+	busy bool               // a child was started on the slot and it is not yet free
+	// name is the spawn's argv[0], for the error of a child that failed before its
+	// exec, and forget the PATH cache's entry its path came from, if it did.
+	name   string
+	forget pathKey
+}
+
+// asyncSlots are the slots of the async spawns: a spawn that needs no answer
+// (SpawnRequest.NoWait) is cloned with CLONE_VM but without CLONE_VFORK, on a stack of
+// its own, so the spawner does not wait for the child's exec (a wait that made every
+// spawn of the sandbox queue behind the one before: see the package doc, "Spawning").
+// A slot is free again once the kernel cleared its tid (CLONE_CHILD_CLEARTID: at the
+// child's exec or exit) and, if the child failed before its exec, the reaper has
+// reported that. Used by the spawner (start) and the reaper (reaped).
+type asyncSlots struct {
+	mu  sync.Mutex // a leaf: nothing else is locked under it
+	all []*asyncSlot
+}
+
+// start starts argv0 as cloneSpawn does, on a free slot, without waiting for the
+// child's exec or failure: a failure is the reaper's to report (reaped). It returns
+// ok false, having done nothing, if all maxAsync slots are in use, and an error if
+// no child was made.
+func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (pid int, ok bool, err error) {
+	sl := s.get()
+	if sl == nil {
+		return 0, false, nil
+	}
+	pid, err = sl.start(argv0, argv, attr, cgroup, procs, filter, cached)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		sl.release()
+		return 0, true, err
+	}
+	sl.busy, sl.pid = true, pid
+	return pid, true, nil
+}
+
+// get returns a free slot, or nil if all maxAsync are in use: it frees the slots
+// whose child has exec'd, and maps a new one while there are fewer than maxAsync.
+func (s *asyncSlots) get() *asyncSlot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var free *asyncSlot
+	for _, sl := range s.all {
+		if sl.busy && atomic.LoadUint32(sl.tid) == 0 && sl.a.err == 0 {
+			sl.release() // exec'd: the reaper has nothing to report from it
+		}
+		if !sl.busy && free == nil {
+			free = sl
+		}
+	}
+	if free != nil || len(s.all) >= maxAsync {
+		return free
+	}
+	sl, err := newAsyncSlot()
+	if err != nil {
+		return nil // the spawn waits for its child instead
+	}
+	s.all = append(s.all, sl)
+	return sl
+}
+
+// reaped is called by the reaper for an exited child pid before it reports it: it
+// frees the child's slot, if it has one, and returns the error that ended the child
+// before its exec, if it did, and the PATH cache's entry to forget for it (name "" if
+// none): the path came from the cache and the exec found no file there.
+func (s *asyncSlots) reaped(pid int) (failed error, forget pathKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.all {
+		if !sl.busy || sl.pid != pid {
+			continue
+		}
+		// The child has exited, so it left the slot: its err is final.
+		if sl.a.err != 0 {
+			failed = fmt.Errorf("failed to start %s: %w", sl.name, childError(sl.a.stage, sl.a.err))
+			if sl.a.stage == C.SG_STAGE_EXEC && syscall.Errno(sl.a.err) == unix.ENOENT {
+				forget = sl.forget
+			}
+		}
+		sl.release()
+		return failed, forget
+	}
+	return nil, pathKey{}
+}
+
+// newAsyncSlot maps a slot.
+func newAsyncSlot() (*asyncSlot, error) {
+	mem, err := unix.Mmap(-1, 0, slotGuard+slotStack+slotCtl, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+	if err != nil {
+		return nil, fmt.Errorf("failed to map a spawn stack: %w", err)
+	}
+	if err := unix.Mprotect(mem[:slotGuard], unix.PROT_NONE); err != nil {
+		_ = unix.Munmap(mem)
+		return nil, fmt.Errorf("failed to protect a spawn stack's guard page: %w", err)
+	}
+	ctl := unsafe.Pointer(&mem[slotGuard+slotStack])
+	a := (*C.struct_sg_spawn)(ctl)
+	tid := (*uint32)(unsafe.Add(ctl, (unsafe.Sizeof(*a)+7)&^7))
+	return &asyncSlot{mem: mem, a: a, tid: tid}, nil
+}
+
+// start starts argv0 as cloneSpawn does on the free slot sl, without waiting for the
+// child's exec or failure: a failure is the reaper's to report (reaped). It returns
+// the pid, or an error if no child was made; the caller marks the slot busy, or frees
+// it.
+func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (int, error) {
+	*sl.a = C.struct_sg_spawn{}
+	sl.b, sl.fds = fillSpawn(sl.a, argv0, argv, attr, cgroup, procs, filter)
+	sl.pin.Pin(unsafe.SliceData(sl.b.buf))
+	sl.pin.Pin(unsafe.SliceData(sl.b.ptrs))
+	if len(sl.fds) > 0 {
+		sl.pin.Pin(&sl.fds[0])
+	}
+	sl.a.stack = C.uint64_t(uintptr(unsafe.Pointer(&sl.mem[slotGuard])))
+	sl.a.stack_size = slotStack
+	sl.a.tid = C.uint64_t(uintptr(unsafe.Pointer(sl.tid)))
+	atomic.StoreUint32(sl.tid, 1)
+	pid := int(C.sg_spawn_async(sl.a))
+	if pid < 0 {
+		return 0, cloneError(pid, cgroup)
+	}
+	sl.name = argv[0]
+	if cached {
+		sl.forget = pathKey{argv[0], pathOf(attr.Env)}
+	}
+	return pid, nil
+}
+
+// release frees the slot. Its child has left it, or none was made.
+func (sl *asyncSlot) release() {
+	sl.pin.Unpin()
+	atomic.StoreUint32(sl.tid, 0)
+	sl.b, sl.fds, sl.busy, sl.pid, sl.name, sl.forget = nil, nil, false, 0, "", pathKey{}
+}

@@ -111,6 +111,11 @@
 // again. A child may be signalled before it has made its process group: it then gets
 // the signal itself. With every slot in use, a spawn waits for its child as above.
 //
+// Each spawn leaves its frame, argv and environment as garbage, so a burst of spawns
+// grows Go's heap to its minimum goal, which the runtime would keep mapped for
+// minutes. A second after the last spawn the init hands its unused memory back to
+// the kernel (trim_linux.go), so an idle init holds about what it uses.
+//
 // The seccomp filter: the thread cannot carry the filter above, which refuses clone3
 // (its flags sit behind a pointer, out of the filter's sight), and it must call
 // clone3. It carries the same program with clone3 allowed, which every child inherits

@@ -55,6 +55,7 @@ type initProc struct {
 	c    *conn
 	cfg  Config
 	kick *forkKick // a spawn forked: wakes the reaper if it found no children
+	trim *idleTrim // a spawn forked: the heap is trimmed once spawns stop
 	home *os.File  // the init's own cgroup.procs (Config.Cgroup), or nil
 	// homeDir is the init's own cgroup directory (Config.Cgroup), or -1: what the
 	// spawn path's probe clones into; closed after it.
@@ -120,7 +121,7 @@ func runInit() int {
 		_ = c.send(errorFrame(0, err), nil, nil)
 		return 1
 	}
-	ip := &initProc{c: c, kick: kick, homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
+	ip := &initProc{c: c, kick: kick, trim: newIdleTrim(), homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 	ip.spawned = sync.NewCond(&ip.mu)
 	done := make(chan int, 1)

@@ -161,6 +161,7 @@ func (ip *initProc) spawn(j spawnJob) {
 	status = -1
 	ip.ids[fr.ID] = pid
 	ip.kick.forked()
+	ip.trim.spawned()
 	if fr.NoWait {
 		return // the client does not wait: no started frame
 	}

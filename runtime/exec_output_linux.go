@@ -3,14 +3,14 @@ package runtime
 import (
 	"errors"
 	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // execOutput collects an exec's stdout and stderr. The read ends and the child's exit
-// fd wait in the runtime's poller (collect), so a command that runs holds no thread.
+// fd wait in an epoll instance whose fd waits in the runtime's poller (collect), so a
+// command that runs holds no thread.
 type execOutput struct {
 	stdout, stderr capBuffer
 	// outW and errW are the child's ends; started closes them in the parent.
@@ -57,92 +57,106 @@ func (o *execOutput) close() {
 // or drainBound passes (something outside the tree may hold a write end). It closes the
 // read ends. An error means waiting failed; exited has been called then too.
 //
-// The read ends and the exit fd wait in the runtime's poller: a goroutine waiting for a
-// command holds no thread and no P, so the server's other goroutines run meanwhile
-// without the scheduler first taking a P back from a thread blocked in poll(2).
+// The two read ends and the exit fd wait in an epoll instance of the exec's own, and
+// that instance's fd waits in the runtime's poller: the calling goroutine parks, so a
+// running command holds no thread and no P, and one goroutine serves all three fds.
+// Per exec that is four epoll registrations and one poller file, where a poller file
+// per fd took three of each, a non-blocking switch and a flag read per fd, a dup of a
+// lent exit fd, and a reader goroutine per stream (BENCHMARKS.md, "#14, sixth pass").
+// The read ends stay blocking: each is read once per report of the level-triggered
+// instance, which a pipe answers without blocking.
 func (o *execOutput) collect(l leader, exited func()) error {
+	defer o.close()
 	exitFD, owned, err := l.exitFD()
-	if err == nil && !owned {
-		exitFD, err = unix.FcntlInt(uintptr(exitFD), unix.F_DUPFD_CLOEXEC, 0)
-		err = os.NewSyscallError("fcntl", err)
-	}
 	if err != nil {
-		o.close()
 		exited()
 		return err
 	}
-	exitF, err := pollableFD(exitFD, "exit")
+	if owned {
+		defer unix.Close(exitFD)
+	}
+	ep, err := newExecPoll(exitFD, o.fds)
 	if err != nil {
-		o.close()
 		exited()
 		return err
 	}
-	defer exitF.Close()
-	var files [2]*os.File
-	for i, fd := range o.fds {
-		o.fds[i] = -1
-		if files[i], err = pollableFD(fd, "output"); err != nil {
-			for _, f := range files[:i] {
-				f.Close()
+	defer ep.Close()
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		exited()
+		return err
+	}
+	bufs := [2]*capBuffer{&o.stdout, &o.stderr}
+	var evs [3]unix.EpollEvent
+	for done := false; o.fds[0] >= 0 || o.fds[1] >= 0 || !done; {
+		var n int
+		var werr error
+		err := rc.Read(func(fd uintptr) bool {
+			for n, werr = unix.EpollWait(int(fd), evs[:], 0); errors.Is(werr, unix.EINTR); {
+				n, werr = unix.EpollWait(int(fd), evs[:], 0)
+			}
+			return n != 0 || werr != nil
+		})
+		if err == nil && werr != nil {
+			err = os.NewSyscallError("epoll_wait", werr)
+		}
+		if err != nil {
+			if done { // the drain bound passed
+				return nil
 			}
 			exited()
 			return err
 		}
+		for _, ev := range evs[:n] {
+			i := int(ev.Fd)
+			if i == execPollExit {
+				done = true
+				exited()
+				_ = ep.SetReadDeadline(time.Now().Add(drainBound))
+				continue
+			}
+			if o.fds[i] >= 0 {
+				if ended, _ := bufs[i].readFD(o.fds[i]); ended {
+					_ = unix.Close(o.fds[i]) // which also takes it out of the instance
+					o.fds[i] = -1
+				}
+			}
+		}
 	}
-	defer files[0].Close()
-	defer files[1].Close()
-	var drains sync.WaitGroup
-	drains.Go(func() { o.stdout.drain(files[0]) })
-	drains.Go(func() { o.stderr.drain(files[1]) })
-	waitErr := waitReadable(exitF)
-	exited()
-	end := time.Now().Add(drainBound)
-	_ = files[0].SetReadDeadline(end)
-	_ = files[1].SetReadDeadline(end)
-	drains.Wait()
-	return waitErr
+	return nil
 }
 
-// pollableFD wraps fd, made non-blocking, in a file that waits in the runtime's poller.
-// On error it closes fd.
-func pollableFD(fd int, name string) (*os.File, error) {
-	if err := unix.SetNonblock(fd, true); err != nil {
+// execPollExit is the exit fd's key in an exec's epoll instance; 0 and 1 are stdout
+// and stderr.
+const execPollExit = 2
+
+// newExecPoll returns an epoll instance, as a file that waits in the runtime's poller,
+// watching the exit fd (once: after its report it stays ready and is not asked about
+// again) and the two read ends.
+func newExecPoll(exitFD int, fds [2]int) (*os.File, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	// Non-blocking, so that os.NewFile puts it in the poller; its only flag was O_RDWR,
+	// which F_SETFL leaves alone.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 		_ = unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	return os.NewFile(uintptr(fd), name), nil
-}
-
-// waitReadable parks until f is readable (for a pidfd: its process exited; for a pipe:
-// data or its end), without reading.
-func waitReadable(f *os.File) error {
-	rc, err := f.SyscallConn()
+	add := func(key int, target int, events uint32) error {
+		ev := unix.EpollEvent{Events: events, Fd: int32(key)}
+		return unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, target, &ev)
+	}
+	err = add(execPollExit, exitFD, unix.EPOLLIN|unix.EPOLLONESHOT)
+	for i := 0; i < len(fds) && err == nil; i++ {
+		err = add(i, fds[i], unix.EPOLLIN)
+	}
 	if err != nil {
-		return err
+		_ = unix.Close(fd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	return rc.Read(func(fd uintptr) bool {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
-		return n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
-	})
-}
-
-// drain reads f into c until the stream ends, or a read fails (its deadline passed).
-func (c *capBuffer) drain(f *os.File) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	for ended := false; !ended; {
-		err := rc.Read(func(fd uintptr) bool {
-			var again bool
-			ended, again = c.readFD(int(fd))
-			return !again
-		})
-		if err != nil {
-			return
-		}
-	}
+	return os.NewFile(uintptr(fd), "exec-poll"), nil
 }
 
 // readFD reads once from fd and reports whether the stream has ended, or else whether

@@ -19,18 +19,19 @@ type execOutput struct {
 	fds [2]int
 }
 
-func newExecOutput(limit int) (*execOutput, error) {
-	o := &execOutput{stdout: capBuffer{limit: limit}, stderr: capBuffer{limit: limit}, fds: [2]int{-1, -1}}
+// open makes the two pipes of a zero execOutput, with limit for each stream.
+func (o *execOutput) open(limit int) error {
+	*o = execOutput{stdout: capBuffer{limit: limit}, stderr: capBuffer{limit: limit}, fds: [2]int{-1, -1}}
 	for i, w := range []**os.File{&o.outW, &o.errW} {
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			o.started()
 			o.close()
-			return nil, os.NewSyscallError("pipe2", err)
+			return os.NewSyscallError("pipe2", err)
 		}
 		o.fds[i], *w = p[0], os.NewFile(uintptr(p[1]), "|1")
 	}
-	return o, nil
+	return nil
 }
 
 // started closes the child's ends in the parent, once the child has them (or failed).

@@ -268,7 +268,8 @@ func (s *Sandbox) resolveCwd(cwd string) (string, error) {
 
 // within reports whether the clean absolute path p is dir or below it.
 func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/") || dir == "/"
+	// As strings.HasPrefix(p, dir+"/"), without making that string on every exec.
+	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir || dir == "/"
 }
 
 // commandArgv checks that exactly one of command and argv is set and returns the argv to

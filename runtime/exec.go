@@ -139,7 +139,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	defer stop()
 
 	var st waitStatus
-	waitErr := out.collect(l, func() {
+	waitErr := out.collect(&s.polls, l, func() {
 		g.finish() // kill what the command left behind, before the pid can be recycled
 		st = l.reap()
 	})

@@ -58,15 +58,15 @@ func (o *execOutput) close() {
 // or drainBound passes (something outside the tree may hold a write end). It closes the
 // read ends. An error means waiting failed; exited has been called then too.
 //
-// The two read ends and the exit fd wait in an epoll instance of the exec's own, and
-// that instance's fd waits in the runtime's poller: the calling goroutine parks, so a
-// running command holds no thread and no P, and one goroutine serves all three fds.
-// Per exec that is four epoll registrations and one poller file, where a poller file
-// per fd took three of each, a non-blocking switch and a flag read per fd, a dup of a
-// lent exit fd, and a reader goroutine per stream (BENCHMARKS.md, "#14, sixth pass").
-// The read ends stay blocking: each is read once per report of the level-triggered
-// instance, which a pipe answers without blocking.
-func (o *execOutput) collect(l leader, exited func()) error {
+// The two read ends and the exit fd wait in an epoll instance, whose fd waits in the
+// runtime's poller: the calling goroutine parks, so a running command holds no thread
+// and no P, and one goroutine serves all three fds. Instances are reused from polls
+// (execPolls). Per exec that is three registrations and two removals, where a poller
+// file per fd took three of each, a non-blocking switch and a flag read per fd, a dup
+// of a lent exit fd, and a reader goroutine per stream (BENCHMARKS.md, "#14, sixth
+// pass"). The read ends stay blocking: each is read once per report of the
+// level-triggered instance, which a pipe answers without blocking.
+func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 	defer o.close()
 	exitFD, owned, err := l.exitFD()
 	if err != nil {
@@ -76,19 +76,25 @@ func (o *execOutput) collect(l leader, exited func()) error {
 	if owned {
 		defer unix.Close(exitFD)
 	}
-	ep, err := newExecPoll(exitFD, o.fds)
+	ep, err := polls.get()
 	if err != nil {
 		exited()
 		return err
 	}
-	defer ep.Close()
-	rc, err := ep.SyscallConn()
+	clean := false // ep holds nothing of this exec's any more: it may serve another
+	defer func() { polls.put(ep, clean) }()
+	if err := ep.watch(exitFD, o.fds); err != nil {
+		exited()
+		return err
+	}
+	rc, err := ep.f.SyscallConn()
 	if err != nil {
 		exited()
 		return err
 	}
 	bufs := [2]*capBuffer{&o.stdout, &o.stderr}
 	var evs [3]unix.EpollEvent
+	removed := true
 	for done := false; o.fds[0] >= 0 || o.fds[1] >= 0 || !done; {
 		var n int
 		var werr error
@@ -113,51 +119,22 @@ func (o *execOutput) collect(l leader, exited func()) error {
 			if i == execPollExit {
 				done = true
 				exited()
-				_ = ep.SetReadDeadline(time.Now().Add(drainBound))
+				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
 				continue
 			}
 			if o.fds[i] >= 0 {
 				if ended, _ := bufs[i].readFD(o.fds[i]); ended {
-					_ = unix.Close(o.fds[i]) // which also takes it out of the instance
+					removed = removed && ep.unwatch(o.fds[i])
+					_ = unix.Close(o.fds[i])
 					o.fds[i] = -1
 				}
 			}
 		}
 	}
+	// Both streams ended and were taken out, and the exit fd, watched once, reported:
+	// nothing of this exec can be reported any more.
+	clean = removed
 	return nil
-}
-
-// execPollExit is the exit fd's key in an exec's epoll instance; 0 and 1 are stdout
-// and stderr.
-const execPollExit = 2
-
-// newExecPoll returns an epoll instance, as a file that waits in the runtime's poller,
-// watching the exit fd (once: after its report it stays ready and is not asked about
-// again) and the two read ends.
-func newExecPoll(exitFD int, fds [2]int) (*os.File, error) {
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
-	}
-	// Non-blocking, so that os.NewFile puts it in the poller; its only flag was O_RDWR,
-	// which F_SETFL leaves alone.
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
-		_ = unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	add := func(key int, target int, events uint32) error {
-		ev := unix.EpollEvent{Events: events, Fd: int32(key)}
-		return unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, target, &ev)
-	}
-	err = add(execPollExit, exitFD, unix.EPOLLIN|unix.EPOLLONESHOT)
-	for i := 0; i < len(fds) && err == nil; i++ {
-		err = add(i, fds[i], unix.EPOLLIN)
-	}
-	if err != nil {
-		_ = unix.Close(fd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	return os.NewFile(uintptr(fd), "exec-poll"), nil
 }
 
 // readFD reads once from fd and reports whether the stream has ended, or else whether

@@ -90,6 +90,7 @@ type Sandbox struct {
 	cg    *sandboxCgroup // nil without cgroups
 	h     host           // the driver's, for this sandbox
 	guest string         // the workspace as the processes see it
+	polls execPolls      // epoll instances for execs to reuse; closed by Close
 }
 
 // closer is a hook run by Sandbox.Close; see onClose.
@@ -417,6 +418,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	s.polls.close()
 	if err := s.h.close(); err != nil {
 		errs = append(errs, err)
 	}

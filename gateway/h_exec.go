@@ -119,6 +119,6 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderExec(res))
+	writeExec(w, res)
 	return nil
 }

@@ -40,6 +40,9 @@ func decodeJSONBytes(body []byte, v any) *apiError {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if req, ok := v.(*execRequest); ok && req.zero() && decodeExecFast(body, req) {
+		return nil
+	}
 	if err := decodeStrict(body, v); err != nil {
 		return badRequest("invalid JSON body: %v", err)
 	}

@@ -118,14 +118,30 @@ func TestJSONFieldsCached(t *testing.T) {
 	}
 }
 
-// BenchmarkDecodeExec decodes an exec request body, as every POST /exec does.
+// BenchmarkDecodeExec decodes an exec request body, as every POST /exec does: the way
+// the handler does (decodeExecFast for such a body) and encoding/json's strict way.
 func BenchmarkDecodeExec(b *testing.B) {
 	body := []byte(`{"argv":["true"],"env":{"A":"1"},"timeout_ms":5000}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		var v execRequest
-		if err := decodeJSONBytes(body, &v); err != nil {
-			b.Fatal(err)
-		}
+	for _, bb := range []struct {
+		name   string
+		decode func([]byte, any) error
+	}{
+		{"handler", func(body []byte, v any) error {
+			if err := decodeJSONBytes(body, v); err != nil {
+				return err
+			}
+			return nil
+		}},
+		{"strict", decodeStrict},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var v execRequest
+				if err := bb.decode(body, &v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

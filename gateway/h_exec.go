@@ -51,6 +51,11 @@ type execRequest struct {
 	Stdin *string `json:"stdin"`
 }
 
+// zero reports whether nothing was decoded into r yet (decodeExecFast needs it so).
+func (r *execRequest) zero() bool {
+	return r.Command == nil && r.Argv == nil && r.Cwd == "" && r.Env == nil && r.TimeoutMs == nil && r.Stdin == nil
+}
+
 // commandOf checks that exactly one of command and argv is given and returns the argv
 // that will run, which is what a routing policy sees.
 func commandOf(command *string, argv []string) ([]string, error) {
@@ -114,6 +119,6 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, renderExec(res))
+	writeExec(w, res)
 	return nil
 }

@@ -170,6 +170,12 @@
 //   - A busy output reader waits in poll(2) on its own thread while data flows and
 //     returns to Go's netpoller after 20 ms without output, so idle processes cost no
 //     thread (see readOutput for the measurement behind it).
+//   - An exec waits for its two output pipes and its exit on one epoll instance, whose
+//     fd waits in Go's netpoller: one parked goroutine per exec and no thread. A
+//     sandbox keeps the emptied instances for its next execs and closes them in
+//     [Sandbox.Close]; a stream's pipe is taken out of the instance before it is
+//     closed, because a fork in progress elsewhere in the process holds a copy of
+//     every fd until its child executes (exec_poll_linux.go).
 //   - Input never hangs: [Process.Write] and [Process.WriteContext] give up with
 //     ErrInputBlocked when the process does not take its input in time (it is not
 //     reading, or its terminal output is stopped with ^S), one writer at a time.

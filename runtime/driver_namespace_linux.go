@@ -112,7 +112,9 @@ func (h *nsHost) start(ctx context.Context, sp *spawn) (leader, error) {
 	if err := unix.Pipe2(status[:], unix.O_CLOEXEC); err != nil {
 		return nil, os.NewSyscallError("pipe2", err)
 	}
-	if err := unix.SetNonblock(status[0], true); err != nil {
+	// F_SETFL at once: a new pipe's read end has no other flag it could clear, and
+	// SetNonblock would read them first.
+	if _, err := unix.FcntlInt(uintptr(status[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 		_, _ = unix.Close(status[0]), unix.Close(status[1])
 		return nil, os.NewSyscallError("fcntl", err)
 	}

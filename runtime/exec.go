@@ -88,11 +88,13 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		limit = s.cfg.OutputBufferBytes
 	}
 	begin := time.Now()
-	out, err := newExecOutput(limit)
-	if err != nil {
+	// One allocation for what the driver, the timers and Close reach (it was five).
+	r := &execRun{}
+	out, g, sp := &r.out, &r.g, &r.sp
+	if err := out.open(limit); err != nil {
 		return ExecResult{}, err
 	}
-	sp := &spawn{argv: argv, dir: dir, env: s.environ(o.Env), stdout: out.outW, stderr: out.errW, oneShot: true}
+	*sp = spawn{argv: argv, dir: dir, env: s.environ(o.Env), stdout: out.outW, stderr: out.errW, oneShot: true}
 	var feed *stdinFeed
 	if o.Stdin != nil {
 		if feed, err = newStdinFeed(o.Stdin); err != nil {
@@ -111,7 +113,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	}
 	sp.tree = tree
 
-	g := &procGroup{cg: tree}
+	g.cg = tree
 	if !s.enterExec(g) {
 		tree.remove()
 		out.started()
@@ -129,17 +131,15 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	feed.start()
 	g.setLeader(l)
 
-	var timedOut atomic.Bool
 	if o.Timeout > 0 {
-		t := time.AfterFunc(o.Timeout, func() { g.killFor(&timedOut) })
+		t := time.AfterFunc(o.Timeout, func() { r.g.killFor(&r.timedOut) })
 		defer t.Stop()
 	}
-	var canceled atomic.Bool
-	stop := context.AfterFunc(ctx, func() { g.killFor(&canceled) })
+	stop := context.AfterFunc(ctx, func() { r.g.killFor(&r.canceled) })
 	defer stop()
 
 	var st waitStatus
-	waitErr := out.collect(l, func() {
+	waitErr := out.collect(&s.polls, l, func() {
 		g.finish() // kill what the command left behind, before the pid can be recycled
 		st = l.reap()
 	})
@@ -157,7 +157,7 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 		Duration:  time.Since(begin),
 		Truncated: out.stdout.truncated || out.stderr.truncated,
 	}
-	if timedOut.Load() {
+	if r.timedOut.Load() {
 		res.TimedOut, res.ExitCode = true, exitTimedOut
 	}
 	if res.Stdout == nil {
@@ -166,10 +166,20 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	if res.Stderr == nil {
 		res.Stderr = []byte{}
 	}
-	if canceled.Load() && !res.TimedOut {
+	if r.canceled.Load() && !res.TimedOut {
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// execRun is the state of one exec that outlives the call's frame: the driver keeps
+// the spawn, Close and the timers reach the group, and collect reads into the output.
+type execRun struct {
+	g   procGroup
+	sp  spawn
+	out execOutput
+	// timedOut and canceled say why the tree was killed (procGroup.killFor).
+	timedOut, canceled atomic.Bool
 }
 
 // enterExec registers an exec call so that Close kills its tree and waits for it.

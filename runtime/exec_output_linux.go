@@ -3,14 +3,14 @@ package runtime
 import (
 	"errors"
 	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // execOutput collects an exec's stdout and stderr. The read ends and the child's exit
-// fd wait in the runtime's poller (collect), so a command that runs holds no thread.
+// fd wait in an epoll instance whose fd waits in the runtime's poller (collect), so a
+// command that runs holds no thread.
 type execOutput struct {
 	stdout, stderr capBuffer
 	// outW and errW are the child's ends; started closes them in the parent.
@@ -19,18 +19,19 @@ type execOutput struct {
 	fds [2]int
 }
 
-func newExecOutput(limit int) (*execOutput, error) {
-	o := &execOutput{stdout: capBuffer{limit: limit}, stderr: capBuffer{limit: limit}, fds: [2]int{-1, -1}}
+// open makes the two pipes of a zero execOutput, with limit for each stream.
+func (o *execOutput) open(limit int) error {
+	*o = execOutput{stdout: capBuffer{limit: limit}, stderr: capBuffer{limit: limit}, fds: [2]int{-1, -1}}
 	for i, w := range []**os.File{&o.outW, &o.errW} {
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			o.started()
 			o.close()
-			return nil, os.NewSyscallError("pipe2", err)
+			return os.NewSyscallError("pipe2", err)
 		}
 		o.fds[i], *w = p[0], os.NewFile(uintptr(p[1]), "|1")
 	}
-	return o, nil
+	return nil
 }
 
 // started closes the child's ends in the parent, once the child has them (or failed).
@@ -57,92 +58,83 @@ func (o *execOutput) close() {
 // or drainBound passes (something outside the tree may hold a write end). It closes the
 // read ends. An error means waiting failed; exited has been called then too.
 //
-// The read ends and the exit fd wait in the runtime's poller: a goroutine waiting for a
-// command holds no thread and no P, so the server's other goroutines run meanwhile
-// without the scheduler first taking a P back from a thread blocked in poll(2).
-func (o *execOutput) collect(l leader, exited func()) error {
+// The two read ends and the exit fd wait in an epoll instance, whose fd waits in the
+// runtime's poller: the calling goroutine parks, so a running command holds no thread
+// and no P, and one goroutine serves all three fds. Instances are reused from polls
+// (execPolls). Per exec that is three registrations and two removals, where a poller
+// file per fd took three of each, a non-blocking switch and a flag read per fd, a dup
+// of a lent exit fd, and a reader goroutine per stream (BENCHMARKS.md, "#14, sixth
+// pass"). The read ends stay blocking: each is read once per report of the
+// level-triggered instance, which a pipe answers without blocking.
+func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
+	defer o.close()
 	exitFD, owned, err := l.exitFD()
-	if err == nil && !owned {
-		exitFD, err = unix.FcntlInt(uintptr(exitFD), unix.F_DUPFD_CLOEXEC, 0)
-		err = os.NewSyscallError("fcntl", err)
-	}
 	if err != nil {
-		o.close()
 		exited()
 		return err
 	}
-	exitF, err := pollableFD(exitFD, "exit")
+	if owned {
+		defer unix.Close(exitFD)
+	}
+	ep, err := polls.get()
 	if err != nil {
-		o.close()
 		exited()
 		return err
 	}
-	defer exitF.Close()
-	var files [2]*os.File
-	for i, fd := range o.fds {
-		o.fds[i] = -1
-		if files[i], err = pollableFD(fd, "output"); err != nil {
-			for _, f := range files[:i] {
-				f.Close()
+	clean := false // ep holds nothing of this exec's any more: it may serve another
+	defer func() { polls.put(ep, clean) }()
+	if err := ep.watch(exitFD, o.fds); err != nil {
+		exited()
+		return err
+	}
+	rc, err := ep.f.SyscallConn()
+	if err != nil {
+		exited()
+		return err
+	}
+	bufs := [2]*capBuffer{&o.stdout, &o.stderr}
+	var evs [3]unix.EpollEvent
+	removed := true
+	for done := false; o.fds[0] >= 0 || o.fds[1] >= 0 || !done; {
+		var n int
+		var werr error
+		err := rc.Read(func(fd uintptr) bool {
+			for n, werr = unix.EpollWait(int(fd), evs[:], 0); errors.Is(werr, unix.EINTR); {
+				n, werr = unix.EpollWait(int(fd), evs[:], 0)
+			}
+			return n != 0 || werr != nil
+		})
+		if err == nil && werr != nil {
+			err = os.NewSyscallError("epoll_wait", werr)
+		}
+		if err != nil {
+			if done { // the drain bound passed
+				return nil
 			}
 			exited()
 			return err
 		}
-	}
-	defer files[0].Close()
-	defer files[1].Close()
-	var drains sync.WaitGroup
-	drains.Go(func() { o.stdout.drain(files[0]) })
-	drains.Go(func() { o.stderr.drain(files[1]) })
-	waitErr := waitReadable(exitF)
-	exited()
-	end := time.Now().Add(drainBound)
-	_ = files[0].SetReadDeadline(end)
-	_ = files[1].SetReadDeadline(end)
-	drains.Wait()
-	return waitErr
-}
-
-// pollableFD wraps fd, made non-blocking, in a file that waits in the runtime's poller.
-// On error it closes fd.
-func pollableFD(fd int, name string) (*os.File, error) {
-	if err := unix.SetNonblock(fd, true); err != nil {
-		_ = unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	return os.NewFile(uintptr(fd), name), nil
-}
-
-// waitReadable parks until f is readable (for a pidfd: its process exited; for a pipe:
-// data or its end), without reading.
-func waitReadable(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return rc.Read(func(fd uintptr) bool {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
-		return n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
-	})
-}
-
-// drain reads f into c until the stream ends, or a read fails (its deadline passed).
-func (c *capBuffer) drain(f *os.File) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	for ended := false; !ended; {
-		err := rc.Read(func(fd uintptr) bool {
-			var again bool
-			ended, again = c.readFD(int(fd))
-			return !again
-		})
-		if err != nil {
-			return
+		for _, ev := range evs[:n] {
+			i := int(ev.Fd)
+			if i == execPollExit {
+				done = true
+				exited()
+				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
+				continue
+			}
+			if o.fds[i] >= 0 {
+				if ended, _ := bufs[i].readFD(o.fds[i]); ended {
+					removed = removed && ep.unwatch(o.fds[i])
+					_ = unix.Close(o.fds[i])
+					o.fds[i] = -1
+				}
+			}
 		}
 	}
+	// Both streams ended and were taken out, and the exit fd, watched once, reported:
+	// nothing of this exec can be reported any more.
+	clean = removed
+	return nil
 }
 
 // readFD reads once from fd and reports whether the stream has ended, or else whether

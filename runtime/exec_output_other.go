@@ -11,7 +11,7 @@ type execOutput struct {
 	outW, errW     *os.File
 }
 
-func newExecOutput(int) (*execOutput, error)     { return nil, errUnsupported }
-func (*execOutput) started()                     {}
-func (*execOutput) close()                       {}
-func (*execOutput) collect(leader, func()) error { return errUnsupported }
+func (*execOutput) open(int) error                           { return errUnsupported }
+func (*execOutput) started()                                 {}
+func (*execOutput) close()                                   {}
+func (*execOutput) collect(*execPolls, leader, func()) error { return errUnsupported }

@@ -90,6 +90,7 @@ type Sandbox struct {
 	cg    *sandboxCgroup // nil without cgroups
 	h     host           // the driver's, for this sandbox
 	guest string         // the workspace as the processes see it
+	polls execPolls      // epoll instances for execs to reuse; closed by Close
 }
 
 // closer is a hook run by Sandbox.Close; see onClose.
@@ -268,7 +269,8 @@ func (s *Sandbox) resolveCwd(cwd string) (string, error) {
 
 // within reports whether the clean absolute path p is dir or below it.
 func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/") || dir == "/"
+	// As strings.HasPrefix(p, dir+"/"), without making that string on every exec.
+	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir || dir == "/"
 }
 
 // commandArgv checks that exactly one of command and argv is set and returns the argv to
@@ -416,6 +418,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	s.polls.close()
 	if err := s.h.close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -419,3 +419,35 @@ func TestTerminalSignalForeground(t *testing.T) {
 		t.Errorf("shell exited")
 	}
 }
+
+// TestWithin: the clean path p is dir or below it, as strings.HasPrefix(p, dir+"/")
+// says, and a sibling that only shares dir's name as a prefix is not.
+func TestWithin(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, dir, p string
+		want         bool
+	}{
+		{"same", "/a/b", "/a/b", true},
+		{"child", "/a/b", "/a/b/c", true},
+		{"grandchild", "/a/b", "/a/b/c/d", true},
+		{"sibling with the same prefix", "/a/b", "/a/bc", false},
+		{"parent", "/a/b", "/a", false},
+		{"other", "/a/b", "/x/y", false},
+		{"shorter", "/a/b", "/a/", false},
+		{"root holds all", "/", "/x", true},
+		{"root itself", "/", "/", true},
+		{"empty path", "/a", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := within(tt.dir, tt.p); got != tt.want {
+				t.Fatalf("within(%q, %q) = %v, want %v", tt.dir, tt.p, got, tt.want)
+			}
+			if old := tt.p == tt.dir || strings.HasPrefix(tt.p, tt.dir+"/") || tt.dir == "/"; old != tt.want {
+				t.Fatalf("the concatenating form says %v for (%q, %q)", old, tt.dir, tt.p)
+			}
+		})
+	}
+}

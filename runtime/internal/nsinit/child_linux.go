@@ -40,11 +40,14 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	if req.CgroupDir != nil && req.Cgroup == nil {
 		return nil, fmt.Errorf("failed to spawn: %w: CgroupDir without Cgroup", ErrInvalidRequest)
 	}
-	var files []*os.File
+	// On the stack for a spawn's usual few files (stdio, the tree's cgroup, the status
+	// pipe): they and their fds were two or three allocations of every exec.
+	var filesBuf [8]*os.File
+	files := filesBuf[:0]
 	if req.TTY != nil {
-		files = []*os.File{req.TTY}
+		files = append(files, req.TTY)
 	} else {
-		files = []*os.File{req.Stdin, req.Stdout, req.Stderr}
+		files = append(files, req.Stdin, req.Stdout, req.Stderr)
 	}
 	for _, f := range req.Extra {
 		if f == nil {
@@ -63,7 +66,12 @@ func (in *Init) Spawn(ctx context.Context, req SpawnRequest) (*Child, error) {
 	}
 	in.nullMu.RLock() // the /dev/null fd stays open until the request is sent
 	defer in.nullMu.RUnlock()
-	fds := make([]int, len(files))
+	var fdsBuf [8]int
+	fds := fdsBuf[:0]
+	if len(files) > len(fdsBuf) {
+		fds = make([]int, 0, len(files))
+	}
+	fds = fds[:len(files)]
 	for i, f := range files {
 		if f == nil {
 			null, err := in.devNull()

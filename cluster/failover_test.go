@@ -28,7 +28,7 @@ func TestIsolatedOwnerFencesFirst(t *testing.T) {
 	for _, sb := range lost {
 		epochs[sb] = victim.Epoch(sb)
 	}
-	h.moves.arm(victim.ID(), lost)
+	h.moves.arm(victim, lost)
 	rec := record(h.nodes, append(append([]string(nil), lost...), kept...))
 	waitFor(t, "the victim to admit its sandboxes", func() bool { return rec.admitted(lost, victim) })
 
@@ -110,7 +110,7 @@ func TestKilledOwnerFailover(t *testing.T) {
 	h := newHarness(t, 3, nil)
 	victim := h.follower(8)
 	lost := owned(t, victim, 8)
-	h.moves.arm(victim.ID(), lost)
+	h.moves.arm(victim, lost)
 	survivors := h.others(victim)
 	rec := record(survivors, lost)
 
@@ -186,7 +186,7 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 	}
 	end := time.Duration(victim.lease.until.Load())
 	lost := owned(t, victim, 8)
-	h.moves.arm(victim.ID(), lost)
+	h.moves.arm(victim, lost)
 	survivors := h.others(victim)
 	for _, nd := range survivors {
 		waitFor(t, string(nd.ID())+" to apply the move", func() bool { _, all := h.moves.times(nd.ID()); return all })
@@ -273,7 +273,7 @@ func TestPausedHeartbeatsFence(t *testing.T) {
 	h.frozen.Store(true)
 	victim := h.follower(4)
 	lost := owned(t, victim, 4)
-	h.moves.arm(victim.ID(), lost)
+	h.moves.arm(victim, lost)
 	ev := h.events[h.index(victim)]
 	_, leases := ev.get()
 
@@ -320,7 +320,7 @@ func TestRemovedMemberFencedFirst(t *testing.T) {
 	h := newHarness(t, 3, nil)
 	victim := h.follower(8)
 	lost := owned(t, victim, 8)
-	h.moves.arm(victim.ID(), lost)
+	h.moves.arm(victim, lost)
 	rec := record(h.nodes, lost)
 	waitFor(t, "the member to admit its sandboxes", func() bool { return rec.admitted(lost, victim) })
 

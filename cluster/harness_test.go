@@ -186,20 +186,38 @@ func (e *leaseEvents) get() (fences, leases []time.Duration) {
 
 // moveLog records, for each replica, when it first applied a state in which a
 // watched partition is no longer owned by the victim.
+//
+// Only a move after the victim's assignment counts: a replica that lags behind the
+// victim's table when the log is armed still publishes states in which the
+// partition has its previous owner, and those are not moves away from the victim.
+// An assignment's epoch is the log index that set it, so a later one has a higher
+// epoch than the victim's.
 type moveLog struct {
 	mu     sync.Mutex
 	victim NodeID
 	watch  []int
+	from   map[int]uint64 // per watched partition: its epoch in the victim's table
 	at     map[NodeID]map[int]time.Duration
 }
 
-// arm starts watching the partitions of sandboxes, owned by victim.
-func (m *moveLog) arm(victim NodeID, sandboxes []string) {
+// arm starts watching the partitions of sandboxes, owned by victim in its table.
+func (m *moveLog) arm(victim *Node, sandboxes []string) {
+	from := map[int]uint64{}
+	for _, sb := range sandboxes {
+		p := PartitionOf(sb)
+		from[p] = victim.Partition(p).Epoch
+	}
+	m.armAt(victim.ID(), from)
+}
+
+// armAt starts watching partitions owned by victim, each since the given epoch.
+func (m *moveLog) armAt(victim NodeID, from map[int]uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.victim = victim
-	for _, sb := range sandboxes {
-		m.watch = append(m.watch, PartitionOf(sb))
+	m.from = from
+	for p := range from {
+		m.watch = append(m.watch, p)
 	}
 }
 
@@ -208,7 +226,7 @@ func (m *moveLog) seen(observer NodeID, s *state) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range m.watch {
-		if s.parts[p].Owner == m.victim {
+		if a := s.parts[p]; a.Owner == m.victim || a.Epoch <= m.from[p] {
 			continue
 		}
 		if m.at[observer] == nil {
@@ -259,4 +277,34 @@ func (l *leadLog) firstAfter(t time.Duration) (leadStart, bool) {
 		}
 	}
 	return leadStart{}, false
+}
+
+// TestMoveLogIgnoresLaggingReplica: a replica behind the victim's table, still
+// showing a watched partition's previous owner, has not seen it move away from the
+// victim; the same partition under a later epoch has.
+func TestMoveLogIgnoresLaggingReplica(t *testing.T) {
+	m := &moveLog{at: map[NodeID]map[int]time.Duration{}}
+	m.armAt("v", map[int]uint64{7: 20})
+	at := func(owner NodeID, epoch uint64) *state {
+		s := emptyState()
+		s.parts[7] = Assignment{Owner: owner, Epoch: epoch, State: PartitionActive}
+		return s
+	}
+	tests := []struct {
+		name  string
+		s     *state
+		moved bool
+	}{
+		{"previous owner, earlier epoch (lagging)", at("a", 12), false},
+		{"the victim", at("v", 20), false},
+		{"another owner, later epoch", at("b", 31), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m.seen("r", tt.s)
+			if _, all := m.times("r"); all != tt.moved {
+				t.Fatalf("moved %v, want %v", all, tt.moved)
+			}
+		})
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/cluster"
 )
 
 // replicaHold holds a cluster replica before each entry of sandbox records while it
@@ -107,26 +109,48 @@ func TestClusterReadWhileReplicaLags(t *testing.T) {
 		c.beforeBatches = holds[i].wait
 		c.onCatchUp = catching[i].hook
 	})
-	ldr := tc.leader()
-	lagging, li := tc.nodes[0], 1
-	if lagging == ldr { // the held replica must not lead: the leader's commits wait for its own
-		lagging, li = tc.nodes[1], 2
-	}
-	id := idOwnedBy(t, lagging, "lag")
-
-	h := holds[li]
-	h.shut()
-	defer h.open() // before the cluster's cleanup shuts the nodes down
+	t.Cleanup(func() { // before the cluster's cleanup shuts the nodes down
+		for _, h := range holds {
+			h.open()
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), clusterPatience)
 	defer cancel()
 	// An entry of records, then the pin: the lagging replica is held at the first,
-	// so the pin after it in the log is not applied there.
-	if err := ldr.srv.cluster.CatchUp(ctx); err != nil {
-		t.Fatalf("catch up on the leader: %v", err)
-	}
-	a, err := ldr.srv.cluster.Pin(ctx, id, map[string]string{"zone": "b"})
-	if err != nil || a.Owner != "n3" {
-		t.Fatalf("pin %s: %+v %v, want it on n3", id, a, err)
+	// so the pin after it in the log is not applied there. An election in between
+	// (a loaded machine) loses the pin's outcome, and may make the held replica
+	// lead: the hold is let go and the set-up made again, with a fresh id.
+	var (
+		ldr, lagging *testServer
+		h            *replicaHold
+		li           int
+		id           string
+	)
+	for try := 1; ; try++ {
+		ldr = tc.leader()
+		lagging, li = tc.nodes[0], 1
+		if lagging == ldr { // the held replica must not lead: the leader's commits wait for its own
+			lagging, li = tc.nodes[1], 2
+		}
+		id = idOwnedBy(t, lagging, fmt.Sprintf("lag%d", try))
+		h = holds[li]
+		h.shut()
+		err := ldr.srv.cluster.CatchUp(ctx)
+		var a cluster.Assignment
+		if err == nil {
+			a, err = ldr.srv.cluster.Pin(ctx, id, map[string]string{"zone": "b"})
+		}
+		if err == nil && a.Owner != "n3" {
+			t.Fatalf("pin %s: %+v, want it on n3", id, a)
+		}
+		if err == nil && ldr.srv.cluster.IsLeader() {
+			break
+		}
+		h.open()
+		if try == settleTries {
+			t.Fatalf("pin %s through the leader: %v (try %d)", id, err, try)
+		}
+		t.Logf("pin %s through %s: %v, leading %v (try %d): again", id, ldr.srv.cfg.NodeID, err, ldr.srv.cluster.IsLeader(), try)
 	}
 	var info sandboxJSON
 	ldr.mustSettled(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": id, "labels": map[string]string{"want": "b"}}).json(t, &info)

@@ -12,9 +12,10 @@ import (
 
 // streamRegistry knows the SSE and WebSocket streams this node serves, by sandbox, so
 // that when the node stops owning a sandbox (the table moves it, or the node's lease
-// lapses) they end: WebSockets are closed with 1012 (service restart) and SSE streams
-// finish, and clients reconnect, through any node, and resume by offset. It is safe
-// for concurrent use.
+// lapses while other members could take its sandboxes: see streamAdmit) they end:
+// WebSockets are closed with 1012 (service restart) and SSE streams finish, and
+// clients reconnect, through any node, and resume by offset. It is safe for
+// concurrent use.
 type streamRegistry struct {
 	kicked chan struct{} // wakes the watcher for a sweep; buffered 1
 
@@ -93,12 +94,26 @@ func lostOwnership(err error) bool {
 	return errors.Is(err, cluster.ErrNotOwner) || errors.Is(err, cluster.ErrLeaseExpired)
 }
 
+// streamAdmit is the admission the streams of sandbox sb are judged by: the
+// cluster's, except that the lapsed lease of a node alone in its cluster does not
+// end them. Nobody can take its sandboxes over, so it keeps them running (fence);
+// ending their streams would only make every client reconnect, to be refused until
+// the lease is renewed. A lone node's renewal is a raft commit, an fsync, which a
+// loaded machine can hold up past the lease.
+func (s *Server) streamAdmit(sb string) error {
+	err := s.cluster.Admit(sb)
+	if errors.Is(err, cluster.ErrLeaseExpired) && s.alone() {
+		return nil
+	}
+	return err
+}
+
 // watchOwnership is the registry's watcher goroutine, until Shutdown: it sweeps when
 // the table changes and when the lease would run out unrenewed.
 func (s *Server) watchOwnership() {
 	for {
 		changed := s.cluster.TableChanged()
-		s.streams.sweep(s.cluster.Admit)
+		s.streams.sweep(s.streamAdmit)
 		var expiry <-chan time.Time
 		var t *time.Timer
 		if valid, until := s.cluster.Lease(); valid {
@@ -132,7 +147,7 @@ func (s *Server) streamContext(r *http.Request, sb string) (context.Context, con
 // node lost the sandbox before the registration (the watcher would not see that).
 func (s *Server) watchStream(sb string, stop func()) (remove func()) {
 	remove = s.streams.add(sb, stop)
-	if lostOwnership(s.cluster.Admit(sb)) {
+	if lostOwnership(s.streamAdmit(sb)) {
 		s.streams.poke()
 	}
 	return remove

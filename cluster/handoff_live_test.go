@@ -224,10 +224,14 @@ func TestHandoffReported(t *testing.T) {
 // TestHandoffUnreported: an old owner whose hook never returns keeps its handoff until
 // the leader completes it, no earlier than L + δ after the leader applied the
 // BeginHandoff, with no overlapping admissions.
+//
+// Raft's timers run at 0.4 rather than 0.1: each new leadership starts the handoff's
+// L + δ afresh, so a loaded machine's spurious elections, every few hundred
+// milliseconds at 50 ms timers, could put the completion off past the wait.
 func TestHandoffUnreported(t *testing.T) {
 	// Not parallel (see chaos_helpers_test.go).
 	r := newReporter()
-	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
+	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg); cfg.Multiplier = 0.4 })
 	h.frozen.Store(true)
 	r.hold.Store(true) // the old owner never finishes stopping its sandboxes
 	from := h.follower(8)

@@ -28,7 +28,8 @@ import (
 // Ownership: raft's NetworkTransport.Close stops its listener but leaves accepted
 // connections to be closed by their peers (their handlers block in Read) and pooled
 // outbound ones open, so a closed node would keep goroutines and sockets alive as
-// long as its peers do. Close here ends them all, and waits for its goroutines.
+// long as its peers do. Close here ends them all, and waits for its goroutines and
+// for raft's handlers of the connections it accepted (prefixConn.Close).
 type streamLayer struct {
 	ln    net.Listener
 	adv   advertisedAddr // what peers dial: Addr, and so raft's LocalAddr
@@ -127,9 +128,12 @@ func (s *streamLayer) route(c net.Conn, routes map[byte]func(net.Conn)) {
 		h(c)
 		return
 	}
+	// raft's handler owns the connection from here; Close waits until it closes it.
+	s.wg.Add(1)
 	select {
-	case s.raftC <- &prefixConn{Conn: c, first: b[0], pending: true}:
+	case s.raftC <- &prefixConn{Conn: c, first: b[0], pending: true, handled: s.wg.Done}:
 	case <-s.done:
+		s.wg.Done()
 		c.Close()
 	}
 }
@@ -212,8 +216,8 @@ func (s *streamLayer) cut() {
 	}
 }
 
-// Close stops listening, closes every connection and waits for the accept loop and
-// the heartbeat handlers; it is idempotent.
+// Close stops listening, closes every connection and waits for the accept loop, the
+// heartbeat handlers and raft's connection handlers; it is idempotent.
 func (s *streamLayer) Close() error {
 	s.mu.Lock()
 	first := !s.closed
@@ -246,11 +250,25 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// prefixConn gives back the byte the router read before raft sees the connection.
+// prefixConn gives back the byte the router read before raft sees the connection,
+// and tells the stream layer when raft's handler is done with it.
 type prefixConn struct {
 	net.Conn
 	first   byte
-	pending bool // read by raft's handler goroutine only
+	pending bool   // read by raft's handler goroutine only
+	handled func() // called once, by the first Close
+	once    sync.Once
+}
+
+// Close closes the connection. raft's handler closes it as it returns (at the
+// latest once the stream layer's Close has closed the connection under it), so
+// the stream layer's Close, which waits for that, returns only once no handler
+// can still act on an RPC it read: a heartbeat read just before raft's shutdown
+// would otherwise go on to write the term to a stable store already closed (raft
+// panics on that error), or to a data directory already removed.
+func (c *prefixConn) Close() error {
+	c.once.Do(c.handled)
+	return c.Conn.Close()
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {

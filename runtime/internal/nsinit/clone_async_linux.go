@@ -104,10 +104,10 @@ func (s *asyncSlots) get() *asyncSlot {
 }
 
 // reaped is called by the reaper for an exited child pid before it reports it: it
-// frees the child's slot, if it has one, and returns the error that ended the child
-// before its exec, if it did, and the PATH cache's entry to forget for it (name "" if
-// none): the path came from the cache and the exec found no file there.
-func (s *asyncSlots) reaped(pid int) (failed error, forget pathKey) {
+// frees the child's slot, if it has one, and returns the PATH cache's entry to forget
+// for it (name "" if none: the path came from the cache and the exec found no file
+// there) and the error that ended the child before its exec, if it did.
+func (s *asyncSlots) reaped(pid int) (forget pathKey, failed error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sl := range s.all {
@@ -122,9 +122,9 @@ func (s *asyncSlots) reaped(pid int) (failed error, forget pathKey) {
 			}
 		}
 		sl.release()
-		return failed, forget
+		return forget, failed
 	}
-	return nil, pathKey{}
+	return pathKey{}, nil
 }
 
 // newAsyncSlot maps a slot.

@@ -30,4 +30,4 @@ func (*asyncSlots) start(string, []string, *syscall.ProcAttr, int, int, *unix.So
 	return 0, false, errNoClone
 }
 
-func (*asyncSlots) reaped(int) (error, pathKey) { return nil, pathKey{} }
+func (*asyncSlots) reaped(int) (pathKey, error) { return pathKey{}, nil }

@@ -347,7 +347,7 @@ func (ip *initProc) reap() {
 		var failed error
 		if spawned && ip.own != nil {
 			var forget pathKey
-			if failed, forget = ip.own.async.reaped(pid); forget.name != "" {
+			if forget, failed = ip.own.async.reaped(pid); forget.name != "" {
 				// Gone from the host's directory since it was cached: the next spawn
 				// searches again.
 				ip.paths.forgetKey(forget)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,18 +96,8 @@ func TestNoWaitSpawnsDoNotQueue(t *testing.T) {
 	if in.SpawnPath() != SpawnCloneInto || !cloneBuilt {
 		t.Skipf("the init spawns on the %v path", in.SpawnPath())
 	}
-	freeze := func(v string) {
-		if err := os.WriteFile(filepath.Join(tree, "cgroup.freeze"), []byte(v), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	freeze("1")
-	thawed := false
-	defer func() {
-		if !thawed {
-			freeze("0")
-		}
-	}()
+	thaw := freezeTree(t, tree)
+	defer thaw()
 	procs, dir := openTree(t, tree)
 	_, frozen := noWait(t, in, SpawnRequest{Argv: []string{"true"}, Cgroup: procs, CgroupDir: dir})
 	killed, killedR := noWait(t, in, SpawnRequest{Argv: []string{"sleep", "1000"}, Cgroup: procs, CgroupDir: dir})
@@ -133,8 +122,7 @@ func TestNoWaitSpawnsDoNotQueue(t *testing.T) {
 	if st, ok := readStatus(t, killedR); !ok || st.Signal != unix.SIGKILL {
 		t.Fatalf("a frozen child signalled before it made its group: %+v, %v; want SIGKILL", st, ok)
 	}
-	freeze("0")
-	thawed = true
+	thaw()
 	if st, ok := readStatus(t, frozen); !ok || st.Code != 0 {
 		t.Fatalf("the frozen spawn after the thaw: %+v, %v", st, ok)
 	}
@@ -159,18 +147,8 @@ func TestExitsReportedDuringFork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	freeze := func(v string) {
-		if err := os.WriteFile(filepath.Join(tree, "cgroup.freeze"), []byte(v), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	freeze("1")
-	thawed := false
-	defer func() {
-		if !thawed {
-			freeze("0")
-		}
-	}()
+	thaw := freezeTree(t, tree)
+	defer thaw()
 	procs, dir := openTree(t, tree)
 	started := make(chan error, 1)
 	go func() {
@@ -191,8 +169,7 @@ func TestExitsReportedDuringFork(t *testing.T) {
 		t.Fatalf("the spawn into the frozen group ended before the thaw: %v", err)
 	default:
 	}
-	freeze("0")
-	thawed = true
+	thaw()
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -153,18 +154,8 @@ func TestSpawnIntoFrozenGroup(t *testing.T) {
 	if in.SpawnPath() != SpawnCloneInto {
 		t.Skipf("the init spawns on the %v path", in.SpawnPath())
 	}
-	freeze := func(v string) {
-		if err := os.WriteFile(filepath.Join(tree, "cgroup.freeze"), []byte(v), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	freeze("1")
-	thawed := false
-	defer func() {
-		if !thawed {
-			freeze("0")
-		}
-	}()
+	thaw := freezeTree(t, tree)
+	defer thaw()
 	procs, dir := openTree(t, tree)
 	done := make(chan result, 1)
 	go func() {
@@ -193,8 +184,7 @@ func TestSpawnIntoFrozenGroup(t *testing.T) {
 	if got, want := cgroupPath(string(b)), strings.TrimPrefix(home, cgroup2Mount(t)); got != want {
 		t.Fatalf("the init is in %q, want its own group %q", got, want)
 	}
-	freeze("0")
-	thawed = true
+	thaw()
 	if r := <-done; r.status.Code != 0 {
 		t.Fatalf("the spawn ended with %v %s", r.status, r.stderr)
 	}
@@ -353,4 +343,24 @@ func quoteAll(argv []string) []string {
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return out
+}
+
+// freezeTree freezes the cgroup tree and returns thaw, which thaws it (once; later
+// calls do nothing), so a test can thaw it mid-way and still defer it.
+func freezeTree(t *testing.T, tree string) (thaw func()) {
+	t.Helper()
+	set := func(v string) error {
+		return os.WriteFile(filepath.Join(tree, "cgroup.freeze"), []byte(v), 0)
+	}
+	if err := set("1"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := set("0"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,8 +24,7 @@ type fsm struct {
 	// onApply is Config.OnApply.
 	onApply func(sandboxes []string)
 
-	mu      sync.Mutex
-	changed chan struct{} // closed at the next publish; nil until someone waits
+	changed changeSignal // broadcast at each publish and applied mark
 
 	// observe, when set (tests), is called on raft's FSM goroutine with each state
 	// just after it is published; beforeBatches before each cmdBatches entry.
@@ -187,12 +185,7 @@ func (f *fsm) apply(index uint64, data []byte) error {
 // publish makes s the current state and wakes every waitIndex.
 func (f *fsm) publish(s *state) {
 	f.cur.Store(s)
-	f.mu.Lock()
-	if f.changed != nil {
-		close(f.changed)
-		f.changed = nil
-	}
-	f.mu.Unlock()
+	f.changed.broadcast()
 	if f.observe != nil {
 		f.observe(s)
 	}
@@ -204,12 +197,7 @@ func (f *fsm) waitIndex(ctx context.Context, i uint64, timeout time.Duration) bo
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
-		f.mu.Lock()
-		if f.changed == nil {
-			f.changed = make(chan struct{})
-		}
-		ch := f.changed
-		f.mu.Unlock()
+		ch := f.changed.next()
 		if f.cur.Load().index >= i {
 			return true
 		}

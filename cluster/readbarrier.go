@@ -64,12 +64,7 @@ func (f *fsm) noteApplied(logs []*raft.Log) {
 		}
 	}
 	f.mark.seen.Store(logs[len(logs)-1].Index) // after batches: a waiter reads seen first
-	f.mu.Lock()
-	if f.changed != nil {
-		close(f.changed)
-		f.changed = nil
-	}
-	f.mu.Unlock()
+	f.changed.broadcast()
 }
 
 // waitRead waits until this replica has applied the entry at index i and every one
@@ -77,12 +72,7 @@ func (f *fsm) noteApplied(logs []*raft.Log) {
 // it. It gives up when ctx ends or done is closed (the node closing).
 func (f *fsm) waitRead(ctx context.Context, done <-chan struct{}, i uint64) error {
 	for {
-		f.mu.Lock()
-		if f.changed == nil {
-			f.changed = make(chan struct{})
-		}
-		ch := f.changed
-		f.mu.Unlock()
+		ch := f.changed.next()
 		if err := f.err(); err != nil {
 			return err
 		}

@@ -38,8 +38,7 @@ type stateDB struct {
 	db      *bolt.DB
 	applied atomic.Uint64 // the index of the last cmdBatches entry in the file
 
-	wmu     sync.Mutex
-	changed chan struct{} // closed when applied moves; nil until someone waits
+	changed changeSignal // broadcast when applied moves
 
 	wb writeBehind // the FSM's judged runs on their way into the file (store_writer.go)
 }
@@ -157,12 +156,7 @@ func readApplied(tx *bolt.Tx) uint64 {
 
 func (s *stateDB) setApplied(i uint64) {
 	s.applied.Store(i)
-	s.wmu.Lock()
-	if s.changed != nil {
-		close(s.changed)
-		s.changed = nil
-	}
-	s.wmu.Unlock()
+	s.changed.broadcast()
 }
 
 // waitApplied waits until the file holds index i, or ctx or done ends.
@@ -171,12 +165,7 @@ func (s *stateDB) waitApplied(ctx context.Context, done <-chan struct{}, i uint6
 	defer s.wb.waiters.Add(-1)
 	s.urgeWrite()
 	for {
-		s.wmu.Lock()
-		if s.changed == nil {
-			s.changed = make(chan struct{})
-		}
-		ch := s.changed
-		s.wmu.Unlock()
+		ch := s.changed.next()
 		if s.applied.Load() >= i {
 			return nil
 		}

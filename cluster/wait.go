@@ -24,13 +24,7 @@ func (n *Node) TableIndex() uint64 { return n.fsm.cur.Load().index }
 // table, so that a change between the read and the wait is not missed. After Close
 // nothing is published: select on the caller's own lifetime as well.
 func (n *Node) TableChanged() <-chan struct{} {
-	f := n.fsm
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.changed == nil {
-		f.changed = make(chan struct{})
-	}
-	return f.changed
+	return n.fsm.changed.next()
 }
 
 // WaitApplied waits until this node's table is at index or later (TableIndex >=

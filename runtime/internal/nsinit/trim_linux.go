@@ -2,29 +2,70 @@ package nsinit
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
-// trimAfter is how long an init goes without a spawn before it hands its unused heap
-// back to the kernel.
+// trimAfter is how long an init goes without a spawn before it hands memory it no
+// longer uses back to the kernel.
 const trimAfter = time.Second
 
-// idleTrim returns the init's unused memory to the kernel once spawns have stopped
-// for trimAfter. Each spawn's frame, argv and environment are garbage once the child
-// runs, so a burst of spawns grows Go's heap to its minimum goal (4 MiB), which the
-// runtime keeps mapped for minutes; without the trim an init that ran a few thousand
-// execs held about 4 MiB more private memory than an idle one (BENCHMARKS.md, "#14,
-// sixth pass: the spawner"). A busy init is not trimmed; an idle one holds what it
-// uses. The timer is reset on each spawn and fires once per quiet spell, so an init
-// that spawns nothing costs nothing.
-type idleTrim struct{ t *time.Timer }
-
-// newIdleTrim returns a trim that waits for its first spawn.
-func newIdleTrim() *idleTrim {
-	t := time.AfterFunc(time.Hour, debug.FreeOSMemory)
-	t.Stop()
-	return &idleTrim{t: t}
+// idleTrim runs its function once spawns have stopped for at least trimAfter (and at
+// most twice that). The init has one for its heap (newIdleTrim).
+//
+// Each spawn's frame, argv and environment are garbage once the child runs, so a burst
+// of spawns grows Go's heap to its minimum goal (4 MiB), which the runtime keeps
+// mapped for minutes; without the heap's trim an init that ran a few thousand execs
+// held about 4 MiB more private memory than an idle one (BENCHMARKS.md, "#14, sixth
+// pass: the spawner"). A busy init is not trimmed; an idle one holds what it uses.
+//
+// A spawn only counts itself and, if the timer is not set, sets it: two atomic
+// operations on the spawn's path, no timer reset. When the timer fires it looks
+// whether spawns were counted since it was set: if so it waits another trimAfter,
+// else it runs the function. So an init that spawns nothing costs nothing, and a busy
+// one one wake-up a trimAfter. spawned may be called from any goroutine.
+type idleTrim struct {
+	f     func()
+	t     *time.Timer
+	n     atomic.Uint64 // spawns counted so far
+	seen  atomic.Uint64 // n when the timer was last set
+	armed atomic.Bool   // the timer is set, or its function is running
 }
 
-// spawned notes a spawn: the trim runs trimAfter after the last one.
-func (tr *idleTrim) spawned() { tr.t.Reset(trimAfter) }
+// newIdleTrim returns the heap's trim, which waits for its first spawn.
+func newIdleTrim() *idleTrim { return afterQuiet(debug.FreeOSMemory) }
+
+// afterQuiet returns a trim that runs f once spawns have stopped; it waits for its
+// first spawn. f runs on a goroutine of its own, never twice at once.
+func afterQuiet(f func()) *idleTrim {
+	tr := &idleTrim{f: f}
+	tr.t = time.AfterFunc(time.Hour, tr.fire)
+	tr.t.Stop()
+	return tr
+}
+
+// spawned counts a spawn: the function runs between trimAfter and twice that after
+// the last one.
+func (tr *idleTrim) spawned() {
+	n := tr.n.Add(1)
+	if !tr.armed.Load() && tr.armed.CompareAndSwap(false, true) {
+		tr.seen.Store(n)
+		tr.t.Reset(trimAfter)
+	}
+}
+
+// fire runs when the timer expires.
+func (tr *idleTrim) fire() {
+	n := tr.n.Load()
+	if tr.seen.Swap(n) != n {
+		tr.t.Reset(trimAfter) // spawns in the last trimAfter: not quiet yet
+		return
+	}
+	tr.f()
+	tr.armed.Store(false)
+	// A spawn that came while f ran found the timer set and left it: set it again.
+	if n2 := tr.n.Load(); n2 != n && tr.armed.CompareAndSwap(false, true) {
+		tr.seen.Store(n2)
+		tr.t.Reset(trimAfter)
+	}
+}

@@ -3,9 +3,58 @@ package nsinit
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// TestIdleTrim checks the trim's timer: its function runs once spawns stop, never
+// twice at once, and again after a later spawn; spawns counted while it runs set the
+// timer again. Spawns come from several goroutines, as from the spawner and the
+// slots' own counting.
+func TestIdleTrim(t *testing.T) {
+	t.Parallel()
+	var runs, running, overlapped atomic.Int32
+	ran := make(chan struct{}, 16)
+	var tr *idleTrim
+	tr = afterQuiet(func() {
+		if running.Add(1) > 1 {
+			overlapped.Store(1)
+		}
+		if runs.Add(1) == 1 {
+			tr.spawned() // a spawn while the function runs
+		}
+		running.Add(-1)
+		ran <- struct{}{}
+	})
+	waitRun := func(what string) {
+		t.Helper()
+		select {
+		case <-ran:
+		case <-time.After(testTimeout):
+			t.Fatalf("the trim did not run %s", what)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				tr.spawned()
+			}
+		})
+	}
+	wg.Wait()
+	waitRun("after the spawns stopped")
+	waitRun("after a spawn counted while it ran")
+	tr.spawned()
+	waitRun("after a later spawn")
+	if overlapped.Load() != 0 {
+		t.Fatal("the trim's function ran twice at once")
+	}
+	if n := runs.Load(); n != 3 {
+		t.Fatalf("the trim ran %d times, want 3", n)
+	}
+}
 
 // TestIdleInitGivesBackMemory: after a burst of spawns, an init that goes quiet
 // hands the heap the burst grew back to the kernel (without the trim it kept about

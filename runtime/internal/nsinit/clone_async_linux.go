@@ -33,6 +33,7 @@ const (
 // fields are used under asyncSlots.mu.
 type asyncSlot struct {
 	mem  []byte             // guard | stack | control page; mapped once, never unmapped
+	used bool               // a child ran on the slot since its pages were last given back
 	a    *C.struct_sg_spawn // in the control page
 	tid  *uint32            // in the control page: nonzero while the child may use the slot
 	pin  goruntime.Pinner   // the Go memory the child reads: argv, env, dir, fds
@@ -52,10 +53,19 @@ type asyncSlot struct {
 // spawn of the sandbox queue behind the one before: see the package doc, "Spawning").
 // A slot is free again once the kernel cleared its tid (CLONE_CHILD_CLEARTID: at the
 // child's exec or exit) and, if the child failed before its exec, the reaper has
-// reported that. Used by the spawner (start) and the reaper (reaped).
+// reported that. Used by the spawner (start), the reaper (reaped) and the slots' own
+// idle trim (giveBack).
+//
+// A child touches a page or two of its slot's stack, and the control page: 8 KiB of
+// private memory per slot that ever ran one, which a slot kept for the life of the
+// init. Once the init is quiet (idleTrim) the free slots' pages go back to the kernel
+// (MADV_DONTNEED: a free slot's memory is only ever read after start wrote it), so an
+// idle init holds none of it; the next spawn on a slot faults its pages in again, two
+// page faults a quiet spell.
 type asyncSlots struct {
-	mu  sync.Mutex // a leaf: nothing else is locked under it
-	all []*asyncSlot
+	mu    sync.Mutex // a leaf: nothing else is locked under it
+	all   []*asyncSlot
+	quiet *idleTrim // runs giveBack; made with the first slot, under mu
 }
 
 // start starts argv0 as cloneSpawn does, on a free slot, without waiting for the
@@ -74,7 +84,8 @@ func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 		sl.release()
 		return 0, true, err
 	}
-	sl.busy, sl.pid = true, pid
+	sl.busy, sl.pid, sl.used = true, pid, true
+	s.quiet.spawned()
 	return pid, true, nil
 }
 
@@ -85,9 +96,7 @@ func (s *asyncSlots) get() *asyncSlot {
 	defer s.mu.Unlock()
 	var free *asyncSlot
 	for _, sl := range s.all {
-		if sl.busy && atomic.LoadUint32(sl.tid) == 0 && sl.a.err == 0 {
-			sl.release() // exec'd: the reaper has nothing to report from it
-		}
+		sl.releaseIfExeced()
 		if !sl.busy && free == nil {
 			free = sl
 		}
@@ -99,8 +108,28 @@ func (s *asyncSlots) get() *asyncSlot {
 	if err != nil {
 		return nil // the spawn waits for its child instead
 	}
+	if s.quiet == nil {
+		s.quiet = afterQuiet(s.giveBack)
+	}
 	s.all = append(s.all, sl)
 	return sl
+}
+
+// giveBack returns the pages of every free slot that ran a child since the last time
+// to the kernel. A busy slot keeps them: its child may still run on its stack, or
+// have left its failure in its control page for the reaper.
+func (s *asyncSlots) giveBack() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.all {
+		sl.releaseIfExeced()
+		if sl.busy || !sl.used {
+			continue
+		}
+		if err := unix.Madvise(sl.mem[slotGuard:], unix.MADV_DONTNEED); err == nil {
+			sl.used = false
+		}
+	}
 }
 
 // reaped is called by the reaper for an exited child pid before it reports it: it
@@ -169,6 +198,14 @@ func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 		sl.forget = pathKey{argv[0], pathOf(attr.Env)}
 	}
 	return pid, nil
+}
+
+// releaseIfExeced frees a busy slot whose child has exec'd: the reaper has nothing to
+// report from it. The caller holds asyncSlots.mu.
+func (sl *asyncSlot) releaseIfExeced() {
+	if sl.busy && atomic.LoadUint32(sl.tid) == 0 && sl.a.err == 0 {
+		sl.release()
+	}
 }
 
 // release frees the slot. Its child has left it, or none was made.

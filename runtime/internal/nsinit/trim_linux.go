@@ -11,7 +11,8 @@ import (
 const trimAfter = time.Second
 
 // idleTrim runs its function once spawns have stopped for at least trimAfter (and at
-// most twice that). The init has one for its heap (newIdleTrim).
+// most twice that). The init has two: the heap's (newIdleTrim) and the async spawns'
+// slots' (asyncSlots.giveBack).
 //
 // Each spawn's frame, argv and environment are garbage once the child runs, so a burst
 // of spawns grows Go's heap to its minimum goal (4 MiB), which the runtime keeps

@@ -147,7 +147,7 @@ func TestMeasureBurstMemory(t *testing.T) {
 		t0 := time.Now()
 		b.run(4, 500)
 		snap(fmt.Sprintf("after burst %d (%v)", i+1, time.Since(t0).Round(time.Millisecond)))
-		quietKiB(t, in, slots)
+		quietKiB(t, in, slots, time.Now())
 		snap(fmt.Sprintf("quiet after burst %d", i+1))
 	}
 	kinds := map[string]bool{}

@@ -99,6 +99,7 @@ type kid struct {
 const homeFD = 4
 
 func runInit() int {
+	tuneMemory()
 	// Signals first, so SIGTERM is never fatal by default (a Go pid 1 would exit 2
 	// without running our teardown). Exits are not signals: the reaper waits for them
 	// in waitid.

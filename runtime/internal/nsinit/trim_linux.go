@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	goruntime "runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,18 @@ import (
 // trimAfter is how long an init goes without a spawn before it hands memory it no
 // longer uses back to the kernel.
 const trimAfter = time.Second
+
+// tuneMemory sets what the init's Go runtime keeps for itself; runInit calls it
+// first. An init never has its memory profiled, so it takes no allocation samples:
+// each sampled stack would touch a page of the profiler's 1.4 MiB hash table and
+// keep a bucket, which after a few thousand spawns was 60-90 KiB of the init's private
+// memory. sandgate's own binary does not link the profiler, so the linker turns the
+// samples off there already; a test binary links it through package testing, and
+// this keeps its inits measuring as sandgate's do. (A lower GOGC was measured too and
+// left out: BENCHMARKS.md, "#14, eighth pass: the init's memory after bursts".)
+func tuneMemory() {
+	goruntime.MemProfileRate = 0
+}
 
 // idleTrim runs its function once spawns have stopped for at least trimAfter (and at
 // most twice that). The init has two: the heap's (newIdleTrim) and the async spawns'

@@ -3,6 +3,7 @@ package nsinit
 import (
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 )
@@ -47,7 +48,48 @@ type idleTrim struct {
 }
 
 // newIdleTrim returns the heap's trim, which waits for its first spawn.
-func newIdleTrim() *idleTrim { return afterQuiet(debug.FreeOSMemory) }
+func newIdleTrim() *idleTrim {
+	_, objects := heapStats()
+	h := &heapTrim{base: objects}
+	return afterQuiet(h.trim)
+}
+
+// firstCollectionPays is how much the heap must have grown, before the Go runtime
+// has ever collected, for the trim to collect it: the runtime's first collection
+// makes metadata it keeps for the life of the process (sets of spans and mark bits
+// for every size class in use: 430-460 KiB of an idle sandgate init's private memory,
+// against the 40-120 KiB of garbage a few execs leave). An init that ran a few execs
+// would come out of its first quiet spell bigger than it went in.
+const firstCollectionPays = 512 << 10
+
+// heapTrim is the heap's trim function. It returns the heap's free pages to the
+// kernel (debug.FreeOSMemory: a collection, then every free page), unless the runtime
+// has never collected and the heap has grown by less than firstCollectionPays since
+// the init started (base: the bytes of its objects then). Once it has collected (the
+// heap reached its goal, 4 MiB), the metadata is made and each trim only gives back.
+type heapTrim struct{ base uint64 }
+
+func (h *heapTrim) trim() {
+	cycles, objects := heapStats()
+	if cycles == 0 && objects < h.base+firstCollectionPays {
+		return
+	}
+	debug.FreeOSMemory()
+}
+
+// heapStats returns how many collections the runtime has completed and the bytes of
+// the heap's objects (live, and dead ones not yet swept).
+func heapStats() (cycles, objects uint64) {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		objects = s[1].Value.Uint64()
+	}
+	return cycles, objects
+}
 
 // afterQuiet returns a trim that runs f once spawns have stopped; it waits for its
 // first spawn. f runs on a goroutine of its own, never twice at once.

@@ -74,7 +74,7 @@ func TestIdleInitGivesBackMemory(t *testing.T) {
 		t.Skip("the race detector's shadow memory is most of the init's: run without -race")
 	}
 	t.Parallel()
-	// Over 13 runs a second burst's quiet level was 360 KiB below to 480 KiB above the
+	// Over 12 runs a second burst's quiet level was 360 KiB below to 490 KiB above the
 	// first's (where the heap's live objects lie decides how many spans stay); without
 	// the heap's trim it stays 3-4 MiB above.
 	const quietSlack = 768

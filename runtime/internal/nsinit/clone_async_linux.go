@@ -29,18 +29,20 @@ const (
 )
 
 // asyncSlot is the memory of one spawn the spawner does not wait for (see
-// asyncSlots). A free slot is the spawner's own; busy, pid and a busy slot's other
+// asyncSlots). A slot get handed to the spawner (claimed) is the spawner's own until
+// start marks it busy or frees it; claimed, busy, used, pid and a busy slot's other
 // fields are used under asyncSlots.mu.
 type asyncSlot struct {
-	mem  []byte             // guard | stack | control page; mapped once, never unmapped
-	used bool               // a child ran on the slot since its pages were last given back
-	a    *C.struct_sg_spawn // in the control page
-	tid  *uint32            // in the control page: nonzero while the child may use the slot
-	pin  goruntime.Pinner   // the Go memory the child reads: argv, env, dir, fds
-	b    *cstrings          // that memory, kept with the slot until it is free
-	fds  []int32            //
-	pid  int                // the child, while busy
-	busy bool               // a child was started on the slot and it is not yet free
+	mem     []byte             // guard | stack | control page; mapped once, never unmapped
+	claimed bool               // get handed it to the spawner, which is starting a child on it
+	used    bool               // a child ran on the slot since its pages were last given back
+	a       *C.struct_sg_spawn // in the control page
+	tid     *uint32            // in the control page: nonzero while the child may use the slot
+	pin     goruntime.Pinner   // the Go memory the child reads: argv, env, dir, fds
+	b       *cstrings          // that memory, kept with the slot until it is free
+	fds     []int32            //
+	pid     int                // the child, while busy
+	busy    bool               // a child was started on the slot and it is not yet free
 	// name is the spawn's argv[0], for the error of a child that failed before its
 	// exec, and forget the PATH cache's entry its path came from, if it did.
 	name   string
@@ -80,6 +82,7 @@ func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 	pid, err = sl.start(argv0, argv, attr, cgroup, procs, filter, cached)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sl.claimed = false
 	if err != nil {
 		sl.release()
 		return 0, true, err
@@ -89,20 +92,25 @@ func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, 
 	return pid, true, nil
 }
 
-// get returns a free slot, or nil if all maxAsync are in use: it frees the slots
-// whose child has exec'd, and maps a new one while there are fewer than maxAsync.
+// get returns a free slot, claimed for the spawner, or nil if all maxAsync are in
+// use: it frees the slots whose child has exec'd, and maps a new one while there are
+// fewer than maxAsync.
 func (s *asyncSlots) get() *asyncSlot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var free *asyncSlot
 	for _, sl := range s.all {
 		sl.releaseIfExeced()
-		if !sl.busy && free == nil {
+		if !sl.busy && !sl.claimed && free == nil {
 			free = sl
 		}
 	}
-	if free != nil || len(s.all) >= maxAsync {
+	if free != nil {
+		free.claimed = true
 		return free
+	}
+	if len(s.all) >= maxAsync {
+		return nil
 	}
 	sl, err := newAsyncSlot()
 	if err != nil {
@@ -111,19 +119,21 @@ func (s *asyncSlots) get() *asyncSlot {
 	if s.quiet == nil {
 		s.quiet = afterQuiet(s.giveBack)
 	}
+	sl.claimed = true
 	s.all = append(s.all, sl)
 	return sl
 }
 
 // giveBack returns the pages of every free slot that ran a child since the last time
 // to the kernel. A busy slot keeps them: its child may still run on its stack, or
-// have left its failure in its control page for the reaper.
+// have left its failure in its control page for the reaper; so does a claimed one,
+// which the spawner is filling (a spawn after a quiet spell may meet the trim).
 func (s *asyncSlots) giveBack() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sl := range s.all {
 		sl.releaseIfExeced()
-		if sl.busy || !sl.used {
+		if sl.busy || sl.claimed || !sl.used {
 			continue
 		}
 		if err := unix.Madvise(sl.mem[slotGuard:], unix.MADV_DONTNEED); err == nil {

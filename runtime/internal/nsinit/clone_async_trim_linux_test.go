@@ -15,8 +15,9 @@ import (
 
 // TestSlotsGiveBackPages starts async spawns on slots of the test process's own (as
 // the init does, on its own thread) and checks giveBack: a free slot's pages go back
-// to the kernel, and a slot whose child failed before its exec keeps them until the
-// reaper has read the failure from its control page.
+// to the kernel; a slot whose child failed before its exec keeps them until the
+// reaper has read the failure from its control page, and a slot the spawner has
+// claimed until it is done with it.
 func TestSlotsGiveBackPages(t *testing.T) {
 	t.Parallel()
 	truePath, err := exec.LookPath("true")
@@ -84,6 +85,25 @@ func TestSlotsGiveBackPages(t *testing.T) {
 			}
 			if _, failed := s.reaped(pid); failed != nil || len(s.all) != 1 {
 				t.Fatalf("reaped: %v; %d slots, want 1", failed, len(s.all))
+			}
+			// A slot get handed to the spawner is its own until start is done with it: a
+			// trim that comes meanwhile leaves it.
+			if resident(t, sl) == 0 {
+				t.Fatal("the slot held no page after its second child ran")
+			}
+			if s.get() != sl {
+				t.Fatal("get did not hand out the free slot")
+			}
+			s.giveBack()
+			if resident(t, sl) == 0 {
+				t.Fatal("a trim gave back the pages of a slot the spawner had claimed")
+			}
+			s.mu.Lock()
+			sl.claimed = false
+			s.mu.Unlock()
+			s.giveBack()
+			if n := resident(t, sl); n != 0 {
+				t.Fatalf("the free slot still holds %d pages after giveBack", n)
 			}
 		})
 	}

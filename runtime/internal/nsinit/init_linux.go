@@ -130,6 +130,10 @@ func runInit() int {
 		return 1
 	}
 	spareThreads(spareMs)
+	if err := uncatchChildSignal(); err != nil {
+		_ = c.send(errorFrame(0, err), nil, nil)
+		return 1
+	}
 	go ip.reapLoop()
 	// The ready frame's Code says which spawn path the init took (Init.SpawnPath).
 	if err := c.send(&frame{Op: opReady, Code: int(ip.spawnPath())}, nil, nil); err != nil {

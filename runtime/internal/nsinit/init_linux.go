@@ -257,7 +257,7 @@ func (ip *initProc) signal(fr *frame) {
 	if !ok {
 		err = ErrExited
 	} else {
-		err = ip.signalTreeLocked(pid, syscall.Signal(fr.Sig))
+		err = signalTree(pid, ip.kids[pid].session, syscall.Signal(fr.Sig))
 	}
 	ip.mu.Unlock()
 	if err != nil {
@@ -267,13 +267,14 @@ func (ip *initProc) signal(fr *frame) {
 	_ = ip.c.send(&frame{Op: opOK, ID: fr.ID}, nil, nil)
 }
 
-// signalTreeLocked sends sig to the group led by the spawned process pid and, if it
-// leads a session, to every other process of the session. The caller holds mu, so pid
-// is unreaped and its ids cannot be reused meanwhile. A process started async may not
-// have made its group yet (it does so before its exec): it gets the signal itself
-// (SIGKILL at once; another stays blocked until just before the exec, where its
-// default action applies).
-func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
+// signalTree sends sig to the group led by the spawned process pid and, if it leads a
+// session (session), to every other process of the session. The caller holds mu
+// while pid is in kids, or is the reaper with pid taken out of kids but not yet
+// reaped: either way pid is unreaped and its ids cannot be reused meanwhile. A
+// process started async may not have made its group yet (it does so before its
+// exec): it gets the signal itself (SIGKILL at once; another stays blocked until just
+// before the exec, where its default action applies).
+func signalTree(pid int, session bool, sig syscall.Signal) error {
 	err := unix.Kill(-pid, sig)
 	if errors.Is(err, unix.ESRCH) {
 		err = unix.Kill(pid, sig)
@@ -281,7 +282,7 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("failed to signal process group %d: %w", pid, err)
 	}
-	if ip.kids[pid].session {
+	if session {
 		for _, p := range procfs.List("/proc") {
 			if p.Session == pid && p.Pgrp != pid {
 				_ = unix.Kill(p.PID, sig)
@@ -292,11 +293,17 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 }
 
 // reapLoop waits in waitid, on a thread of its own, until a child has exited, and
-// reaps. Waiting in the kernel rather than for SIGCHLD through Go's signal handling
-// sends the exit frame tens of microseconds sooner, which an exec waits for (its
-// status). With no child at all waitid fails at once: the loop then waits for the next
-// fork (forkKick). It runs for the life of the init (which ends with os.Exit).
+// reaps it (reap). Waiting in the kernel rather than for SIGCHLD through Go's signal
+// handling sends the exit frame tens of microseconds sooner, which an exec waits for
+// (its status). With no child at all waitid fails at once: the loop then waits for
+// the next fork (forkKick). It runs for the life of the init (which ends with
+// os.Exit).
+//
+// The waitid that wakes the loop also names the child (WNOWAIT leaves it a zombie, so
+// its pid stays its own), and the next one returns at once while another child has
+// exited: no second waitid to look again, under mu or after the last child.
 func (ip *initProc) reapLoop() {
+	var w reapWait
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -304,87 +311,86 @@ func (ip *initProc) reapLoop() {
 		case errors.Is(err, unix.ECHILD):
 			ip.kick.wait()
 		case err == nil:
-			ip.reap()
+			if pid := siginfoPID(&info); pid > 0 {
+				ip.reap(pid, &info, &w)
+			}
 		}
 	}
 }
 
-// reap collects every exited child, spawned or orphaned (re-parented to pid 1), and
-// reports the spawned ones. A spawned process that exited is first looked at without
-// being reaped: its status goes out at once (to its status pipe, and in an exit frame
-// unless it is quiet), as waitid showed it, and while it is a zombie its pid still names its process group and session, so
-// whatever is left of them is killed before it is reaped, as a process tree ends with
-// its leader.
-func (ip *initProc) reap() {
-	// An unknown child found while spawn waitedSeq was under way, and waited for.
-	var waitedPID int
-	var waitedSeq uint64
-	for {
-		// Under mu, and not while a fork is under way for a child not yet known: a
-		// process forked but not yet announced must stay unreaped, or its pid could not
-		// be named in the started frame; and its exit frame must follow its started
-		// frame.
-		ip.mu.Lock()
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		pid := siginfoPID(&info)
-		if pid <= 0 || err != nil {
-			ip.mu.Unlock()
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return
+// reapWait is an unknown child that reap found while spawn seq was under way, and
+// waited for that spawn to end (see reap).
+type reapWait struct {
+	pid int
+	seq uint64
+}
+
+// reap collects the exited child pid, spawned or orphaned (re-parented to pid 1), as
+// waitid described it in info, and reports a spawned one: its status goes out at once
+// (to its status pipe, and in an exit frame unless it is quiet), and while it is a
+// zombie its pid still names its process group and session, so whatever is left of
+// them is killed before it is reaped, as a process tree ends with its leader.
+//
+// Only the decision is made under mu: whose child it is, and whether to leave it
+// unreaped for now. A process forked but not yet announced must stay unreaped, or its
+// pid could not be named in the started frame, and its exit frame must follow its
+// started frame; the spawner registers a child, and sends that frame, under mu, so a
+// child found in kids has both behind it. Once it is taken out of kids and ids, no
+// one else names its pid (signal answers ErrExited), and the pid cannot be reused
+// before the Wait4 below: the report, the kill and the reap run without mu, so a
+// spawn is not held up behind them.
+func (ip *initProc) reap(pid int, info *unix.Siginfo, w *reapWait) {
+	ip.mu.Lock()
+	k, spawned := ip.kids[pid]
+	if !spawned && ip.spawning && (pid != w.pid || ip.spawnSeq == w.seq) {
+		// Perhaps the child of the fork under way, not yet registered: look again once
+		// that spawn has ended. Found again during a later spawn, it is an orphan (that
+		// spawn's child did not exist yet, and the pid, unreaped, could not be reused),
+		// so a stream of spawns never holds it up for long.
+		w.pid, w.seq = pid, ip.spawnSeq
+		for ip.spawning && ip.spawnSeq == w.seq {
+			ip.spawned.Wait()
 		}
-		k, spawned := ip.kids[pid]
-		if !spawned && ip.spawning && (pid != waitedPID || ip.spawnSeq == waitedSeq) {
-			// Perhaps the child of the fork under way, not yet registered: look again
-			// once that spawn has ended. Found again during a later spawn, it is an
-			// orphan (that spawn's child did not exist yet, and the pid, unreaped, could
-			// not be reused), so a stream of spawns never holds it up for long.
-			waitedPID, waitedSeq = pid, ip.spawnSeq
-			for ip.spawning && ip.spawnSeq == waitedSeq {
-				ip.spawned.Wait()
-			}
-			ip.mu.Unlock()
-			continue
-		}
-		var failed error
-		if spawned && ip.own != nil {
-			var forget pathKey
-			if forget, failed = ip.own.async.reaped(pid); forget.name != "" {
-				// Gone from the host's directory since it was cached: the next spawn
-				// searches again.
-				ip.paths.forgetKey(forget)
-			}
-		}
-		switch {
-		case spawned && failed != nil && !ip.ending.Load():
-			// An async spawn whose child failed before its exec: answered as a spawn
-			// that failed, then the status pipe closed without a status.
-			_ = ip.c.send(errorFrame(k.id, failed), nil, nil)
-			if k.status >= 0 {
-				_ = unix.Close(k.status)
-			}
-		case spawned && !ip.ending.Load():
-			fr := &frame{Op: opExit, ID: k.id}
-			fr.Code, fr.Signal = siginfoStatus(&info)
-			wrote := false
-			if k.status >= 0 {
-				_, err := unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
-				wrote = err == nil
-				_ = unix.Close(k.status)
-			}
-			if !k.quiet || !wrote { // a quiet kid's pipe that failed: the frame is all it gets
-				_ = ip.c.send(fr, nil, nil)
-			}
-			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
-		}
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		ip.mu.Unlock()
+		return // the caller's waitid finds it again
+	}
+	if spawned {
 		delete(ip.kids, pid)
 		delete(ip.ids, k.id)
-		ip.mu.Unlock()
 	}
+	ip.mu.Unlock()
+	var failed error
+	if spawned && ip.own != nil {
+		var forget pathKey
+		if forget, failed = ip.own.async.reaped(pid); forget.name != "" {
+			// Gone from the host's directory since it was cached: the next spawn
+			// searches again.
+			ip.paths.forgetKey(forget)
+		}
+	}
+	switch {
+	case spawned && failed != nil && !ip.ending.Load():
+		// An async spawn whose child failed before its exec: answered as a spawn
+		// that failed, then the status pipe closed without a status.
+		_ = ip.c.send(errorFrame(k.id, failed), nil, nil)
+	case spawned && !ip.ending.Load():
+		fr := &frame{Op: opExit, ID: k.id}
+		fr.Code, fr.Signal = siginfoStatus(info)
+		wrote := false
+		if k.status >= 0 {
+			_, err := unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+			wrote = err == nil
+		}
+		if !k.quiet || !wrote { // a quiet kid's pipe that failed: the frame is all it gets
+			_ = ip.c.send(fr, nil, nil)
+		}
+		_ = signalTree(pid, k.session, unix.SIGKILL)
+	}
+	if spawned && k.status >= 0 {
+		_ = unix.Close(k.status)
+	}
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(pid, &ws, 0, nil)
 }
 
 // teardown kills everything in the sandbox and returns code. kill(-1) from pid 1

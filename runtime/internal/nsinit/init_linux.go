@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
@@ -220,7 +221,9 @@ func (ip *initProc) setup(done chan<- int) error {
 // breaks, then reports the exit code on done. A spawn runs right here: the thread that
 // read it forks it, with no hand-off to another thread on the way.
 func (ip *initProc) serve(done chan<- int) {
+	var y schedYield
 	for {
+		y.maybe(time.Now())
 		fr, fds, _, err := ip.c.recv()
 		if err != nil {
 			code := 0
@@ -304,7 +307,9 @@ func signalTree(pid int, session bool, sig syscall.Signal) error {
 // exited: no second waitid to look again, under mu or after the last child.
 func (ip *initProc) reapLoop() {
 	var w reapWait
+	var y schedYield
 	for {
+		y.maybe(time.Now())
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		switch {

@@ -9,7 +9,8 @@ import (
 // while they work: under the 10 ms after which Go's monitor thread counts a P's
 // goroutine as running too long, and no more often than that needs. The spawner's
 // yield is not free: its goroutine is locked to its thread, so Go hands its P to
-// another thread and back (8 ms measured better than 5 ms, paired).
+// another thread and back (8 ms and 5 ms measured within noise of each other; the
+// longer one yields less often).
 const yieldEvery = 8 * time.Millisecond
 
 // schedYield makes a goroutine that never parks, as the spawner and the reaper do

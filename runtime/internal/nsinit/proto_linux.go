@@ -169,19 +169,13 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 // close-on-exec; the caller owns them. It returns io.EOF once the peer closed.
 func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	var n, oobn, flags int
-	var err, rerr error
+	var err error
 	if c.rc == nil {
 		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
 			n, oobn, flags, err = recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
 		}
 	} else {
-		err = c.rc.Read(func(fd uintptr) bool {
-			n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-			return !errors.Is(rerr, unix.EAGAIN)
-		})
-		if err == nil {
-			err = rerr
-		}
+		n, oobn, flags, err = c.recvPolled()
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
@@ -202,6 +196,21 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 		return nil, nil, nil, err
 	}
 	return fr, fds, cred, nil
+}
+
+// recvPolled is recv's recvmsg on a conn on Go's poller. Apart from recv, so that
+// the variables its closure sets do not go to the heap on the blocking conn's way
+// too (the init's, on every spawn).
+func (c *conn) recvPolled() (n, oobn, flags int, err error) {
+	var rerr error
+	err = c.rc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	return n, oobn, flags, err
 }
 
 // closeFDs closes fds. A run of consecutive numbers, as the fds of a frame usually

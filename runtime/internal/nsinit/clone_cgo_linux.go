@@ -91,17 +91,13 @@ func cloneSpawn(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, pro
 // cloneSpawn, and returns the Go memory a points into: the caller keeps it alive
 // (and unmoved) until the child has exec'd or exited.
 func fillSpawn(a *C.struct_sg_spawn, argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog) (*cstrings, []int32) {
-	b := new(cstrings)
-	path := b.add(argv0)
-	dir := b.add(attr.Dir)
-	argvAt := b.list(argv)
-	envAt := b.list(attr.Env)
+	b := newCStrings(argv0, attr.Dir, argv, attr.Env)
+	a.path, a.dir = C.uint64_t(b.add(argv0)), C.uint64_t(b.add(attr.Dir))
+	a.argv, a.envp = C.uint64_t(b.list(argv)), C.uint64_t(b.list(attr.Env))
 	fds := make([]int32, len(attr.Files))
 	for i, f := range attr.Files {
 		fds[i] = int32(f)
 	}
-	b.seal()
-	a.path, a.dir, a.argv, a.envp = b.ptr(path), b.ptr(dir), b.vec(argvAt), b.vec(envAt)
 	a.nfds, a.cgroup, a.procs, a.pidfd = C.int32_t(len(fds)), C.int32_t(cgroup), C.int32_t(procs), -1
 	if len(fds) > 0 {
 		a.fds = C.uint64_t(uintptr(unsafe.Pointer(&fds[0])))
@@ -142,49 +138,50 @@ func childError(stage, errno C.int32_t) error {
 }
 
 // cstrings lays out NUL-terminated strings and NULL-terminated pointer arrays for
-// the child in one Go buffer, which the caller keeps alive across the spawn. Go's heap
-// does not move objects, so the addresses taken after seal hold.
+// the child in one Go buffer, which the caller keeps alive across the spawn. Both
+// are made at their final size (newCStrings), so they never move once an address
+// into them is taken (Go's heap does not move objects), and a spawn's strings cost
+// two allocations rather than one per growth of each.
 type cstrings struct {
 	buf  []byte
 	ptrs []uint64
-	// lists are the [start, end) ranges of offsets in offs that make each pointer array.
-	offs []int
 }
 
-// add appends s and returns its offset.
-func (b *cstrings) add(s string) int {
-	at := len(b.buf)
-	b.buf = append(append(b.buf, s...), 0)
-	return at
-}
-
-// list appends each string of ss and returns the index of its pointer array.
-func (b *cstrings) list(ss []string) int {
-	start := len(b.offs)
-	for _, s := range ss {
-		b.offs = append(b.offs, b.add(s))
-	}
-	b.offs = append(b.offs, -1) // the array's NULL
-	return start
-}
-
-// seal fixes the buffer and builds the pointer arrays.
-func (b *cstrings) seal() {
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
-	b.ptrs = make([]uint64, len(b.offs))
-	for i, o := range b.offs {
-		if o >= 0 {
-			b.ptrs[i] = uint64(base + uintptr(o))
+// newCStrings sizes the buffers for the given strings and lists: each string with
+// its NUL, each list with its NULL.
+func newCStrings(path, dir string, lists ...[]string) *cstrings {
+	n, p := len(path)+1+len(dir)+1, 0
+	for _, l := range lists {
+		for _, s := range l {
+			n += len(s) + 1
 		}
+		p += len(l) + 1
 	}
+	return &cstrings{buf: make([]byte, 0, n), ptrs: make([]uint64, 0, p)}
 }
 
-func (b *cstrings) ptr(off int) C.uint64_t {
-	return C.uint64_t(uintptr(unsafe.Pointer(unsafe.SliceData(b.buf))) + uintptr(off))
+// add appends s and returns its address.
+func (b *cstrings) add(s string) uint64 {
+	at := len(b.buf)
+	if at+len(s)+1 > cap(b.buf) {
+		panic("nsinit: cstrings sized too small") // newCStrings counted every string
+	}
+	b.buf = append(append(b.buf, s...), 0)
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.buf))) + uintptr(at))
 }
 
-func (b *cstrings) vec(start int) C.uint64_t {
-	return C.uint64_t(uintptr(unsafe.Pointer(&b.ptrs[start])))
+// list appends each string of ss and the pointer array to them, and returns the
+// array's address.
+func (b *cstrings) list(ss []string) uint64 {
+	start := len(b.ptrs)
+	if start+len(ss)+1 > cap(b.ptrs) {
+		panic("nsinit: cstrings sized too small")
+	}
+	for _, s := range ss {
+		b.ptrs = append(b.ptrs, b.add(s))
+	}
+	b.ptrs = append(b.ptrs, 0) // the array's NULL
+	return uint64(uintptr(unsafe.Pointer(&b.ptrs[start])))
 }
 
 // waitChild reaps pid and returns an error unless it exited 0.

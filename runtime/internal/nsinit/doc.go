@@ -50,6 +50,15 @@
 // the spawner writes only when the reaper says it waits, so the wake-up is the
 // kernel's, straight to the reaper's thread.
 //
+// Three more things keep the init's threads asleep between spawns (BENCHMARKS.md,
+// "#14, eighth pass"). SIGCHLD stays at its default disposition (uncatchChildSignal):
+// Go would otherwise catch it, and every exit would interrupt one of the init's
+// threads to run a handler that drops it. The spawner and the reaper pass through
+// Go's scheduler every few milliseconds while they work (schedYield): neither ever
+// parks, so Go's monitor thread counted them as running too long, took their Ps from
+// their syscalls, and started polling every 20 µs again each time. And the reaper
+// reports and reaps an exit outside the init's lock, which a spawn takes twice.
+//
 // # Spawning
 //
 // The init starts processes on a path of its own where it can ([SpawnCloneInto]),
@@ -257,11 +266,13 @@
 // CAP_SYS_ADMIN, may name another process): the kernel translates the pid into the
 // receiver's pid namespace, which is how the server learns the host pid without a
 // /proc scan. The init holds one lock across a child's registration and its started
-// frame, and across each wait4, and its reaper leaves a child it does not know alone
-// while a fork is under way, so a process is never reaped before it is announced, and
-// its exit frame always follows its started frame. The fork itself runs outside that
-// lock: exits are reported while the spawner waits in clone3 (for a vfork child, or
-// preempted by an async one). With home set, the init's fds 4 and 5 are its own
+// frame; its reaper takes it to look a child up (and out), and leaves a child it does
+// not know alone while a fork is under way, so a process is never reaped before it is
+// announced, and its exit frame always follows its started frame. The report, the
+// kill of what is left of its group and the wait4 come after, without the lock: once
+// out of the table no one names the pid, which cannot be reused before the wait4. The
+// fork itself runs outside that lock too: exits are reported while the spawner waits
+// in clone3 (for a vfork child, or preempted by an async one). With home set, the init's fds 4 and 5 are its own
 // group's cgroup.procs and directory. The pidfd (the init forks with CLONE_PIDFD) is
 // what Child.ExitFD hands out: a poll on it sees the exit without waiting for the
 // exit frame, which still brings the status.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime/internal/procfs"
 	"golang.org/x/sys/unix"
@@ -47,10 +48,10 @@ func Main() {
 
 // initProc is the init's state. kids maps the pid of each live spawned process to its
 // spawn id; mu is held across registration and the started frame, and by the reaper
-// across wait4 and the lookup, and the reaper leaves a child it does not know unreaped
-// while a fork is under way (spawning), so a process is never reaped before its
-// started frame is sent (the SCM_CREDENTIALS pid must still exist) and exit frames
-// follow started ones.
+// while it looks a child up and takes it out of kids (it reaps after), and the reaper
+// leaves a child it does not know unreaped while a fork is under way (spawning), so a
+// process is never reaped before its started frame is sent (the SCM_CREDENTIALS pid
+// must still exist) and exit frames follow started ones.
 type initProc struct {
 	c    *conn
 	cfg  Config
@@ -131,6 +132,10 @@ func runInit() int {
 		return 1
 	}
 	spareThreads(spareMs)
+	if err := uncatchChildSignal(); err != nil {
+		_ = c.send(errorFrame(0, err), nil, nil)
+		return 1
+	}
 	go ip.reapLoop()
 	// The ready frame's Code says which spawn path the init took (Init.SpawnPath).
 	if err := c.send(&frame{Op: opReady, Code: int(ip.spawnPath())}, nil, nil); err != nil {
@@ -217,7 +222,9 @@ func (ip *initProc) setup(done chan<- int) error {
 // breaks, then reports the exit code on done. A spawn runs right here: the thread that
 // read it forks it, with no hand-off to another thread on the way.
 func (ip *initProc) serve(done chan<- int) {
+	var y schedYield
 	for {
+		y.maybe(time.Now())
 		fr, fds, _, err := ip.c.recv()
 		if err != nil {
 			code := 0
@@ -254,7 +261,7 @@ func (ip *initProc) signal(fr *frame) {
 	if !ok {
 		err = ErrExited
 	} else {
-		err = ip.signalTreeLocked(pid, syscall.Signal(fr.Sig))
+		err = signalTree(pid, ip.kids[pid].session, syscall.Signal(fr.Sig))
 	}
 	ip.mu.Unlock()
 	if err != nil {
@@ -264,13 +271,14 @@ func (ip *initProc) signal(fr *frame) {
 	_ = ip.c.send(&frame{Op: opOK, ID: fr.ID}, nil, nil)
 }
 
-// signalTreeLocked sends sig to the group led by the spawned process pid and, if it
-// leads a session, to every other process of the session. The caller holds mu, so pid
-// is unreaped and its ids cannot be reused meanwhile. A process started async may not
-// have made its group yet (it does so before its exec): it gets the signal itself
-// (SIGKILL at once; another stays blocked until just before the exec, where its
-// default action applies).
-func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
+// signalTree sends sig to the group led by the spawned process pid and, if it leads a
+// session (session), to every other process of the session. The caller holds mu
+// while pid is in kids, or is the reaper with pid taken out of kids but not yet
+// reaped: either way pid is unreaped and its ids cannot be reused meanwhile. A
+// process started async may not have made its group yet (it does so before its
+// exec): it gets the signal itself (SIGKILL at once; another stays blocked until just
+// before the exec, where its default action applies).
+func signalTree(pid int, session bool, sig syscall.Signal) error {
 	err := unix.Kill(-pid, sig)
 	if errors.Is(err, unix.ESRCH) {
 		err = unix.Kill(pid, sig)
@@ -278,7 +286,7 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("failed to signal process group %d: %w", pid, err)
 	}
-	if ip.kids[pid].session {
+	if session {
 		for _, p := range procfs.List("/proc") {
 			if p.Session == pid && p.Pgrp != pid {
 				_ = unix.Kill(p.PID, sig)
@@ -286,102 +294,6 @@ func (ip *initProc) signalTreeLocked(pid int, sig syscall.Signal) error {
 		}
 	}
 	return nil
-}
-
-// reapLoop waits in waitid, on a thread of its own, until a child has exited, and
-// reaps. Waiting in the kernel rather than for SIGCHLD through Go's signal handling
-// sends the exit frame tens of microseconds sooner, which an exec waits for (its
-// status). With no child at all waitid fails at once: the loop then waits for the next
-// fork (forkKick). It runs for the life of the init (which ends with os.Exit).
-func (ip *initProc) reapLoop() {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		switch {
-		case errors.Is(err, unix.ECHILD):
-			ip.kick.wait()
-		case err == nil:
-			ip.reap()
-		}
-	}
-}
-
-// reap collects every exited child, spawned or orphaned (re-parented to pid 1), and
-// reports the spawned ones. A spawned process that exited is first looked at without
-// being reaped: its status goes out at once (to its status pipe, and in an exit frame
-// unless it is quiet), as waitid showed it, and while it is a zombie its pid still names its process group and session, so
-// whatever is left of them is killed before it is reaped, as a process tree ends with
-// its leader.
-func (ip *initProc) reap() {
-	// An unknown child found while spawn waitedSeq was under way, and waited for.
-	var waitedPID int
-	var waitedSeq uint64
-	for {
-		// Under mu, and not while a fork is under way for a child not yet known: a
-		// process forked but not yet announced must stay unreaped, or its pid could not
-		// be named in the started frame; and its exit frame must follow its started
-		// frame.
-		ip.mu.Lock()
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		pid := siginfoPID(&info)
-		if pid <= 0 || err != nil {
-			ip.mu.Unlock()
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return
-		}
-		k, spawned := ip.kids[pid]
-		if !spawned && ip.spawning && (pid != waitedPID || ip.spawnSeq == waitedSeq) {
-			// Perhaps the child of the fork under way, not yet registered: look again
-			// once that spawn has ended. Found again during a later spawn, it is an
-			// orphan (that spawn's child did not exist yet, and the pid, unreaped, could
-			// not be reused), so a stream of spawns never holds it up for long.
-			waitedPID, waitedSeq = pid, ip.spawnSeq
-			for ip.spawning && ip.spawnSeq == waitedSeq {
-				ip.spawned.Wait()
-			}
-			ip.mu.Unlock()
-			continue
-		}
-		var failed error
-		if spawned && ip.own != nil {
-			var forget pathKey
-			if forget, failed = ip.own.async.reaped(pid); forget.name != "" {
-				// Gone from the host's directory since it was cached: the next spawn
-				// searches again.
-				ip.paths.forgetKey(forget)
-			}
-		}
-		switch {
-		case spawned && failed != nil && !ip.ending.Load():
-			// An async spawn whose child failed before its exec: answered as a spawn
-			// that failed, then the status pipe closed without a status.
-			_ = ip.c.send(errorFrame(k.id, failed), nil, nil)
-			if k.status >= 0 {
-				_ = unix.Close(k.status)
-			}
-		case spawned && !ip.ending.Load():
-			fr := &frame{Op: opExit, ID: k.id}
-			fr.Code, fr.Signal = siginfoStatus(&info)
-			wrote := false
-			if k.status >= 0 {
-				_, err := unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
-				wrote = err == nil
-				_ = unix.Close(k.status)
-			}
-			if !k.quiet || !wrote { // a quiet kid's pipe that failed: the frame is all it gets
-				_ = ip.c.send(fr, nil, nil)
-			}
-			_ = ip.signalTreeLocked(pid, unix.SIGKILL)
-		}
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
-		delete(ip.kids, pid)
-		delete(ip.ids, k.id)
-		ip.mu.Unlock()
-	}
 }
 
 // teardown kills everything in the sandbox and returns code. kill(-1) from pid 1

@@ -169,38 +169,18 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 // close-on-exec; the caller owns them. It returns io.EOF once the peer closed.
 func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	var n, oobn, flags int
-	var err, rerr error
+	var err error
 	if c.rc == nil {
 		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
-			n, oobn, flags, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+			n, oobn, flags, err = recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
 		}
 	} else {
-		err = c.rc.Read(func(fd uintptr) bool {
-			n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-			return !errors.Is(rerr, unix.EAGAIN)
-		})
-		if err == nil {
-			err = rerr
-		}
+		n, oobn, flags, err = c.recvPolled()
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
 	}
-	var fds []int
-	var cred *unix.Ucred
-	msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn])
-	for i := range msgs {
-		switch msgs[i].Header.Type {
-		case unix.SCM_RIGHTS:
-			if r, err := unix.ParseUnixRights(&msgs[i]); err == nil {
-				fds = append(fds, r...)
-			}
-		case unix.SCM_CREDENTIALS:
-			if u, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
-				cred = u
-			}
-		}
-	}
+	fds, cred, perr := parseControl(c.oob[:oobn])
 	if n == 0 && oobn == 0 {
 		return nil, nil, nil, io.EOF
 	}
@@ -218,10 +198,41 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	return fr, fds, cred, nil
 }
 
+// recvPolled is recv's recvmsg on a conn on Go's poller. Apart from recv, so that
+// the variables its closure sets do not go to the heap on the blocking conn's way
+// too (the init's, on every spawn).
+func (c *conn) recvPolled() (n, oobn, flags int, err error) {
+	var rerr error
+	err = c.rc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	return n, oobn, flags, err
+}
+
+// closeFDs closes fds. A run of consecutive numbers, as the fds of a frame usually
+// are (the kernel gives each the lowest free number), is closed with one close_range
+// rather than a close each.
 func closeFDs(fds []int) {
+	if len(fds) > 1 && consecutive(fds) && unix.CloseRange(uint(fds[0]), uint(fds[len(fds)-1]), 0) == nil {
+		return
+	}
 	for _, fd := range fds {
 		_ = unix.Close(fd)
 	}
+}
+
+// consecutive reports whether fds are n, n+1, n+2, ... in this order.
+func consecutive(fds []int) bool {
+	for i, fd := range fds {
+		if fd < 0 || fd != fds[0]+i {
+			return false
+		}
+	}
+	return true
 }
 
 // remoteError is an error the init reported: its text, and its errno for errors.Is.

@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -36,4 +37,24 @@ func defaultIgnoredSignals() {
 		var dfl kernelSigaction
 		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
 	}
+}
+
+// uncatchChildSignal sets SIGCHLD back to its default disposition in the kernel,
+// which Go's runtime had replaced with its own handler at start (it catches every
+// signal, forwarding only those a program asked for). The init never asks for
+// SIGCHLD: its reaper waits for exits in waitid, which the kernel wakes whatever the
+// signal's disposition. Caught, every child's exit made the kernel deliver a signal
+// to one of the init's threads, waking it from its syscall if it slept there, to run
+// Go's handler, which drops it: at least one kernel entry and exit through a signal
+// frame per spawn, for nothing. With the default disposition (ignore, but still
+// leave a zombie to reap, unlike SIG_IGN) the kernel discards the signal as it is
+// raised. Nothing of Go's sets it again: only os/signal's Notify, Ignore or Reset
+// for SIGCHLD would, and the init calls none of them for it. The sandbox's processes
+// start with default handlers on either spawn path, so they see no difference.
+func uncatchChildSignal() error {
+	var dfl kernelSigaction
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0); e != 0 {
+		return fmt.Errorf("failed to reset SIGCHLD: %w", e)
+	}
+	return nil
 }

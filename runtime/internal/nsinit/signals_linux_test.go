@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,45 @@ func TestInheritedIgnoredSignalsCleared(t *testing.T) {
 				}
 			}
 			t.Fatalf("no SigIgn line in %q (%q)", res.stdout, res.stderr)
+		})
+	}
+}
+
+// TestInitLeavesChildSignalDefault checks that the init does not catch SIGCHLD (a
+// signal delivered per exit, for nothing: see uncatchChildSignal), and that its exits
+// are still reported without it.
+func TestInitLeavesChildSignalDefault(t *testing.T) {
+	for _, fork := range []bool{false, true} {
+		if !fork && !cloneBuilt {
+			continue
+		}
+		in := startInit(t, Config{ForceFork: fork})
+		t.Run(in.SpawnPath().String(), func(t *testing.T) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(in.PID()) + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var caught uint64
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "SigCgt:\t"); ok {
+					if caught, err = strconv.ParseUint(v, 16, 64); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if caught == 0 {
+				t.Fatalf("no SigCgt in %q", b)
+			}
+			if bit := uint64(1) << (unix.SIGCHLD - 1); caught&bit != 0 {
+				t.Fatalf("SigCgt %#x: the init catches SIGCHLD", caught)
+			}
+			if caught&(1<<(unix.SIGTERM-1)) == 0 {
+				t.Fatalf("SigCgt %#x: the init no longer catches SIGTERM", caught)
+			}
+			// Exits are still seen (orphans too: TestOrphansReaped).
+			if res := run(t, in, "", "sh", "-c", "exit 3"); res.status.Code != 3 {
+				t.Fatalf("exit status %+v, want code 3 (%q)", res.status, res.stderr)
+			}
 		})
 	}
 }

@@ -256,20 +256,32 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv
 	if argv0, cached, err = ip.paths.lookPath(fr.Argv[0], env, dir); err != nil {
 		return nil, "", false, err
 	}
-	sys := &syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}
-	files := []uintptr{uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0])}
+	// One allocation for all of it; the files of a spawn without extra fds fit in it.
+	pa := &procAttrs{sys: syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}}
+	files := pa.files[:0]
 	if fr.TTY {
-		sys.Setctty, sys.Ctty = true, 0
+		pa.sys.Setctty, pa.sys.Ctty = true, 0
+		files = append(files, uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0]))
 	} else {
-		files = []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}
+		files = append(files, uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2]))
 	}
 	for _, fd := range fds[stdio : stdio+fr.Extra] {
 		files = append(files, uintptr(fd))
 	}
 	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
-		sys.Credential = &syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
+		pa.cred = syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
+		pa.sys.Credential = &pa.cred
 	}
-	return &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys}, argv0, cached, nil
+	pa.attr = syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: &pa.sys}
+	return &pa.attr, argv0, cached, nil
+}
+
+// procAttrs is what procAttr builds, in one piece.
+type procAttrs struct {
+	attr  syscall.ProcAttr
+	sys   syscall.SysProcAttr
+	cred  syscall.Credential
+	files [3]uintptr
 }
 
 // setBlocking clears O_NONBLOCK on fd's description if it is set.

@@ -34,11 +34,17 @@ func (o *execOutput) open(limit int) error {
 	return nil
 }
 
-// started closes the child's ends in the parent, once the child has them (or failed).
+// started closes the child's ends in the parent, once the child has them (or failed);
+// a second call does nothing. After a start collect calls it when the exit is seen,
+// not before: while the parent holds them, the pipes cannot hang up before the exit
+// fd reports, so an exec of a command that exits is woken once, by its exit, with the
+// hang-ups already there once the ends are closed, instead of once for the hang-ups
+// and again for the exit a moment later (BENCHMARKS.md, "#14, eighth pass").
 func (o *execOutput) started() {
-	for _, w := range []*os.File{o.outW, o.errW} {
-		if w != nil {
-			_ = w.Close()
+	for _, w := range []**os.File{&o.outW, &o.errW} {
+		if *w != nil {
+			_ = (*w).Close()
+			*w = nil
 		}
 	}
 }
@@ -56,7 +62,9 @@ func (o *execOutput) close() {
 // collect reads both streams until the leader l exits, then calls exited, which must
 // kill what is left of the tree and reap the child, and reads on until both streams end
 // or drainBound passes (something outside the tree may hold a write end). It closes the
-// read ends. An error means waiting failed; exited has been called then too.
+// child's ends (started) when it sees the exit, before it calls exited, and the read
+// ends before it returns. An error means waiting failed; exited has been called then
+// too.
 //
 // The two read ends and the exit fd wait in an epoll instance, whose fd waits in the
 // runtime's poller: the calling goroutine parks, so a running command holds no thread
@@ -68,6 +76,7 @@ func (o *execOutput) close() {
 // level-triggered instance, which a pipe answers without blocking.
 func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 	defer o.close()
+	defer o.started() // on the error paths
 	exitFD, owned, err := l.exitFD()
 	if err != nil {
 		exited()
@@ -118,6 +127,7 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 			i := int(ev.Fd)
 			if i == execPollExit {
 				done = true
+				o.started() // the streams may hang up now
 				exited()
 				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
 				continue

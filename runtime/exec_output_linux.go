@@ -91,7 +91,13 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 		return err
 	}
 	clean := false // ep holds nothing of this exec's any more: it may serve another
-	defer func() { polls.put(ep, clean) }()
+	drainSet := false
+	defer func() {
+		if clean && drainSet {
+			_ = ep.f.SetReadDeadline(time.Time{})
+		}
+		polls.put(ep, clean)
+	}()
 	if err := ep.watch(exitFD, o.fds); err != nil {
 		exited()
 		return err
@@ -111,6 +117,14 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 			for n, werr = unix.EpollWait(int(fd), evs[:], 0); errors.Is(werr, unix.EINTR); {
 				n, werr = unix.EpollWait(int(fd), evs[:], 0)
 			}
+			if n == 0 && werr == nil && done && !drainSet {
+				// Streams still open after the exit: the drain bound runs from here.
+				// Set only when it is waited on (not when, as usual, the streams' ends
+				// are there with the exit), which spares two changes of the poller's
+				// timers per exec.
+				drainSet = true
+				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
+			}
 			return n != 0 || werr != nil
 		})
 		if err == nil && werr != nil {
@@ -128,8 +142,10 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 			if i == execPollExit {
 				done = true
 				o.started() // the streams may hang up now
+				if en, ok := l.(exitNoter); ok {
+					en.exitReported()
+				}
 				exited()
-				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
 				continue
 			}
 			if o.fds[i] >= 0 {

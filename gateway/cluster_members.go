@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -203,21 +202,4 @@ func (s *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, nl *clu
 		s.log.Warn("failed to relay the leader's answer", "err", err)
 	}
 	return nil
-}
-
-// readJSONBody reads a JSON request body up to limit, with decodeJSON's errors.
-func readJSONBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over the limit of %d bytes", tooBig.Limit)
-		}
-		var stalled *apiError
-		if errors.As(err, &stalled) {
-			return nil, stalled
-		}
-		return nil, badRequest("failed to read request body: %v", err)
-	}
-	return body, nil
 }

@@ -21,19 +21,62 @@ const maxJSONBody = 1 << 20
 // data are invalid_argument, a body over limit is too_large. An empty body decodes as
 // {} so optional-body routes need no "{}".
 func decodeJSON(r *http.Request, limit int64, v any) *apiError {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	body, err := readWhole(r, limit)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over the limit of %d bytes", tooBig.Limit)
-		}
-		var stalled *apiError // the body's read deadline passed (deadlineBody)
-		if errors.As(err, &stalled) {
-			return stalled
-		}
-		return badRequest("failed to read request body: %v", err)
+		return bodyError(err)
 	}
 	return decodeJSONBytes(body, v)
+}
+
+// readJSONBody reads a JSON request body up to limit, with decodeJSON's errors.
+func readJSONBody(r *http.Request, limit int64) ([]byte, error) {
+	body, err := readWhole(r, limit)
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	return body, nil
+}
+
+// bodyError is the API error for a body that could not be read.
+func bodyError(err error) *apiError {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over the limit of %d bytes", tooBig.Limit)
+	}
+	var stalled *apiError // the body's read deadline passed (deadlineBody)
+	if errors.As(err, &stalled) {
+		return stalled
+	}
+	return badRequest("failed to read request body: %v", err)
+}
+
+// sizedBody is the largest declared body length readWhole reads into a buffer of that
+// size; a longer one grows as io.ReadAll grows it.
+const sizedBody = 64 << 10
+
+// readWhole reads r's body to its end, at most limit bytes (a *http.MaxBytesError past
+// it). A body whose length the client declared (Content-Length, which net/http holds
+// it to) is read into a buffer of that size: io.ReadAll starts at 512 bytes, which was
+// most of the garbage of an exec's 17-byte body, and MaxBytesReader one allocation
+// more (BENCHMARKS.md, "#14, eighth pass").
+func readWhole(r *http.Request, limit int64) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > limit || n > sizedBody {
+		return io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	}
+	buf := make([]byte, 0, n+1) // +1: room for the read that finds the end
+	for len(buf) < cap(buf) {
+		m, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// More than declared (not from net/http): the limit decides, as for any body.
+	return io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(io.MultiReader(bytes.NewReader(buf), r.Body)), limit))
 }
 
 func decodeJSONBytes(body []byte, v any) *apiError {

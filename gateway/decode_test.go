@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -143,5 +144,59 @@ func BenchmarkDecodeExec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadWhole: a body is read whole whatever its declared length says (none, its
+// own, less or more than it has), and one over the limit is a *http.MaxBytesError.
+func TestReadWhole(t *testing.T) {
+	t.Parallel()
+	const limit = 64
+	tests := []struct {
+		name     string
+		body     string
+		declared int64 // Content-Length; -1: not declared
+		tooLarge bool
+	}{
+		{"declared", `{"argv":["true"]}`, 17, false},
+		{"empty", ``, 0, false},
+		{"not declared", `{"argv":["true"]}`, -1, false},
+		{"declared longer than sent", `{"argv"`, 17, false},
+		{"declared shorter than sent", `{"argv":["true"]}`, 4, false},
+		{"at the limit", strings.Repeat("a", limit), limit, false},
+		{"declared over the limit", strings.Repeat("a", limit+1), limit + 1, true},
+		{"sent over the limit", strings.Repeat("a", limit+1), 4, true},
+		{"not declared, over the limit", strings.Repeat("a", limit+1), -1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+			r.ContentLength = tt.declared
+			got, err := readWhole(r, limit)
+			var tooBig *http.MaxBytesError
+			switch {
+			case tt.tooLarge && !errors.As(err, &tooBig):
+				t.Fatalf("err = %v, want a MaxBytesError", err)
+			case !tt.tooLarge && (err != nil || string(got) != tt.body):
+				t.Fatalf("got %q, %v; want %q", got, err, tt.body)
+			}
+		})
+	}
+}
+
+// TestReadWholeAllocs: a declared body is read with one allocation, its own buffer.
+func TestReadWholeAllocs(t *testing.T) {
+	const body = `{"argv":["true"]}`
+	src := strings.NewReader(body)
+	r := httptest.NewRequest("POST", "/", src)
+	allocs := testing.AllocsPerRun(100, func() {
+		src.Reset(body)
+		if b, err := readWhole(r, maxJSONBody); err != nil || string(b) != body {
+			t.Fatalf("got %q, %v", b, err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("%v allocations per body, want 1", allocs)
 	}
 }

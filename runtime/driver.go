@@ -104,6 +104,11 @@ type leader interface {
 	startErr() error
 }
 
+// exitNoter is a leader that makes use of knowing that its exit fd reported: collect
+// tells it so before it calls exited. The namespace leader then skips asking the pipe
+// again before the kill of what is left (which the init does as it reaps).
+type exitNoter interface{ exitReported() }
+
 // waitStatus is how a leader ended.
 type waitStatus struct {
 	code int            // the exit code, or -1 when killed by a signal or unknown

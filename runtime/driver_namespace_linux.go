@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -163,7 +164,15 @@ type nsLeader struct {
 	ch     *nsinit.Child
 	status int   // the status pipe's read end (non-blocking); closed by reap
 	notRun error // a oneShot start that failed, set by reap
+	// reported is set once the exec's poll saw the status pipe readable
+	// (exitReported): the status is there, and the pipe need not be asked again.
+	reported atomic.Bool
 }
+
+var _ exitNoter = (*nsLeader)(nil)
+
+// exitReported records that the status pipe was seen readable.
+func (l *nsLeader) exitReported() { l.reported.Store(true) }
 
 // signalTimeout bounds a signal request to the init, which answers at once unless it
 // is gone (and then so is the process).
@@ -178,7 +187,7 @@ func (l *nsLeader) awaitExit()   { <-l.ch.Done() }
 // init, which kills what is left of the group and session as it reaps the leader: no
 // round trip to the init on the way out of every exec.
 func (l *nsLeader) signalTree(sig syscall.Signal, _ bool) {
-	if sig == syscall.SIGKILL && (l.statusReady() || l.ch.Exited()) {
+	if sig == syscall.SIGKILL && (l.reported.Load() || l.statusReady() || l.ch.Exited()) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)

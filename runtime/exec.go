@@ -123,11 +123,12 @@ func (s *Sandbox) exec(ctx context.Context, o ExecOptions) (ExecResult, error) {
 	defer s.leaveExec(g)
 	defer tree.remove() // once the tree is dead (and before Close may go on): waits for its group to empty
 	l, err := s.h.start(ctx, sp)
-	out.started()
 	if err != nil {
+		out.started()
 		out.close()
 		return notStarted(argv[0], err, begin)
 	}
+	// The child's ends stay open here until collect sees the exit (execOutput.started).
 	feed.start()
 	g.setLeader(l)
 

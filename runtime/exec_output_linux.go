@@ -34,11 +34,17 @@ func (o *execOutput) open(limit int) error {
 	return nil
 }
 
-// started closes the child's ends in the parent, once the child has them (or failed).
+// started closes the child's ends in the parent, once the child has them (or failed);
+// a second call does nothing. After a start collect calls it when the exit is seen,
+// not before: while the parent holds them, the pipes cannot hang up before the exit
+// fd reports, so an exec of a command that exits is woken once, by its exit, with the
+// hang-ups already there once the ends are closed, instead of once for the hang-ups
+// and again for the exit a moment later (BENCHMARKS.md, "#14, eighth pass").
 func (o *execOutput) started() {
-	for _, w := range []*os.File{o.outW, o.errW} {
-		if w != nil {
-			_ = w.Close()
+	for _, w := range []**os.File{&o.outW, &o.errW} {
+		if *w != nil {
+			_ = (*w).Close()
+			*w = nil
 		}
 	}
 }
@@ -56,7 +62,9 @@ func (o *execOutput) close() {
 // collect reads both streams until the leader l exits, then calls exited, which must
 // kill what is left of the tree and reap the child, and reads on until both streams end
 // or drainBound passes (something outside the tree may hold a write end). It closes the
-// read ends. An error means waiting failed; exited has been called then too.
+// child's ends (started) when it sees the exit, before it calls exited, and the read
+// ends before it returns. An error means waiting failed; exited has been called then
+// too.
 //
 // The two read ends and the exit fd wait in an epoll instance, whose fd waits in the
 // runtime's poller: the calling goroutine parks, so a running command holds no thread
@@ -68,6 +76,7 @@ func (o *execOutput) close() {
 // level-triggered instance, which a pipe answers without blocking.
 func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 	defer o.close()
+	defer o.started() // on the error paths
 	exitFD, owned, err := l.exitFD()
 	if err != nil {
 		exited()
@@ -82,7 +91,13 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 		return err
 	}
 	clean := false // ep holds nothing of this exec's any more: it may serve another
-	defer func() { polls.put(ep, clean) }()
+	drainSet := false
+	defer func() {
+		if clean && drainSet {
+			_ = ep.f.SetReadDeadline(time.Time{})
+		}
+		polls.put(ep, clean)
+	}()
 	if err := ep.watch(exitFD, o.fds); err != nil {
 		exited()
 		return err
@@ -102,6 +117,14 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 			for n, werr = unix.EpollWait(int(fd), evs[:], 0); errors.Is(werr, unix.EINTR); {
 				n, werr = unix.EpollWait(int(fd), evs[:], 0)
 			}
+			if n == 0 && werr == nil && done && !drainSet {
+				// Streams still open after the exit: the drain bound runs from here.
+				// Set only when it is waited on (not when, as usual, the streams' ends
+				// are there with the exit), which spares two changes of the poller's
+				// timers per exec.
+				drainSet = true
+				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
+			}
 			return n != 0 || werr != nil
 		})
 		if err == nil && werr != nil {
@@ -118,8 +141,11 @@ func (o *execOutput) collect(polls *execPolls, l leader, exited func()) error {
 			i := int(ev.Fd)
 			if i == execPollExit {
 				done = true
+				o.started() // the streams may hang up now
+				if en, ok := l.(exitNoter); ok {
+					en.exitReported()
+				}
 				exited()
-				_ = ep.f.SetReadDeadline(time.Now().Add(drainBound))
 				continue
 			}
 			if o.fds[i] >= 0 {

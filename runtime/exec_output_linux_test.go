@@ -3,8 +3,11 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,5 +152,123 @@ func TestExecHammerStreams(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestExecHoldsChildEndsUntilExit: the parent keeps its copies of the command's
+// stdout and stderr until the exit is seen, so a command that closes its streams
+// before it exits does not make them hang up early (which woke the exec once for the
+// hang-ups and again for the exit); once the exit is seen the ends are closed and the
+// exec returns as before, with no fd of the pipes left open.
+func TestExecHoldsChildEndsUntilExit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		new  func(testing.TB) *Sandbox
+	}{
+		{"local", func(tb testing.TB) *Sandbox { return newTestSandbox(tb, &Config{Driver: LocalDriver{}}) }},
+		{"namespace", func(tb testing.TB) *Sandbox { return newNSSandbox(tb, nil) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := tt.new(t)
+			ino, release := filepath.Join(s.Dir(), "ino"), filepath.Join(s.Dir(), "go")
+			for _, f := range []string{ino, release} {
+				if err := unix.Mkfifo(f, 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type outcome struct {
+				res ExecResult
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				// Keeps stdout as fd 3, closes 1 and 2, names the pipe on the fifo and
+				// waits to be released.
+				res, err := s.Exec(testCtx(t), ExecOptions{Command: "exec 3>&1 >&- 2>&-; " +
+					"i=$(readlink /proc/self/fd/3); exec 3>&-; echo \"$i\" > ino; read x < go"})
+				done <- outcome{res, err}
+			}()
+			named := make(chan string, 1)
+			go func() {
+				b, _ := os.ReadFile(ino) // until the command has written and closed it
+				named <- strings.TrimSpace(string(b))
+			}()
+			var pipe string
+			select {
+			case pipe = <-named:
+			case o := <-done:
+				t.Fatalf("exec returned before it named its pipe: %+v %v", o.res, o.err)
+			case <-time.After(bound):
+				t.Fatal("the command never named its pipe")
+			}
+			if !strings.HasPrefix(pipe, "pipe:[") {
+				t.Fatalf("stdout is %q, not a pipe", pipe)
+			}
+			if n := writeEnds(t, pipe); n != 1 {
+				t.Fatalf("the command closed its stdout and runs on; this process holds %d write ends of it, want 1", n)
+			}
+			w, err := os.OpenFile(release, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = w.WriteString("\n")
+			_ = w.Close()
+			var o outcome
+			select {
+			case o = <-done:
+			case <-time.After(bound):
+				t.Fatal("exec did not return after the command was released")
+			}
+			if o.err != nil || o.res.ExitCode != 0 || len(o.res.Stdout) != 0 || len(o.res.Stderr) != 0 {
+				t.Fatalf("exec = %+v, %v; want exit 0 and no output", o.res, o.err)
+			}
+			if n := pipeFDs(t, pipe); n != 0 {
+				t.Errorf("%d fds of the pipe still open after exec returned", n)
+			}
+		})
+	}
+}
+
+// pipeFDs counts this process's fds open on pipe (as /proc names it, "pipe:[N]").
+func pipeFDs(tb testing.TB, pipe string) int {
+	tb.Helper()
+	n := 0
+	forPipeFDs(tb, pipe, func(string) { n++ })
+	return n
+}
+
+// writeEnds counts this process's fds open for writing on pipe.
+func writeEnds(tb testing.TB, pipe string) int {
+	tb.Helper()
+	n := 0
+	forPipeFDs(tb, pipe, func(fd string) {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + fd)
+		if err != nil {
+			return // closed meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				if fl, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64); err == nil && fl&unix.O_ACCMODE == unix.O_WRONLY {
+					n++
+				}
+			}
+		}
+	})
+	return n
+}
+
+func forPipeFDs(tb testing.TB, pipe string, f func(fd string)) {
+	tb.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == pipe {
+			f(e.Name())
+		}
 	}
 }

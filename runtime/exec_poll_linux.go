@@ -3,7 +3,6 @@ package runtime
 import (
 	"os"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,11 +53,10 @@ func (p *execPolls) get() (execPoll, error) {
 	return newExecPoll()
 }
 
-// put keeps ep for another exec if it is empty (clean) and there is room, or else
-// closes it.
+// put keeps ep for another exec if it is empty (clean: nothing registered that can
+// report, and no read deadline) and there is room, or else closes it.
 func (p *execPolls) put(ep execPoll, clean bool) {
 	if clean {
-		_ = ep.f.SetReadDeadline(time.Time{}) // collect's drain bound
 		p.mu.Lock()
 		if !p.closed && len(p.free) < maxSparePolls {
 			p.free = append(p.free, ep)

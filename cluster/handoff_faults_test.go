@@ -22,11 +22,18 @@ func TestLeaderKilledDuringHandoff(t *testing.T) {
 		{name: "from a follower"},
 		{name: "from the leader", fromLeader: true},
 	}
+	// A lease of 2 s and raft timers at 0.4: under a loaded machine's stalls the
+	// default 300 ms lease lapsed again and again, and in one CI run the owner did
+	// not admit its sandboxes within 30 s.
+	const slowL, slowMargin = 2 * time.Second, 300 * time.Millisecond
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := newReporter()
-			h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
+			h := newHarness(t, 3, func(cfg *Config) {
+				cfg.LeaseTTL, cfg.LeaseMargin, cfg.Multiplier = slowL, slowMargin, 0.4
+				r.use(cfg)
+			})
 			h.frozen.Store(true)
 			r.hold.Store(true) // no report: the old owner is still stopping its sandboxes
 			l := leader(t, h.nodes...)
@@ -81,7 +88,7 @@ func TestLeaderKilledDuringHandoff(t *testing.T) {
 			}
 			for _, nd := range survivors {
 				done, _, _ := h.firstSeen(nd.ID(), func(s *state) bool { return s.parts[ps[0]].Epoch > epoch })
-				if done < next.since+testL+testMargin {
+				if done < next.since+slowL+slowMargin {
 					t.Fatalf("%s applied the completion %v after the new leadership began, before L + δ", nd.ID(), done-next.since)
 				}
 			}
@@ -105,9 +112,13 @@ func TestLeaderKilledDuringHandoff(t *testing.T) {
 // back to the old owner at a new epoch; the old owner admits again, and no sandbox
 // is admitted by two nodes at once.
 func TestHandoffTargetLeaves(t *testing.T) {
-	// Not parallel (see chaos_helpers_test.go).
+	// Not parallel (see chaos_helpers_test.go). Lease and timers as in
+	// TestLeaderKilledDuringHandoff, for the same reason.
 	r := newReporter()
-	h := newHarness(t, 3, func(cfg *Config) { r.use(cfg) })
+	h := newHarness(t, 3, func(cfg *Config) {
+		cfg.LeaseTTL, cfg.LeaseMargin, cfg.Multiplier = 2*time.Second, 300*time.Millisecond, 0.4
+		r.use(cfg)
+	})
 	h.frozen.Store(true)
 	r.hold.Store(true) // no report: only the leader can end the handoff
 	var from, to *Node

@@ -60,7 +60,7 @@ func BenchmarkServerFloor(b *testing.B) {
 	}{
 		{"bare-noop", func(c int) error { return noopKA[c].do() }},
 		{"bare-http", func(c int) error { return bareKA[c].do() }},
-		{"gw-nospawn", func(c int) error { return badKA[c].doStatus(http.StatusBadRequest) }},
+		{"gw-nospawn", func(c int) error { return badKA[c].expect(http.StatusBadRequest) }},
 		{"ns", func(c int) error { return nsKA[c].do() }},
 	}
 	only := os.Getenv("SANDGATE_BENCH_ONLY")

@@ -37,16 +37,7 @@ func newKeepAliveClient(tb testing.TB, addr, method, path, token, body string) *
 }
 
 // do sends the request and reads the whole response, which must have status 200.
-func (c *keepAliveClient) do() error {
-	if _, err := c.conn.Write(c.req); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		return err
-	}
-	return drainOK(resp)
-}
+func (c *keepAliveClient) do() error { return c.expect(http.StatusOK) }
 
 // drainOK reads and closes resp's body and fails unless the status was 200.
 func drainOK(resp *http.Response) error {
@@ -58,9 +49,8 @@ func drainOK(resp *http.Response) error {
 	return err
 }
 
-// doStatus sends the request and reads the whole response, which must have status
-// want.
-func (c *keepAliveClient) doStatus(want int) error {
+// expect sends the request and reads the whole response, which must have status want.
+func (c *keepAliveClient) expect(want int) error {
 	if _, err := c.conn.Write(c.req); err != nil {
 		return err
 	}

@@ -108,20 +108,3 @@ func burstGet(b *testing.B, ts *testServer, n int, id func(k int) string, want i
 	}
 	return took
 }
-
-// expect sends the request and reads the whole response, which must have status want.
-func (c *keepAliveClient) expect(want int) error {
-	if _, err := c.conn.Write(c.req); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err == nil && resp.StatusCode != want {
-		err = fmt.Errorf("status %d, want %d", resp.StatusCode, want)
-	}
-	return err
-}

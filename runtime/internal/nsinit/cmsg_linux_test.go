@@ -30,7 +30,7 @@ func TestParseControl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fds, got, err := parseControl(tt.oob)
+			fds, got, err := parseControl(tt.oob, nil)
 			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrProtocol)) {
 				t.Fatalf("err %v, want an error: %v", err, tt.wantErr)
 			}

@@ -88,7 +88,7 @@ func kind(ms []mapping, i int) string {
 		return "file"
 	case m.name != "":
 		return m.name
-	case guarded && size == slotStack+slotCtl:
+	case guarded && size == slotStack+slotCtl+slotArgs:
 		return "slot"
 	case guarded && size == slotStack:
 		return "vfork-stack"

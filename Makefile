@@ -28,7 +28,7 @@ test-go: tools ## go test -race ./... on the namespace runtime, then on the loca
 	SANDGATE_TEST_DRIVER=namespace-userns $(GO) test -race -timeout=$(TEST_TIMEOUT) ./...
 	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) ./runtime/
 	SANDGATE_TEST_DRIVER=local SANDGATE_TEST_RUNTIME=local $(GO) test -race -timeout=$(TEST_TIMEOUT) -run $(LOCAL_SMOKE) ./gateway/
-	$(GO) test -timeout=$(TEST_TIMEOUT) -run 'TestIdleInitGivesBackMemory|TestFewSpawnsNotCollected' ./runtime/internal/nsinit/ # memory, measured without -race
+	$(GO) test -timeout=$(TEST_TIMEOUT) -run 'TestIdleInitGivesBackMemory|TestFewSpawnsNotCollected|TestSpawnsAllocateNothing' ./runtime/internal/nsinit/ # memory and allocations, measured without -race
 
 web: web/node_modules/.ci-stamp ## build the web UI bundle into gateway/webui/dist (npm ci + esbuild)
 	cd web && node build.mjs

@@ -94,7 +94,7 @@ func BenchmarkSpawn(b *testing.B) {
 // benchCgroups makes a test cgroup with a "home" group for an init and a "tree"
 // group for its spawns, and opens the tree's cgroup.procs and directory as the
 // runtime hands them over; they are closed at cleanup.
-func benchCgroups(b *testing.B) (base, home string, procs, dir *os.File) {
+func benchCgroups(b testing.TB) (base, home string, procs, dir *os.File) {
 	base = testCgroup(b)
 	home, tree := filepath.Join(base, "home"), filepath.Join(base, "tree")
 	for _, d := range []string{home, tree} {

@@ -131,13 +131,15 @@ func (ch *Child) finish(st ExitStatus, err error) {
 // says so (the init is then about to reap it, killing what is left of its group and
 // session first).
 func (ch *Child) Exited() bool {
+	// Under mu, which finish holds while it closes the pidfd and done: a report
+	// that arrives meanwhile is seen in done, not missed between the two.
+	ch.in.mu.Lock()
+	defer ch.in.mu.Unlock()
 	select {
 	case <-ch.done:
 		return true
 	default:
 	}
-	ch.in.mu.Lock()
-	defer ch.in.mu.Unlock()
 	if ch.pidFD < 0 {
 		return false
 	}

@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,35 +17,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The layout of a slot's mapping: a guard page, the child's stack, and a control page
+// The layout of a slot's mapping: a guard page, the child's stack, a control page
 // holding the spawn's arguments (struct sg_spawn), which the child reads and writes
 // its failure into, and the word the kernel clears when the child leaves the memory
-// it shares with the init.
+// it shares with the init, and the spawn's strings, pointer arrays and fds, which
+// the child reads. A spawn whose strings do not fit slotArgs is waited for instead.
 const (
 	slotGuard = 4 << 10
 	slotStack = 64 << 10
 	slotCtl   = 4 << 10
+	slotArgs  = 64 << 10
 )
 
 // asyncSlot is the memory of one spawn the spawner does not wait for (see
 // asyncSlots). A slot get handed to the spawner (claimed) is the spawner's own until
 // start marks it busy or frees it; claimed, busy, used, pid and a busy slot's other
 // fields are used under asyncSlots.mu.
+//
+// Everything the child reads is in the slot's own memory, outside Go's heap: a spawn
+// on a slot allocates nothing, and pins nothing (pinning an object makes the Go
+// runtime allocate bits for its span that only a collection frees).
 type asyncSlot struct {
-	mem     []byte             // guard | stack | control page; mapped once, never unmapped
+	mem     []byte             // guard | stack | control page | args; mapped once, never unmapped
 	claimed bool               // get handed it to the spawner, which is starting a child on it
 	used    bool               // a child ran on the slot since its pages were last given back
 	a       *C.struct_sg_spawn // in the control page
 	tid     *uint32            // in the control page: nonzero while the child may use the slot
-	pin     goruntime.Pinner   // the Go memory the child reads: argv, env, dir, fds
-	b       *cstrings          // that memory, kept with the slot until it is free
-	fds     []int32            //
+	b       cstrings           // the child's strings and pointer arrays, in the args area
 	pid     int                // the child, while busy
 	busy    bool               // a child was started on the slot and it is not yet free
-	// name is the spawn's argv[0], for the error of a child that failed before its
-	// exec, and forget the PATH cache's entry its path came from, if it did.
-	name   string
-	forget pathKey
+	// cached says the spawn's path came from the PATH cache: a child that found no
+	// file there makes the reaper forget the cache's entry.
+	cached bool
 }
 
 // asyncSlots are the slots of the async spawns: a spawn that needs no answer
@@ -72,20 +74,20 @@ type asyncSlots struct {
 
 // start starts argv0 as cloneSpawn does, on a free slot, without waiting for the
 // child's exec or failure: a failure is the reaper's to report (reaped). It returns
-// ok false, having done nothing, if all maxAsync slots are in use, and an error if
-// no child was made.
+// ok false, having done nothing, if all maxAsync slots are in use or the spawn's
+// strings do not fit a slot, and an error if no child was made.
 func (s *asyncSlots) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (pid int, ok bool, err error) {
 	sl := s.get()
 	if sl == nil {
 		return 0, false, nil
 	}
-	pid, err = sl.start(argv0, argv, attr, cgroup, procs, filter, cached)
+	pid, ok, err = sl.start(argv0, argv, attr, cgroup, procs, filter, cached)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl.claimed = false
-	if err != nil {
+	if !ok || err != nil {
 		sl.release()
-		return 0, true, err
+		return 0, ok, err
 	}
 	sl.busy, sl.pid, sl.used = true, pid, true
 	s.quiet.spawned()
@@ -155,9 +157,14 @@ func (s *asyncSlots) reaped(pid int) (forget pathKey, failed error) {
 		}
 		// The child has exited, so it left the slot: its err is final.
 		if sl.a.err != 0 {
-			failed = fmt.Errorf("failed to start %s: %w", sl.name, childError(sl.a.stage, sl.a.err))
-			if sl.a.stage == C.SG_STAGE_EXEC && syscall.Errno(sl.a.err) == unix.ENOENT {
-				forget = sl.forget
+			// Copied out of the slot, which the next spawn may reuse once released.
+			name := ""
+			if argv := sl.b.strs(uint64(sl.a.argv)); len(argv) > 0 {
+				name = argv[0]
+			}
+			failed = fmt.Errorf("failed to start %s: %w", name, childError(sl.a.stage, sl.a.err))
+			if sl.cached && sl.a.stage == C.SG_STAGE_EXEC && syscall.Errno(sl.a.err) == unix.ENOENT {
+				forget = pathKey{name, pathOf(sl.b.strs(uint64(sl.a.envp)))}
 			}
 		}
 		sl.release()
@@ -168,7 +175,7 @@ func (s *asyncSlots) reaped(pid int) (forget pathKey, failed error) {
 
 // newAsyncSlot maps a slot.
 func newAsyncSlot() (*asyncSlot, error) {
-	mem, err := unix.Mmap(-1, 0, slotGuard+slotStack+slotCtl, unix.PROT_READ|unix.PROT_WRITE,
+	mem, err := unix.Mmap(-1, 0, slotGuard+slotStack+slotCtl+slotArgs, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
 	if err != nil {
 		return nil, fmt.Errorf("failed to map a spawn stack: %w", err)
@@ -183,31 +190,49 @@ func newAsyncSlot() (*asyncSlot, error) {
 	return &asyncSlot{mem: mem, a: a, tid: tid}, nil
 }
 
+// args returns the slot's args area laid out for n bytes of strings, p pointers and
+// nfds fds (the pointers first, then the fds, then the strings), or ok false if they
+// do not fit.
+func (sl *asyncSlot) args(n, p, nfds int) (m spawnArgs, ok bool) {
+	area := sl.mem[slotGuard+slotStack+slotCtl:]
+	fdsAt := 8 * p
+	strAt := fdsAt + 4*nfds
+	if strAt+n > len(area) {
+		return spawnArgs{}, false
+	}
+	if p > 0 {
+		m.b.ptrs = unsafe.Slice((*uint64)(unsafe.Pointer(&area[0])), p)[:0]
+	}
+	if nfds > 0 {
+		m.fds = unsafe.Slice((*int32)(unsafe.Pointer(&area[fdsAt])), nfds)
+	}
+	m.b.buf = area[strAt : strAt : strAt+n]
+	return m, true
+}
+
 // start starts argv0 as cloneSpawn does on the free slot sl, without waiting for the
 // child's exec or failure: a failure is the reaper's to report (reaped). It returns
-// the pid, or an error if no child was made; the caller marks the slot busy, or frees
+// the pid, or an error if no child was made, or ok false, having done nothing, if
+// the spawn's strings do not fit the slot; the caller marks the slot busy, or frees
 // it.
-func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (int, error) {
-	*sl.a = C.struct_sg_spawn{}
-	sl.b, sl.fds = fillSpawn(sl.a, argv0, argv, attr, cgroup, procs, filter)
-	sl.pin.Pin(unsafe.SliceData(sl.b.buf))
-	sl.pin.Pin(unsafe.SliceData(sl.b.ptrs))
-	if len(sl.fds) > 0 {
-		sl.pin.Pin(&sl.fds[0])
+func (sl *asyncSlot) start(argv0 string, argv []string, attr *syscall.ProcAttr, cgroup, procs int, filter *unix.SockFprog, cached bool) (pid int, ok bool, err error) {
+	n, p := cstringsSize(argv0, attr.Dir, argv, attr.Env)
+	m, ok := sl.args(n, p, len(attr.Files))
+	if !ok {
+		return 0, false, nil
 	}
+	*sl.a = C.struct_sg_spawn{}
+	fillSpawn(sl.a, &m, argv0, argv, attr, cgroup, procs, filter)
+	sl.b = m.b
 	sl.a.stack = C.uint64_t(uintptr(unsafe.Pointer(&sl.mem[slotGuard])))
 	sl.a.stack_size = slotStack
 	sl.a.tid = C.uint64_t(uintptr(unsafe.Pointer(sl.tid)))
 	atomic.StoreUint32(sl.tid, 1)
-	pid := int(C.sg_spawn_async(sl.a))
-	if pid < 0 {
-		return 0, cloneError(pid, cgroup)
+	if pid = int(C.sg_spawn_async(sl.a)); pid < 0 {
+		return 0, true, cloneError(pid, cgroup)
 	}
-	sl.name = argv[0]
-	if cached {
-		sl.forget = pathKey{argv[0], pathOf(attr.Env)}
-	}
-	return pid, nil
+	sl.cached = cached
+	return pid, true, nil
 }
 
 // releaseIfExeced frees a busy slot whose child has exec'd: the reaper has nothing to
@@ -220,7 +245,6 @@ func (sl *asyncSlot) releaseIfExeced() {
 
 // release frees the slot. Its child has left it, or none was made.
 func (sl *asyncSlot) release() {
-	sl.pin.Unpin()
 	atomic.StoreUint32(sl.tid, 0)
-	sl.b, sl.fds, sl.busy, sl.pid, sl.name, sl.forget = nil, nil, false, 0, "", pathKey{}
+	sl.b, sl.busy, sl.pid, sl.cached = cstrings{}, false, 0, false
 }

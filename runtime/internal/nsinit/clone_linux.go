@@ -27,6 +27,8 @@ type ownSpawn struct {
 	pin goruntime.Pinner
 	// async are the slots of the spawns the spawner does not wait for.
 	async asyncSlots
+	// waited is what the children of the spawns it waits for read.
+	waited waitedArgs
 }
 
 // maxAsync bounds the spawns in flight that the spawner did not wait for (asyncSlots):
@@ -96,7 +98,7 @@ func (o *ownSpawn) start(j spawnJob, argv0 string, argv []string, attr *syscall.
 				return pid, -1, err
 			}
 		}
-		return cloneSpawn(argv0, argv, attr, cg, procs, attr.Sys.PidFD != nil, o.filter)
+		return cloneSpawn(&o.waited, argv0, argv, attr, cg, procs, attr.Sys.PidFD != nil, o.filter)
 	}
 	pid, pidfd, err := clone(cg, procs)
 	if cg >= 0 && errors.Is(err, errCloneInto) {

@@ -19,7 +19,10 @@ var errNoClone = errors.New("nsinit: no clone3 spawn path in this build")
 
 func probeClone(int) (bool, error) { return false, errNoClone }
 
-func cloneSpawn(string, []string, *syscall.ProcAttr, int, int, bool, *unix.SockFprog) (int, int, error) {
+// waitedArgs has nothing to hold in a build without the own spawn path.
+type waitedArgs struct{}
+
+func cloneSpawn(*waitedArgs, string, []string, *syscall.ProcAttr, int, int, bool, *unix.SockFprog) (int, int, error) {
 	return 0, -1, errNoClone
 }
 

@@ -30,7 +30,7 @@ func TestParseControl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fds, got, err := parseControl(tt.oob)
+			fds, got, err := parseControl(tt.oob, nil)
 			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrProtocol)) {
 				t.Fatalf("err %v, want an error: %v", err, tt.wantErr)
 			}
@@ -119,4 +119,36 @@ func consecutiveFDs(t *testing.T, n int) []int {
 		t.Skipf("fds %v are not consecutive", fds)
 	}
 	return fds
+}
+
+// TestAppendControl: the control data send builds in its own buffer is x/sys's,
+// byte for byte, appended after what the buffer held.
+func TestAppendControl(t *testing.T) {
+	t.Parallel()
+	cred := &unix.Ucred{Pid: 42, Uid: 1000, Gid: 1001}
+	tests := []struct {
+		name string
+		fds  []int
+		cred *unix.Ucred
+		want []byte
+	}{
+		{"none", nil, nil, nil},
+		{"one fd", []int{7}, nil, unix.UnixRights(7)},
+		{"three fds", []int{3, 4, 9}, nil, unix.UnixRights(3, 4, 9)},
+		{"credentials", nil, cred, unix.UnixCredentials(cred)},
+		{"fd and credentials", []int{5}, cred, append(unix.UnixRights(5), unix.UnixCredentials(cred)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			buf := make([]byte, 0, 64)
+			buf = append(buf, make([]byte, 16)...) // what a reused buffer held before: cut off by the caller
+			got := appendRights(buf[:0], tt.fds)
+			if tt.cred != nil {
+				got = appendCredentials(got, tt.cred)
+			}
+			if !slices.Equal(got, tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
+				t.Fatalf("control data %x, want %x", got, tt.want)
+			}
+		})
+	}
 }

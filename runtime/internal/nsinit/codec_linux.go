@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"unsafe"
 )
 
 // A frame travels in a small binary encoding rather than JSON: every exec sends a
@@ -97,10 +98,12 @@ func appendString(b []byte, s string) []byte {
 }
 
 // decoder reads an encoded frame; the first error sticks and later reads return
-// zeros.
+// zeros. With view set its strings are views of b rather than copies (see
+// decodeFrameInto).
 type decoder struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	view bool
 }
 
 func (d *decoder) fail(what string) {
@@ -161,10 +164,17 @@ func (d *decoder) bytes(n uint64, what string) []byte {
 	return v
 }
 
-func (d *decoder) string(what string) string { return string(d.bytes(d.uvarint(what), what)) }
+func (d *decoder) string(what string) string {
+	b := d.bytes(d.uvarint(what), what)
+	if d.view {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
+}
 
-// strings reads n strings; each takes at least a byte, which bounds n by what is left.
-func (d *decoder) strings(n uint64, what string) []string {
+// strings reads n strings into dst's array (a new one if it is too small): nil if n
+// is 0. Each string takes at least a byte, which bounds n by what is left.
+func (d *decoder) strings(dst []string, n uint64, what string) []string {
 	if n > uint64(len(d.b)) {
 		d.fail(what)
 		return nil
@@ -172,17 +182,37 @@ func (d *decoder) strings(n uint64, what string) []string {
 	if n == 0 {
 		return nil
 	}
-	v := make([]string, n)
+	v := dst[:0]
+	if uint64(cap(v)) < n {
+		v = make([]string, 0, n)
+	}
+	v = v[:n]
 	for i := range v {
 		v[i] = d.string(what)
 	}
 	return v
 }
 
-// decodeFrame decodes one frame; an error wraps ErrProtocol.
+// decodeFrame decodes one frame into a new frame; an error wraps ErrProtocol.
 func decodeFrame(b []byte) (*frame, error) {
-	d := &decoder{b: b}
 	fr := &frame{}
+	if err := decodeFrameInto(fr, b, false, nil, nil); err != nil {
+		return nil, err
+	}
+	return fr, nil
+}
+
+// emptyEnv is a decoded empty Env: empty, not nil (the default environment).
+var emptyEnv = []string{}
+
+// decodeFrameInto decodes one frame into fr, overwriting every field, with its Argv
+// and Env in argv's and env's arrays where they fit. With view the frame's strings
+// are views of b, not copies: they hold as long as b does, and no longer. The init's
+// spawner decodes each request this way (conn.recvReused), so that a request costs
+// it no allocation; the Config inside a config frame is copied either way.
+func decodeFrameInto(fr *frame, b []byte, view bool, argv, env []string) error {
+	d := &decoder{b: b, view: view}
+	*fr = frame{}
 	if op := int(d.byte("op")); op < len(ops) {
 		fr.Op = ops[op]
 	} else {
@@ -197,10 +227,10 @@ func decodeFrame(b []byte) (*frame, error) {
 	fr.Lease = d.varint("lease")
 	fr.PID, fr.Sig, fr.Code, fr.Signal, fr.Errno = d.int("pid"), d.int("sig"), d.int("code"), d.int("signal"), d.int("errno")
 	fr.Err, fr.Dir = d.string("err"), d.string("dir")
-	fr.Argv = d.strings(d.uvarint("argv"), "argv")
+	fr.Argv = d.strings(argv, d.uvarint("argv"), "argv")
 	if n := d.uvarint("env"); n > 0 {
-		if fr.Env = d.strings(n-1, "env"); fr.Env == nil {
-			fr.Env = []string{} // empty, not the default
+		if fr.Env = d.strings(env, n-1, "env"); fr.Env == nil {
+			fr.Env = emptyEnv // empty, not the default
 		}
 	}
 	if n := d.uvarint("config"); n > 0 && d.err == nil {
@@ -215,8 +245,5 @@ func decodeFrame(b []byte) (*frame, error) {
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("frame: trailing bytes")
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return fr, nil
+	return d.err
 }

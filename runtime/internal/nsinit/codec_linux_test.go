@@ -3,8 +3,10 @@ package nsinit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // codecFrames are frames of every op, with every field set somewhere.
@@ -129,4 +131,46 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("re-decoded %+v, %v; want %+v", again, err, fr)
 		}
 	})
+}
+
+// TestDecodeFrameInto: decoding into a reused frame gives what decodeFrame gives,
+// clears what the frame held before, takes the given arrays for Argv and Env where
+// they fit, and, with view, leaves the strings in the encoded bytes rather than
+// copying them.
+func TestDecodeFrameInto(t *testing.T) {
+	t.Parallel()
+	var fr frame
+	argv, env := make([]string, 0, 8), make([]string, 0, 8)
+	for _, view := range []bool{false, true} {
+		for _, want := range codecFrames {
+			t.Run(fmt.Sprintf("%s,view=%v", want.Op, view), func(t *testing.T) {
+				b, err := encodeFrame(nil, &want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fr = frame{Op: opExit, ID: 99, Argv: []string{"stale"}, Env: []string{"STALE=1"}, Err: "stale", Dir: "/stale", hostPID: 5, pidFD: 6}
+				if err := decodeFrameInto(&fr, b, view, argv, env); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(fr, want) {
+					t.Fatalf("decoded %+v, want %+v", fr, want)
+				}
+				if len(fr.Argv) > 0 && unsafe.SliceData(fr.Argv) != unsafe.SliceData(argv) {
+					t.Error("Argv not in the array given")
+				}
+				if len(fr.Env) > 0 && unsafe.SliceData(fr.Env) != unsafe.SliceData(env) {
+					t.Error("Env not in the array given")
+				}
+				within := func(s string) bool {
+					p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+					return p >= lo && p < lo+uintptr(len(b))
+				}
+				for _, s := range append(append([]string{fr.Err, fr.Dir}, fr.Argv...), fr.Env...) {
+					if s != "" && within(s) != view {
+						t.Errorf("string %q in the encoded bytes: %v, want %v", s, within(s), view)
+					}
+				}
+			})
+		}
+	}
 }

@@ -103,13 +103,13 @@
 // point of no return. Timed in the init under eight clients, that was 300-360 µs of
 // each spawn's 350-420 on the spawner thread, which was busy 90% of the time
 // (BENCHMARKS.md, "#14, sixth pass"). A NoWait spawn is instead cloned without
-// CLONE_VFORK, on a slot of its own (a stack with a guard page, and a control page
-// with the spawn's arguments, which the child reads and writes its failure into;
-// maxAsync of them, mapped as needed and reused), with CLONE_CHILD_CLEARTID: the
-// kernel clears a word in the slot when the child leaves the memory it shares with
-// the init, by exec or exit, which is exactly when CLONE_VFORK would have woken the
-// parent. The Go memory the child reads (argv, env, fds) is pinned until then. The
-// spawner registers the child and reads the next request at once. A slot is freed by
+// CLONE_VFORK, on a slot of its own (a stack with a guard page, a control page with
+// the spawn's arguments, which the child reads and writes its failure into, and an
+// area with its strings, pointer arrays and fds; maxAsync of them, mapped as needed
+// and reused), with CLONE_CHILD_CLEARTID: the kernel clears a word in the slot when
+// the child leaves the memory it shares with the init, by exec or exit, which is
+// exactly when CLONE_VFORK would have woken the parent. Everything the child reads
+// is in the slot, outside Go's heap, so nothing needs pinning meanwhile. The spawner registers the child and reads the next request at once. A slot is freed by
 // the next spawn that finds its word cleared and no failure, or by the reaper: a
 // child that failed before its exec has exited 127 with the errno and the step in
 // its slot, and the reaper answers it as the spawn's failure (the error frame, and
@@ -119,11 +119,6 @@
 // directory the PATH cache remembered fails once rather than being searched for
 // again. A child may be signalled before it has made its process group: it then gets
 // the signal itself. With every slot in use, a spawn waits for its child as above.
-//
-// Each spawn leaves its frame, argv and environment as garbage, so a burst of spawns
-// grows Go's heap to its minimum goal, which the runtime would keep mapped for
-// minutes. A second after the last spawn the init hands its unused memory back to
-// the kernel (trim_linux.go), so an idle init holds about what it uses.
 //
 // The seccomp filter: the thread cannot carry the filter above, which refuses clone3
 // (its flags sit behind a pointer, out of the filter's sight), and it must call
@@ -156,6 +151,28 @@
 // nothing inside a sandbox can reach those files (no /sys, no mount, and the init's
 // fds are out of reach through /proc: its processes lack the init's capabilities, so
 // the kernel refuses them the ptrace access that asks).
+//
+// # Memory
+//
+// A request costs the init no allocation on Go's heap: the spawner decodes it into a
+// frame and buffers of its own, reused by the next one, with the strings left in the
+// receive buffer (conn.recvReused); ForkExec's arguments are the spawner's too, the
+// child's strings and fds go to the slot's area (async) or to buffers the spawner
+// keeps (a spawn it waits for), and the frames it sends are encoded, with their
+// control data, into buffers of the conn. Without it every spawn left its frame,
+// argv and environment behind as garbage, some 50 allocations and 5.5 KiB for an exec
+// of the runtime's (TestSpawnsAllocateNothing), and a burst of a few thousand grew
+// Go's heap to its goal and made the runtime collect. Collections make metadata the
+// runtime keeps for the life of the process (the sets of spans and the mark bits of
+// each size class in use): 430-460 KiB for the first, 1.3-1.5 MiB after bursts, half
+// of an init's private memory (BENCHMARKS.md, "#14, eighth pass: the init's memory
+// after bursts"). An init whose requests allocate nothing never reaches its heap's
+// goal, never collects, and stays at the memory it started with, however many
+// processes it starts (BENCHMARKS.md, "#14, ninth pass"). The fallback path
+// (ForkExec) still allocates each child's strings, and rare requests (a failure, a
+// session's end, a request with more than maxKeptStrings strings) allocate as they
+// like: for them, a second after the last spawn the init hands its unused memory
+// back to the kernel (trim_linux.go), so an idle init holds about what it uses.
 //
 // # User namespace and workspace ownership
 //

@@ -69,6 +69,7 @@ type initProc struct {
 	uid   uint32 // the init's own ids, for SCM_CREDENTIALS
 	gid   uint32
 	paths pathCache // used by the spawner thread only
+	pa    procAttrs // what procAttr builds, reused by each spawn (the spawner thread's)
 
 	// ending is set by teardown before it kills everything: exits are no longer reported.
 	ending atomic.Bool
@@ -94,6 +95,11 @@ type kid struct {
 	status  int
 	quiet   bool
 }
+
+// kidsSized is how many live spawned processes the init's tables are made for, so
+// that the usual few, coming and going, never make them grow (an allocation, and
+// garbage).
+const kidsSized = 64
 
 // homeFD is the init's own cgroup.procs when the config frame says so, and
 // homeFD+1 its directory.
@@ -123,7 +129,8 @@ func runInit() int {
 		_ = c.send(errorFrame(0, err), nil, nil)
 		return 1
 	}
-	ip := &initProc{c: c, kick: kick, trim: newIdleTrim(), homeDir: -1, kids: map[int]kid{}, ids: map[uint64]int{},
+	ip := &initProc{c: c, kick: kick, trim: newIdleTrim(), homeDir: -1,
+		kids: make(map[int]kid, kidsSized), ids: make(map[uint64]int, kidsSized),
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 	ip.spawned = sync.NewCond(&ip.mu)
 	done := make(chan int, 1)
@@ -225,7 +232,7 @@ func (ip *initProc) serve(done chan<- int) {
 	var y schedYield
 	for {
 		y.maybe(time.Now())
-		fr, fds, _, err := ip.c.recv()
+		fr, fds, err := ip.c.recvReused() // both valid until the next request
 		if err != nil {
 			code := 0
 			if !errors.Is(err, io.EOF) {

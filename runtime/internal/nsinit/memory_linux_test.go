@@ -88,7 +88,7 @@ func kind(ms []mapping, i int) string {
 		return "file"
 	case m.name != "":
 		return m.name
-	case guarded && size == slotStack+slotCtl:
+	case guarded && size == slotStack+slotCtl+slotArgs:
 		return "slot"
 	case guarded && size == slotStack:
 		return "vfork-stack"
@@ -187,6 +187,10 @@ type burst struct {
 	in   *Init
 	null *os.File
 	env  []string
+	// procs and dir, if set, are the cgroup the spawns start in, as the runtime's do
+	// (SpawnRequest.Cgroup and CgroupDir), and wd their working directory.
+	procs, dir *os.File
+	wd         string
 }
 
 func newBurst(t testing.TB, in *Init) *burst {
@@ -211,8 +215,8 @@ func (b *burst) spawn() {
 		return
 	}
 	defer r.Close()
-	_, err = b.in.Spawn(testCtx(b.t), SpawnRequest{Argv: []string{"true", "a-long-enough-argument"}, Env: b.env,
-		Stdin: b.null, Stdout: b.null, Stderr: b.null, Status: w, NoWait: true})
+	_, err = b.in.Spawn(testCtx(b.t), SpawnRequest{Argv: []string{"true", "a-long-enough-argument"}, Env: b.env, Dir: b.wd,
+		Stdin: b.null, Stdout: b.null, Stderr: b.null, Status: w, NoWait: true, Cgroup: b.procs, CgroupDir: b.dir})
 	_ = w.Close()
 	if err != nil {
 		b.t.Error(err)

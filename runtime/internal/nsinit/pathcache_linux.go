@@ -61,7 +61,8 @@ func (pc *pathCache) lookPath(name string, env []string, dir string) (string, bo
 				if pc.found == nil {
 					pc.found = map[pathKey]string{}
 				}
-				pc.found[key] = p
+				// The request's strings are views of the spawner's receive buffer.
+				pc.found[pathKey{strings.Clone(key.name), strings.Clone(key.path)}] = p
 			}
 			return p, false, nil
 		}
@@ -97,7 +98,7 @@ func (pc *pathCache) readOnly(dir string) bool {
 		pc.ro = map[string]bool{}
 	}
 	if len(pc.ro) < maxPathCache {
-		pc.ro[dir] = ro
+		pc.ro[strings.Clone(dir)] = ro // dir may be a view of a request
 	}
 	return ro
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestPathCache: a search is remembered only when every directory it looked in is
@@ -66,5 +67,29 @@ func TestPathCacheWorkspace(t *testing.T) {
 	run(t, in, "", "/bin/sh", "-c", "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho mine\\n' > /workspace/bin/true && chmod +x /workspace/bin/true")
 	if r := runReq(t, in, "", SpawnRequest{Argv: []string{"true"}, Env: env}); strings.TrimSpace(r.stdout) != "mine" {
 		t.Fatalf("after adding /workspace/bin/true: stdout %q, status %+v", r.stdout, r.status)
+	}
+}
+
+// TestPathCacheCopiesKeys: the cache keeps its own copy of the name and PATH it was
+// asked with, which the init's spawner passes as views of its receive buffer: the
+// next request overwrites them.
+func TestPathCacheCopiesKeys(t *testing.T) {
+	t.Parallel()
+	ro := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "prog"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pc := &pathCache{ro: map[string]bool{ro: true}}
+	buf := []byte("prog" + "PATH=" + ro)
+	view := func(from, to int) string { return unsafe.String(&buf[from], to-from) }
+	if _, cached, err := pc.lookPath(view(0, 4), []string{view(4, len(buf))}, "/"); err != nil || cached {
+		t.Fatalf("first lookup: cached %v, %v", cached, err)
+	}
+	for i := range buf {
+		buf[i] = 'x' // the next request
+	}
+	got, cached, err := pc.lookPath("prog", []string{"PATH=" + ro}, "/")
+	if err != nil || !cached || got != filepath.Join(ro, "prog") {
+		t.Fatalf("second lookup: %q, cached %v, %v; want the first one's answer from the cache", got, cached, err)
 	}
 }

@@ -80,8 +80,15 @@ type conn struct {
 	fd   int             // a blocking conn's fd
 	wmu  sync.Mutex
 	wbuf []byte // send's encoding buffer, under wmu
+	woob []byte // send's control data, under wmu
 	buf  []byte
 	oob  []byte
+
+	// What recvReused decodes into and returns, reused by its next call.
+	rfr   frame
+	rfds  []int
+	rargv []string
+	renv  []string
 }
 
 // Receive buffers: the init takes requests of up to maxFrame; the server only gets
@@ -124,17 +131,19 @@ func (c *conn) Close() error {
 	return c.f.Close()
 }
 
-// send writes fr with fds (SCM_RIGHTS) and cred (SCM_CREDENTIALS) attached.
+// send writes fr with fds (SCM_RIGHTS) and cred (SCM_CREDENTIALS) attached. Its
+// encoding and control data go to buffers of the conn, kept for the next frame while
+// small: a frame costs no allocation.
 func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
-	if cred != nil {
-		oob = append(oob, unix.UnixCredentials(cred)...)
-	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	oob := appendRights(c.woob[:0], fds)
+	if cred != nil {
+		oob = appendCredentials(oob, cred)
+	}
+	if cap(oob) <= smallFrame {
+		c.woob = oob
+	}
 	b, err := encodeFrame(c.wbuf[:0], fr)
 	if err != nil {
 		return fmt.Errorf("failed to encode a %s frame: %w", fr.Op, err)
@@ -145,24 +154,31 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 	if cap(b) <= smallFrame {
 		c.wbuf = b // kept for the next frame; a big one is left to the GC
 	}
-	var serr error
 	if c.rc == nil {
 		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
-			err = unix.Sendmsg(c.fd, b, oob, nil, unix.MSG_NOSIGNAL)
+			err = sendmsg(c.fd, b, oob, unix.MSG_NOSIGNAL)
 		}
 	} else {
-		err = c.rc.Write(func(fd uintptr) bool {
-			serr = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
-			return !errors.Is(serr, unix.EAGAIN)
-		})
-		if err == nil {
-			err = serr
-		}
+		err = c.sendPolled(b, oob)
 	}
 	if err != nil {
 		return fmt.Errorf("failed to send a %s frame: %w", fr.Op, err)
 	}
 	return nil
+}
+
+// sendPolled is send's sendmsg on a conn on Go's poller; apart from send for the
+// reason recvPolled is.
+func (c *conn) sendPolled(b, oob []byte) error {
+	var serr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), b, oob, nil, unix.MSG_NOSIGNAL)
+		return !errors.Is(serr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = serr
+	}
+	return err
 }
 
 // recv reads one frame with the fds and credentials attached to it. The fds are
@@ -180,7 +196,7 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
 	}
-	fds, cred, perr := parseControl(c.oob[:oobn])
+	fds, cred, perr := parseControl(c.oob[:oobn], nil)
 	if n == 0 && oobn == 0 {
 		return nil, nil, nil, io.EOF
 	}
@@ -197,6 +213,54 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	}
 	return fr, fds, cred, nil
 }
+
+// recvReused is recv for the init's spawner, on a blocking conn, without
+// credentials: the frame and the fds slice it returns are the conn's, overwritten by
+// its next call, and the frame's strings are views of the conn's receive buffer,
+// valid until then too (decodeFrameInto). What outlives the request must be copied.
+// Once its buffers have grown to the requests' size, a request costs no allocation:
+// an init whose spawns allocate nothing never reaches its heap's goal, so the Go
+// runtime never collects, and never makes the metadata a collection keeps for the
+// life of the process (the package doc, "Memory").
+func (c *conn) recvReused() (*frame, []int, error) {
+	var n, oobn, flags int
+	var err error
+	for err = unix.EINTR; errors.Is(err, unix.EINTR); {
+		n, oobn, flags, err = recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to receive a frame: %w", err)
+	}
+	fds, _, perr := parseControl(c.oob[:oobn], c.rfds[:0])
+	if cap(fds) > cap(c.rfds) {
+		c.rfds = fds[:0] // at most 253 fds (SCM_MAX_FD): kept
+	}
+	if n == 0 && oobn == 0 {
+		return nil, nil, io.EOF
+	}
+	switch {
+	case perr != nil || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		err = fmt.Errorf("%w: truncated frame", ErrProtocol)
+	default:
+		err = decodeFrameInto(&c.rfr, c.buf[:n], true, c.rargv, c.renv)
+	}
+	if err != nil {
+		closeFDs(fds)
+		return nil, nil, err
+	}
+	// Arrays that grew are kept for the next request, up to a bound.
+	if cap(c.rfr.Argv) > cap(c.rargv) && cap(c.rfr.Argv) <= maxKeptStrings {
+		c.rargv = c.rfr.Argv[:0]
+	}
+	if cap(c.rfr.Env) > cap(c.renv) && cap(c.rfr.Env) <= maxKeptStrings {
+		c.renv = c.rfr.Env[:0]
+	}
+	return &c.rfr, fds, nil
+}
+
+// maxKeptStrings bounds the argv and env arrays recvReused keeps between requests;
+// a request with more strings gets arrays of its own, left to the GC.
+const maxKeptStrings = 1024
 
 // recvPolled is recv's recvmsg on a conn on Go's poller. Apart from recv, so that
 // the variables its closure sets do not go to the heap on the blocking conn's way

@@ -95,7 +95,8 @@ func (ip *initProc) reap(pid int, info *unix.Siginfo, w *reapWait) {
 		fr.Code, fr.Signal = siginfoStatus(info)
 		wrote := false
 		if k.status >= 0 {
-			_, err := unix.Write(k.status, encodeStatus(fr.Code, fr.Signal)) // 8 bytes: never blocks
+			st := encodeStatus(fr.Code, fr.Signal)
+			_, err := unix.Write(k.status, st[:]) // 8 bytes: never blocks
 			wrote = err == nil
 		}
 		if !k.quiet || !wrote { // a quiet kid's pipe that failed: the frame is all it gets

@@ -121,9 +121,9 @@ func (ip *initProc) spawn(j spawnJob) {
 		_ = ip.c.send(errorFrame(fr.ID, err), nil, nil)
 		return
 	}
-	pidfd := -1
 	if !fr.NoWait {
-		attr.Sys.PidFD = &pidfd
+		ip.pa.pidfd = -1
+		attr.Sys.PidFD = &ip.pa.pidfd
 	}
 	// The fork runs without mu, so the reaper goes on reporting exits meanwhile (the
 	// spawner may wait for its child in clone3, or be preempted by it there); a child
@@ -148,6 +148,10 @@ func (ip *initProc) spawn(j spawnJob) {
 		}
 	}
 	ip.lease.release()
+	pidfd := -1
+	if attr.Sys.PidFD != nil {
+		pidfd = *attr.Sys.PidFD
+	}
 	ip.mu.Lock()
 	ip.spawnedLocked()
 	if pidfd >= 0 {
@@ -168,8 +172,9 @@ func (ip *initProc) spawn(j spawnJob) {
 	// The pidfd goes to the client, whose poll then sees the exit at once, without
 	// waiting for the exit frame to travel (the exit status still does).
 	var fds []int
+	one := [1]int{pidfd}
 	if pidfd >= 0 {
-		fds = []int{pidfd}
+		fds = one[:]
 	}
 	cred := &unix.Ucred{Pid: int32(pid), Uid: ip.uid, Gid: ip.gid}
 	started := &frame{Op: opStarted, ID: fr.ID, PID: pid}
@@ -238,7 +243,7 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv
 	}
 	env := fr.Env
 	if env == nil {
-		env = []string{"PATH=" + DefaultPath, "HOME=/workspace"}
+		env = defaultEnv
 	}
 	dir := fr.Dir
 	if dir == "" {
@@ -256,9 +261,10 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv
 	if argv0, cached, err = ip.paths.lookPath(fr.Argv[0], env, dir); err != nil {
 		return nil, "", false, err
 	}
-	// One allocation for all of it; the files of a spawn without extra fds fit in it.
-	pa := &procAttrs{sys: syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}}
+	// The spawner's own, reused: a spawn allocates nothing for it.
+	pa := &ip.pa
 	files := pa.files[:0]
+	*pa = procAttrs{sys: syscall.SysProcAttr{Setpgid: !fr.Session && !fr.TTY, Setsid: fr.Session || fr.TTY}}
 	if fr.TTY {
 		pa.sys.Setctty, pa.sys.Ctty = true, 0
 		files = append(files, uintptr(fds[0]), uintptr(fds[0]), uintptr(fds[0]))
@@ -268,20 +274,29 @@ func (ip *initProc) procAttr(fr *frame, fds []int) (attr *syscall.ProcAttr, argv
 	for _, fd := range fds[stdio : stdio+fr.Extra] {
 		files = append(files, uintptr(fd))
 	}
+	pa.files = files // at most 253 (SCM_MAX_FD): kept
 	if ip.cfg.UID != 0 || ip.cfg.GID != 0 {
-		pa.cred = syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: []uint32{}}
+		pa.cred = syscall.Credential{Uid: uint32(ip.cfg.UID), Gid: uint32(ip.cfg.GID), Groups: noGroups}
 		pa.sys.Credential = &pa.cred
 	}
 	pa.attr = syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: &pa.sys}
 	return &pa.attr, argv0, cached, nil
 }
 
-// procAttrs is what procAttr builds, in one piece.
+// defaultEnv is the environment of a spawn that names none. Read only.
+var defaultEnv = []string{"PATH=" + DefaultPath, "HOME=/workspace"}
+
+// noGroups is the supplementary groups of a spawn with Config.UID or GID: none.
+var noGroups = []uint32{}
+
+// procAttrs is what procAttr builds, in one piece the spawner thread owns and every
+// spawn overwrites (initProc.pa): valid until the next spawn.
 type procAttrs struct {
 	attr  syscall.ProcAttr
 	sys   syscall.SysProcAttr
 	cred  syscall.Credential
-	files [3]uintptr
+	files []uintptr
+	pidfd int // SysProcAttr.PidFD points here
 }
 
 // setBlocking clears O_NONBLOCK on fd's description if it is set.

@@ -13,9 +13,10 @@ import (
 // the exit code and the signal, each a little-endian int32.
 const statusSize = 8
 
-func encodeStatus(code, sig int) []byte {
-	b := make([]byte, statusSize)
-	binary.LittleEndian.PutUint32(b, uint32(int32(code)))
+// encodeStatus is the record for an exit with code and signal sig.
+func encodeStatus(code, sig int) [statusSize]byte {
+	var b [statusSize]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(int32(code)))
 	binary.LittleEndian.PutUint32(b[4:], uint32(int32(sig)))
 	return b
 }

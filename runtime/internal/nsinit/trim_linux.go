@@ -28,11 +28,12 @@ func tuneMemory() {
 // most twice that). The init has two: the heap's (newIdleTrim) and the async spawns'
 // slots' (asyncSlots.giveBack).
 //
-// Each spawn's frame, argv and environment are garbage once the child runs, so a burst
-// of spawns grows Go's heap to its minimum goal (4 MiB), which the runtime keeps
-// mapped for minutes; without the heap's trim an init that ran a few thousand execs
-// held about 4 MiB more private memory than an idle one (BENCHMARKS.md, "#14, sixth
-// pass: the spawner"). A busy init is not trimmed; an idle one holds what it uses.
+// A spawn on the own path allocates nothing (the package doc, "Memory"), but one on
+// the fallback path leaves its child's strings as garbage, so a burst of those grows
+// Go's heap to its minimum goal (4 MiB), which the runtime keeps mapped for minutes;
+// without the heap's trim an init that ran a few thousand execs held about 4 MiB
+// more private memory than an idle one (BENCHMARKS.md, "#14, sixth pass: the
+// spawner"). A busy init is not trimmed; an idle one holds what it uses.
 //
 // A spawn only counts itself and, if the timer is not set, sets it: two atomic
 // operations on the spawn's path, no timer reset. When the timer fires it looks

@@ -17,18 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The layout of a slot's mapping: a guard page, the child's stack, a control page
-// holding the spawn's arguments (struct sg_spawn), which the child reads and writes
-// its failure into, and the word the kernel clears when the child leaves the memory
-// it shares with the init, and the spawn's strings, pointer arrays and fds, which
-// the child reads. A spawn whose strings do not fit slotArgs is waited for instead.
-const (
-	slotGuard = 4 << 10
-	slotStack = 64 << 10
-	slotCtl   = 4 << 10
-	slotArgs  = 64 << 10
-)
-
 // asyncSlot is the memory of one spawn the spawner does not wait for (see
 // asyncSlots). A slot get handed to the spawner (claimed) is the spawner's own until
 // start marks it busy or frees it; claimed, busy, used, pid and a busy slot's other

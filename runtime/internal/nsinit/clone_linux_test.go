@@ -121,6 +121,12 @@ func TestSpawnPathChosen(t *testing.T) {
 			if tt.delegate {
 				owner = cfg.UserNS
 			}
+			if !tt.userNS && os.Getenv("NSINIT_TEST_USERNS") == "1" {
+				// startInit gives the init DefaultIDRange's user namespace: the group
+				// is delegated to it, so the case still clones into the group.
+				ids := DefaultIDRange
+				owner = &ids
+			}
 			home, tree := treeGroups(t, owner)
 			cfg.Cgroup = home
 			in := startInit(t, cfg)

@@ -15,20 +15,29 @@ import (
 // message's flags (MSG_TRUNC, MSG_CTRUNC).
 func recvmsg(fd int, p, oob []byte, flags int) (n, oobn, recvflags int, err error) {
 	var iov unix.Iovec
-	iov.Base = unsafe.SliceData(p)
-	iov.SetLen(len(p))
-	var msg unix.Msghdr
-	msg.Iov = &iov
-	msg.SetIovlen(1)
-	if len(oob) > 0 {
-		msg.Control = unsafe.SliceData(oob)
-		msg.SetControllen(len(oob))
-	}
+	msg := msghdr(&iov, p, oob)
 	r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 	if e != 0 {
 		return 0, 0, 0, e
 	}
 	return int(r), int(msg.Controllen), int(msg.Flags), nil
+}
+
+// msghdr returns the message header of one buffer p, described by iov (the caller's,
+// which it fills), and control data oob, for recvmsg and sendmsg.
+func msghdr(iov *unix.Iovec, p, oob []byte) unix.Msghdr {
+	if len(p) > 0 {
+		iov.Base = unsafe.SliceData(p)
+		iov.SetLen(len(p))
+	}
+	var msg unix.Msghdr
+	msg.Iov = iov
+	msg.SetIovlen(1)
+	if len(oob) > 0 {
+		msg.Control = unsafe.SliceData(oob)
+		msg.SetControllen(len(oob))
+	}
+	return msg
 }
 
 // parseControl returns the fds (SCM_RIGHTS, in order, from every such message),
@@ -70,17 +79,7 @@ func parseControl(b []byte, fds []int) ([]int, *unix.Ucred, error) {
 // message header on the stack, as recvmsg is.
 func sendmsg(fd int, p, oob []byte, flags int) error {
 	var iov unix.Iovec
-	if len(p) > 0 {
-		iov.Base = unsafe.SliceData(p)
-		iov.SetLen(len(p))
-	}
-	var msg unix.Msghdr
-	msg.Iov = &iov
-	msg.SetIovlen(1)
-	if len(oob) > 0 {
-		msg.Control = unsafe.SliceData(oob)
-		msg.SetControllen(len(oob))
-	}
+	msg := msghdr(&iov, p, oob)
 	_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 	if e != 0 {
 		return e

@@ -62,17 +62,17 @@ func initTrace(tb testing.TB, bin string) []pkgInit {
 //   - before nsinit: what every sandbox's init runs before the init takes over. It is
 //     the standard library's and third-party packages' only (encoding/gob through
 //     raft's msgpack codec, runtime/metrics, prometheus' protobuf descriptors, unicode's
-//     tables for regexp, wazero's, ...), about 139 KB in 1,040 allocations with Go
+//     tables for regexp, wazero's, ...), about 138 KB in 1,044 allocations with Go
 //     1.26; a program that links nsinit alone allocates 19 KB in 131. Measured on a
-//     real serve, the difference is 230-310 KiB of an init's private memory when fresh
-//     and 500-640 KiB once quiet after bursts of execs (BENCHMARKS.md, "#14, ninth
+//     real serve, the difference is a median 288 KiB of an init's private memory when
+//     fresh and 612 KiB once quiet after bursts of execs (BENCHMARKS.md, "#14, ninth
 //     pass"). A new import whose package initialises before nsinit raises it;
 //   - ours before nsinit: nothing. Package order is by import path among packages
 //     whose imports are initialised, so a package of ours that sorts before nsinit and
 //     needs only packages ready early would run in every init;
 //   - ours in all: a regexp or a map literal at package level costs every CLI run and
 //     serve; compile or build it at first use instead (sync.Once, a switch, an array);
-//   - everything: what serve and every CLI run pay, about 384 KB in 2,716 allocations.
+//   - everything: what serve and every CLI run pay, about 384 KB in 2,717 allocations.
 //
 // The bounds are the figures measured with Go 1.26.8, plus about 15%. A new Go release
 // may move the standard library's share: read the trace (GODEBUG=inittrace=1

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,7 +26,20 @@ import (
 // pageInPanic matches the page id in bbolt's panics about a damaged page:
 // "assertion failed: Page expected to be: 20, but self identifies as 1727…",
 // "invalid page type: 20: 0", "assertion failed: page 20: has unexpected type/flags".
-var pageInPanic = regexp.MustCompile(`(?:Page expected to be: |invalid page type: |page )(\d+)`)
+// It is compiled at the first such panic, once: package initialisation runs in every
+// process of the binary, and this is needed only after a store was found damaged. (A
+// package-level sync.OnceValue would itself allocate at initialisation.)
+func pageInPanic() *regexp.Regexp {
+	pageInPanicRE.once.Do(func() {
+		pageInPanicRE.re = regexp.MustCompile(`(?:Page expected to be: |invalid page type: |page )(\d+)`)
+	})
+	return pageInPanicRE.re
+}
+
+var pageInPanicRE struct {
+	once sync.Once
+	re   *regexp.Regexp
+}
 
 // On-disk layout of a bbolt page (go.etcd.io/bbolt/internal/common/page.go): a 16-byte
 // header (id u64, flags u16, count u16, overflow u32), then count 16-byte elements; a
@@ -39,7 +53,7 @@ const (
 // pastEnd reports whether panic p, from a cursor step in bucket b, came from a page that
 // holds only keys at or past end. Unknown (a fault, an unreadable parent) is false.
 func pastEnd(b *bolt.Bucket, p any, end []byte) bool {
-	m := pageInPanic.FindStringSubmatch(fmt.Sprint(p))
+	m := pageInPanic().FindStringSubmatch(fmt.Sprint(p))
 	if m == nil {
 		return false
 	}

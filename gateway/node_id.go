@@ -7,15 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
 // nodeIDFile holds a node's id in its data directory.
 const nodeIDFile = "node-id"
-
-// uuidPattern is what loadOrCreateNodeID makes: a random (version 4) UUID.
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // loadOrCreateNodeID returns the node id kept in dataDir/node-id, making a random
 // UUID there the first time. A node's id must outlive restarts (its sandboxes' cgroups,

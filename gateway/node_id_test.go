@@ -4,8 +4,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
+
+// uuidPattern is what loadOrCreateNodeID makes: a random (version 4) UUID.
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestNodeIDKeptInDataDir(t *testing.T) {
 	t.Parallel()

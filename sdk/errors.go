@@ -73,11 +73,31 @@ func IsInvalidArgument(err error) bool { return ErrorCode(err) == CodeInvalidArg
 // IsUnavailable reports whether err is an unavailable error (retry after a while).
 func IsUnavailable(err error) bool { return ErrorCode(err) == CodeUnavailable }
 
-// statusCodes maps statuses to the contract code used when a body has none.
-var statusCodes = map[int]string{
-	400: CodeInvalidArgument, 401: CodeUnauthorized, 403: CodeForbidden, 404: CodeNotFound,
-	409: CodeConflict, 410: CodeExpired, 413: CodeTooLarge, 429: CodeBudgetExceeded,
-	503: CodeUnavailable,
+// statusCode is the contract code used for a status when a body has none, or "". A
+// switch, not a map: a map literal is built at package initialisation, in every
+// process of every program that links the SDK.
+func statusCode(status int) string {
+	switch status {
+	case 400:
+		return CodeInvalidArgument
+	case 401:
+		return CodeUnauthorized
+	case 403:
+		return CodeForbidden
+	case 404:
+		return CodeNotFound
+	case 409:
+		return CodeConflict
+	case 410:
+		return CodeExpired
+	case 413:
+		return CodeTooLarge
+	case 429:
+		return CodeBudgetExceeded
+	case 503:
+		return CodeUnavailable
+	}
+	return ""
 }
 
 // decodeError reads an error response into an *Error.
@@ -101,7 +121,7 @@ func parseError(status int, body []byte) *Error {
 		e.Code, e.Message = shape.Error.Code, shape.Error.Message
 		return e
 	}
-	e.Code = statusCodes[status]
+	e.Code = statusCode(status)
 	if e.Code == "" {
 		e.Code = "http_" + strconv.Itoa(status)
 	}

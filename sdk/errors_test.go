@@ -117,3 +117,32 @@ func FuzzParseError(f *testing.F) {
 		}
 	})
 }
+
+func TestStatusCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status int
+		want   string
+	}{
+		{"400", 400, CodeInvalidArgument},
+		{"401", 401, CodeUnauthorized},
+		{"403", 403, CodeForbidden},
+		{"404", 404, CodeNotFound},
+		{"409", 409, CodeConflict},
+		{"410", 410, CodeExpired},
+		{"413", 413, CodeTooLarge},
+		{"429", 429, CodeBudgetExceeded},
+		{"503", 503, CodeUnavailable},
+		{"no code of its own", 502, ""},
+		{"success", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := statusCode(tt.status); got != tt.want {
+				t.Fatalf("statusCode(%d) = %q, want %q", tt.status, got, tt.want)
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func (p *outputPeer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	if p.status != 0 {
 		w.Header().Set("Retry-After", "0")
-		writeAPIError(w, p.status, statusCodes[p.status], "scripted failure")
+		writeAPIError(w, p.status, statusCode(p.status), "scripted failure")
 		return
 	}
 	off, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)

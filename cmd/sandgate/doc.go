@@ -39,4 +39,14 @@
 // commas (as etcdctl's --endpoints): a request that cannot connect goes to the next
 // one (sdk.Options.Endpoints), so a stream also resumes through another node when
 // the one it talks to stops.
+//
+// # Package initialisation
+//
+// The binary is also every sandbox's init (runtime/internal/nsinit re-executes it),
+// and every CLI run starts it, so what its packages build at initialisation is paid
+// in each of those processes. Ours build nothing there: no package-level regexps or
+// maps (compile at first use behind a sync.Once, or use a switch or an array).
+// TestPackageInitAllocations bounds the binary's package initialisation, and the
+// share an init runs before nsinit takes over; docs/design.md ("What an init
+// initialises") says why the two differ.
 package main

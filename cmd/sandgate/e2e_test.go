@@ -83,7 +83,12 @@ func startNodeAt(tb testing.TB, addr, data, token string, extra ...string) *node
 // once it logs where it listens, which becomes its addr.
 func launchServe(tb testing.TB, args ...string) *node {
 	tb.Helper()
-	bin := buildBinary(tb)
+	return launchServeBin(tb, buildBinary(tb), args...)
+}
+
+// launchServeBin is launchServe of the sandgate binary bin.
+func launchServeBin(tb testing.TB, bin string, args ...string) *node {
+	tb.Helper()
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "SANDGATE_TOKEN=")
 	stdout, err := cmd.StdoutPipe()

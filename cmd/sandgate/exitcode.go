@@ -7,14 +7,25 @@ import (
 	"github.com/sandgate/sandgate/sdk"
 )
 
-// linuxSignals numbers the signals by their Linux numbers: sandboxes run on Linux
+// linuxSignals names the signals by their Linux numbers: sandboxes run on Linux
 // whatever the client's OS, and a shell reports a process killed by signal n as 128+n.
-var linuxSignals = map[string]int{
-	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7, "FPE": 8,
-	"KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15,
-	"STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22,
-	"URG": 23, "XCPU": 24, "XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29,
-	"PWR": 30, "SYS": 31,
+// An array laid out in the binary, not a map built at package initialisation.
+var linuxSignals = [...]string{
+	1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 5: "TRAP", 6: "ABRT", 7: "BUS", 8: "FPE",
+	9: "KILL", 10: "USR1", 11: "SEGV", 12: "USR2", 13: "PIPE", 14: "ALRM", 15: "TERM",
+	16: "STKFLT", 17: "CHLD", 18: "CONT", 19: "STOP", 20: "TSTP", 21: "TTIN", 22: "TTOU",
+	23: "URG", 24: "XCPU", 25: "XFSZ", 26: "VTALRM", 27: "PROF", 28: "WINCH", 29: "IO",
+	30: "PWR", 31: "SYS",
+}
+
+// linuxSignal returns the Linux number of the signal name (without SIG).
+func linuxSignal(name string) (int, bool) {
+	for n, s := range linuxSignals {
+		if s != "" && s == name {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // exitStatus is the exit code a shell would report for a process that exited with
@@ -23,7 +34,7 @@ var linuxSignals = map[string]int{
 func exitStatus(code *int, sig *sdk.Signal) int {
 	if sig != nil && *sig != "" {
 		name := strings.TrimPrefix(strings.ToUpper(string(*sig)), "SIG")
-		if n, ok := linuxSignals[name]; ok {
+		if n, ok := linuxSignal(name); ok {
 			return 128 + n
 		}
 		if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 128 {

@@ -28,21 +28,36 @@ type command struct {
 	run     func(ctx context.Context, e *env, args []string) int
 }
 
-// commands lists the client subcommands; serve is dispatched separately.
-var commands = map[string]command{
-	"create":    {"create a sandbox and print its id", cmdCreate},
-	"ls":        {"list sandboxes (also: sandboxes)", cmdSandboxes},
-	"sandboxes": {"list sandboxes (also: ls)", cmdSandboxes},
-	"rm":        {"delete sandboxes, with their processes and files", cmdRm},
-	"exec":      {"run a command in a sandbox, streaming its output; exit with its code", cmdExec},
-	"ps":        {"list the processes of a sandbox", cmdPs},
-	"inspect":   {"show a sandbox, or a process in it", cmdInspect},
-	"kill":      {"send a signal to a process (default SIGKILL)", cmdKill},
-	"logs":      {"print a process's output (-f follows it)", cmdLogs},
-	"attach":    {"attach your terminal to a sandbox terminal (detach: Ctrl-])", cmdAttach},
-	"cp":        {"copy files between a sandbox and the local file system", cmdCp},
-	"events":    {"print a sandbox's event log (-f follows it)", cmdEvents},
-	"cluster":   {"show the cluster's nodes, leader and partition spread (rm: remove a member)", cmdCluster},
+// commands lists the client subcommands; serve is dispatched separately. An array
+// that the compiler lays out in the binary, not a map built at package
+// initialisation, which runs in every sandbox's init too (the binary re-executed).
+var commands = [...]struct {
+	name string
+	command
+}{
+	{"create", command{"create a sandbox and print its id", cmdCreate}},
+	{"ls", command{"list sandboxes (also: sandboxes)", cmdSandboxes}},
+	{"sandboxes", command{"list sandboxes (also: ls)", cmdSandboxes}},
+	{"rm", command{"delete sandboxes, with their processes and files", cmdRm}},
+	{"exec", command{"run a command in a sandbox, streaming its output; exit with its code", cmdExec}},
+	{"ps", command{"list the processes of a sandbox", cmdPs}},
+	{"inspect", command{"show a sandbox, or a process in it", cmdInspect}},
+	{"kill", command{"send a signal to a process (default SIGKILL)", cmdKill}},
+	{"logs", command{"print a process's output (-f follows it)", cmdLogs}},
+	{"attach", command{"attach your terminal to a sandbox terminal (detach: Ctrl-])", cmdAttach}},
+	{"cp", command{"copy files between a sandbox and the local file system", cmdCp}},
+	{"events", command{"print a sandbox's event log (-f follows it)", cmdEvents}},
+	{"cluster", command{"show the cluster's nodes, leader and partition spread (rm: remove a member)", cmdCluster}},
+}
+
+// lookupCommand returns the client subcommand called name.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c.command, true
+		}
+	}
+	return command{}, false
 }
 
 // commandOrder is the order of `sandgate help`.
@@ -62,7 +77,7 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	switch name {
 	case "-h", "-help", "--help", "help":
 		if len(rest) > 0 {
-			if c, ok := commands[rest[0]]; ok {
+			if c, ok := lookupCommand(rest[0]); ok {
 				e.command = rest[0]
 				return c.run(ctx, e, []string{"--help"})
 			}
@@ -82,7 +97,7 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	case "serve":
 		return cmdServe(ctx, rest, e.stdout, e.stderr)
 	}
-	c, ok := commands[name]
+	c, ok := lookupCommand(name)
 	if !ok {
 		fmt.Fprintf(e.stderr, "sandgate: unknown command %q\n\n", name)
 		usage(e.stderr)
@@ -105,7 +120,7 @@ commands:
 		if name == "version" {
 			summary = "print the version of this binary (also: --version)"
 		}
-		if c, ok := commands[name]; ok {
+		if c, ok := lookupCommand(name); ok {
 			summary = c.summary
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", name, summary)

@@ -25,7 +25,19 @@ import (
 //   - the journal stays (-O ^has_journal was no faster): images survive a crash.
 var mkfsArgs = []string{"-q", "-F", "-t", "ext4", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=1,root_owner=0:0"}
 
-var mkfsPath = sync.OnceValues(func() (string, error) { return findMkfs("mkfs.ext4", "/sbin", "/usr/sbin") })
+// mkfsPath finds mkfs.ext4 once. Not a package-level sync.OnceValues, which would
+// allocate at package initialisation: this package's initialisation runs in every
+// sandbox's init (the binary re-executed), before the init takes over.
+func mkfsPath() (string, error) {
+	mkfsFound.once.Do(func() { mkfsFound.path, mkfsFound.err = findMkfs("mkfs.ext4", "/sbin", "/usr/sbin") })
+	return mkfsFound.path, mkfsFound.err
+}
+
+var mkfsFound struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // findMkfs looks for the program name in PATH, then in dirs.
 func findMkfs(name string, dirs ...string) (string, error) {

@@ -158,9 +158,13 @@ func TestDeleteThenCreateSameID(t *testing.T) {
 				wg.Add(1)
 				go func() { defer wg.Done(); _, errs[0] = n.PostMessage(tctx(t), "d3", []byte(`"x"`)) }()
 				<-held // the actor is committing; what follows queues behind it
+				// The post is counted while its group commits if the actor's goroutine
+				// ran it rather than the caller inline: count from here, so the create
+				// starts only once the delete is queued ahead of it.
+				base := queuedNow(t, n, "d3")
 				wg.Add(1)
 				go func() { defer wg.Done(); errs[1] = n.DeleteSandbox(tctx(t), "d3") }()
-				waitQueued(t, n, "d3", 1) // the held post ran inline: it is not counted
+				waitQueued(t, n, "d3", base+1)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -170,7 +174,7 @@ func TestDeleteThenCreateSameID(t *testing.T) {
 					}
 					errs[2] = err
 				}()
-				waitQueued(t, n, "d3", 2)
+				waitQueued(t, n, "d3", base+2)
 				close(release)
 				wg.Wait()
 				for i, err := range errs {
@@ -189,6 +193,18 @@ func TestDeleteThenCreateSameID(t *testing.T) {
 			wantPath(t, g, true)
 		})
 	}
+}
+
+// queuedNow is how many requests sb's activation has queued or in service.
+func queuedNow(t *testing.T, n *testNode, sb string) int {
+	t.Helper()
+	a := n.active(sb)
+	if a == nil {
+		t.Fatalf("sandbox %s has no activation", sb)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queued
 }
 
 // waitQueued waits until sb's activation has at least k requests queued or in service.

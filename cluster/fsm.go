@@ -194,19 +194,7 @@ func (f *fsm) publish(s *state) {
 // waitIndex waits until the published state is at index i or later, ctx is done or
 // the timeout passes, and reports whether it got there.
 func (f *fsm) waitIndex(ctx context.Context, i uint64, timeout time.Duration) bool {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		ch := f.changed.next()
-		if f.cur.Load().index >= i {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return false
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f.changed.until(ctx, nil, func() (bool, error) { return f.cur.Load().index >= i, nil }) == nil
 }

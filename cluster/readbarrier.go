@@ -71,21 +71,14 @@ func (f *fsm) noteApplied(logs []*raft.Log) {
 // before it: the tables have reached it and the state file holds every batch up to
 // it. It gives up when ctx ends or done is closed (the node closing).
 func (f *fsm) waitRead(ctx context.Context, done <-chan struct{}, i uint64) error {
-	for {
-		ch := f.changed.next()
+	err := f.changed.until(ctx, done, func() (bool, error) {
 		if err := f.err(); err != nil {
-			return err
+			return false, err
 		}
-		if f.mark.seen.Load() >= i {
-			break
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-done:
-			return ErrClosed
-		}
+		return f.mark.seen.Load() >= i, nil
+	})
+	if err != nil {
+		return err
 	}
 	return f.db.waitApplied(ctx, done, f.mark.batches.Load())
 }

@@ -1,6 +1,9 @@
 package cluster
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // changeSignal wakes the goroutines waiting for a value they poll to change (the
 // published table, the applied marks): next returns a channel that the following
@@ -29,4 +32,23 @@ func (c *changeSignal) broadcast() {
 		c.ch = nil
 	}
 	c.mu.Unlock()
+}
+
+// until waits until cond holds, looking again after each broadcast. It returns
+// cond's error, ctx's error once ctx ends, or ErrClosed once done is closed (nil
+// done: never).
+func (c *changeSignal) until(ctx context.Context, done <-chan struct{}, cond func() (bool, error)) error {
+	for {
+		ch := c.next()
+		if ok, err := cond(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-done:
+			return ErrClosed
+		}
+	}
 }

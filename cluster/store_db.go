@@ -164,19 +164,7 @@ func (s *stateDB) waitApplied(ctx context.Context, done <-chan struct{}, i uint6
 	s.wb.waiters.Add(1) // the writer does not linger while someone waits
 	defer s.wb.waiters.Add(-1)
 	s.urgeWrite()
-	for {
-		ch := s.changed.next()
-		if s.applied.Load() >= i {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-done:
-			return ErrClosed
-		}
-	}
+	return s.changed.until(ctx, done, func() (bool, error) { return s.applied.Load() >= i, nil })
 }
 
 func dataKey(sandbox string, key []byte) []byte {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,14 +51,8 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-func freeAddr(tb testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr returns a loopback address reserved for a serve process until tb ends.
+func freeAddr(tb testing.TB) string { return clustertest.FreeAddr(tb) }
 
 // startNode starts `sandgate serve` with token and the extra flags.
 func startNode(tb testing.TB, token string, extra ...string) *node {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
 )
 
 // bound limits every wait on the script: it starts real servers on a loaded machine.
@@ -32,16 +34,12 @@ func buildSandgate(t *testing.T) string {
 	return bin
 }
 
+// freePorts returns n loopback ports reserved for the script's nodes until t ends.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var ports []string
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		_, p, _ := net.SplitHostPort(ln.Addr().String())
+		_, p, _ := net.SplitHostPort(clustertest.FreeAddr(t))
 		ports = append(ports, p)
 	}
 	return ports

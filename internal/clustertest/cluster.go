@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,13 +75,7 @@ func start(tb testing.TB, cfg *Config) (*Cluster, error) {
 	for i := range c.cfg.Nodes {
 		n := &Node{ID: "n" + strconv.Itoa(i+1), DataDir: tb.TempDir(), c: c}
 		n.LogPath = filepath.Join(logs, n.ID+".log")
-		var err error
-		if n.HTTPAddr, err = freeAddr(); err != nil {
-			return nil, err
-		}
-		if n.RaftAddr, err = freeAddr(); err != nil {
-			return nil, err
-		}
+		n.HTTPAddr, n.RaftAddr = FreeAddr(tb), FreeAddr(tb)
 		n.args = []string{"serve", "--listen", n.HTTPAddr, "--raft-listen", n.RaftAddr,
 			"--data", n.DataDir, "--node-id", n.ID, "--token", c.Token, "--disk-images=false"}
 		if rt := os.Getenv("SANDGATE_TEST_RUNTIME"); rt != "" {
@@ -136,16 +129,6 @@ func withDefaults(cfg *Config) Config {
 		c.StopTimeout = 30 * time.Second
 	}
 	return c
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("failed to find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // Node returns the node with the given id, or nil.

@@ -88,6 +88,23 @@ func (a *sbActor) haltFromOutside(err error, resend bool) {
 	a.signal()
 }
 
+// ended reports whether the activation was halted or has stopped, so that work it ran
+// may have been killed by that end rather than have finished on its own. A halt
+// counts as soon as it is marked: haltFromOutside kills the runtime before the actor's
+// goroutine closes stopped, and a command killed in between must not pass for one
+// that ended by itself.
+func (a *sbActor) ended() bool {
+	if a.halted.Load() {
+		return true
+	}
+	select {
+	case <-a.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
 // halt marks the activation to end without writing; the first reason wins.
 func (a *sbActor) halt(err error, resend bool) {
 	a.mu.Lock()

@@ -357,3 +357,44 @@ func TestReleaseDuringExec(t *testing.T) {
 		t.Fatal("the command did not end with its activation")
 	}
 }
+
+// TestReleaseDuringExecWhileActorBusy: Release kills the runtime at once, from
+// outside, while the actor's goroutine may still be in a turn and not yet have
+// stopped. The killed exec must answer unavailable then too, not the status of the
+// kill (this ordering made TestReleaseDuringExec fail on a loaded machine).
+func TestReleaseDuringExecWhileActorBusy(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-exec-busy" })
+	ctx := tctx(t)
+	mustCreate(t, n, "rb")
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Exec(ctx, "rb", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(n.workspaceDir("rb"), "started"))
+		return err == nil
+	})
+	a := n.active("rb")
+	if a == nil {
+		t.Fatal("sandbox rb is not active while its command runs")
+	}
+	holding, hold := make(chan struct{}), make(chan struct{})
+	a.postSelf(func(*sbActor) (any, error) { close(holding); <-hold; return nil, nil })
+	defer close(hold)
+	select {
+	case <-holding:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the actor did not run the holding turn")
+	}
+	n.Release([]string{"rb"})
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("exec under a released activation, actor busy: %v; want ErrUnavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end with its activation")
+	}
+}

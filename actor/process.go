@@ -54,12 +54,10 @@ func (n *Node) Exec(ctx context.Context, sb string, o runtime.ExecOptions) (runt
 		a.touch()
 		return nil, nil
 	})
-	select {
-	case <-w.a.stopped:
+	if w.a.ended() {
 		// The activation ended under the command (a fence, a move, a failed commit)
 		// and killed it: what it returned is not the command's own outcome.
 		return runtime.ExecResult{}, fmt.Errorf("%w: sandbox %q: its activation ended while the command ran; the command's outcome is unknown", ErrUnavailable, sb)
-	default:
 	}
 	if err != nil {
 		return res, fmt.Errorf("actor: sandbox %q: %w", sb, err)

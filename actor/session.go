@@ -309,15 +309,13 @@ func (n *Node) SessionExec(ctx context.Context, sb, id string, c runtime.Session
 		return struct{}{}, nil
 	})
 	if execErr != nil {
-		select {
-		case <-w.a.stopped:
+		if w.a.ended() {
 			// The activation ended under the command (a fence, a move, a failed
 			// commit), which closed the shell: the session itself is not dead, and
 			// a retry meets it again with its saved cwd and env.
 			// execErr is named, not wrapped: it says the shell closed, which is not
 			// the session's state.
 			return res, fmt.Errorf("%w: sandbox %q: its activation ended while the command ran; the command's outcome is unknown (%v)", ErrUnavailable, sb, execErr)
-		default:
 		}
 		if errors.Is(execErr, runtime.ErrSessionDead) {
 			return res, fmt.Errorf("%w: session %q: %w", ErrConflict, id, execErr)

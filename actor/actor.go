@@ -41,6 +41,7 @@ type sbActor struct {
 	stopped chan struct{}                   // closed once the activation is gone from the registry
 	info    atomic.Pointer[SandboxInfo]     // published after each group, for ListSandboxes
 	halted  atomic.Bool                     // Fence or Release asked it to end (fence.go)
+	ending  atomic.Bool                     // it is ending and kills its work: see ended (fence.go)
 	live    atomic.Pointer[runtime.Sandbox] // sb.rt, for Fence to kill from its own goroutine
 	busy    atomic.Bool                     // it holds work that keeps it from passivating (busy.go)
 
@@ -374,6 +375,7 @@ func (a *sbActor) stop(err error) {
 		a.n.disks.leaving(a.id, a.sb.mount) // a new activation waits for the unmount below
 	}
 	a.n.forget(a)
+	a.ending.Store(true)
 	select {
 	case <-a.stopped:
 	default:
@@ -411,6 +413,7 @@ func (a *sbActor) shutdown() {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
+	a.ending.Store(true) // before endWork: what it kills did not end by itself
 	if a.rec != nil && a.mayWrite() == nil {
 		a.endWork(true)
 		a.pruneExited()

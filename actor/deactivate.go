@@ -19,6 +19,7 @@ func (n *Node) Deactivate(ctx context.Context, sb string) error {
 		return nil
 	}
 	_, err := ask(ctx, a, func(a *sbActor) (struct{}, error) {
+		a.ending.Store(true) // before endWork: what it kills did not end by itself
 		if a.rec != nil {
 			a.rec.Ended = len(a.sb.procs) > 0 // the next owner says processes were lost (moved.go)
 			a.endWork(true)

@@ -88,22 +88,14 @@ func (a *sbActor) haltFromOutside(err error, resend bool) {
 	a.signal()
 }
 
-// ended reports whether the activation was halted or has stopped, so that work it ran
-// may have been killed by that end rather than have finished on its own. A halt
-// counts as soon as it is marked: haltFromOutside kills the runtime before the actor's
-// goroutine closes stopped, and a command killed in between must not pass for one
-// that ended by itself.
-func (a *sbActor) ended() bool {
-	if a.halted.Load() {
-		return true
-	}
-	select {
-	case <-a.stopped:
-		return true
-	default:
-		return false
-	}
-}
+// ended reports whether the activation is ending in a way that kills its work: a
+// fence or Release (halt), a planned move (Deactivate), the node closing, or any stop.
+// Work that ran off the actor and comes back after it was set may have been killed
+// by that end rather than have finished on its own, so its outcome is unknown. The
+// flag is set before the kill, which may come from outside the actor's goroutine
+// (haltFromOutside) or in a turn long before stopped closes (Deactivate kills, then
+// commits).
+func (a *sbActor) ended() bool { return a.ending.Load() }
 
 // halt marks the activation to end without writing; the first reason wins.
 func (a *sbActor) halt(err error, resend bool) {
@@ -113,6 +105,7 @@ func (a *sbActor) halt(err error, resend bool) {
 	}
 	a.closed = true
 	a.mu.Unlock()
+	a.ending.Store(true)
 	a.halted.Store(true)
 }
 

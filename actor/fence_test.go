@@ -398,3 +398,31 @@ func TestReleaseDuringExecWhileActorBusy(t *testing.T) {
 		t.Fatal("the command did not end with its activation")
 	}
 }
+
+// TestDeactivateDuringExec: a planned move (Deactivate) kills a running exec in its
+// turn and commits before the activation stops; the exec, back before that, must
+// answer unavailable, not the status of the kill.
+func TestDeactivateDuringExec(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.NodeID = "deactivate-exec" })
+	ctx := tctx(t)
+	mustCreate(t, n, "dx")
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Exec(ctx, "dx", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(n.workspaceDir("dx"), "started"))
+		return err == nil
+	})
+	must(t, n.Deactivate(ctx, "dx"))
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("exec under a deactivated activation: %v; want ErrUnavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end with its activation")
+	}
+}

@@ -149,7 +149,8 @@ func TestKilledOwnerFailover(t *testing.T) {
 
 // TestLeaderKilledLeasesHold closes the leader. The survivors' leases never lapse
 // (L is 2 s here, far past an election under -race on a small loaded machine), so they admit
-// their own sandboxes without a single refusal; the new leader moves the dead
+// their own sandboxes without a single refusal, unless the machine starves the process
+// or raft elects over and over; the new leader moves the dead
 // leader's partitions no earlier than the dead leader's lease's end + δ, and counts
 // its silence from its last lease entry rather than from the new leader's election.
 func TestLeaderKilledLeasesHold(t *testing.T) {
@@ -209,20 +210,20 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 	// The leadership that moved them knew when the victim's lease began: it counted
 	// from no earlier than that, and no later than its own start.
 	floors := h.floors.of(victim.ID())
+	var lastTerm uint64 // the survivors' term once the partitions moved
+	for _, nd := range survivors {
+		lastTerm = max(lastTerm, nd.Term())
+	}
 	if len(floors) == 0 {
 		// Leaderships between the victim's and the one that moved its partitions
 		// (spurious elections on a loaded machine) may have committed their
 		// barriers, and then nobody may trust the victim's lease entry: counting
 		// from their own start is slower, never unsafe. Only the election right
 		// after the kill must count from the entry.
-		var term uint64
-		for _, nd := range survivors {
-			term = max(term, nd.Term())
+		if lastTerm <= victimTerm+1 {
+			t.Fatalf("no leadership after the kill counted the dead leader from its last lease entry (term %d, the victim's %d)", lastTerm, victimTerm)
 		}
-		if term <= victimTerm+1 {
-			t.Fatalf("no leadership after the kill counted the dead leader from its last lease entry (term %d, the victim's %d)", term, victimTerm)
-		}
-		t.Logf("no floor: %d terms passed after the victim's %d", term-victimTerm, victimTerm)
+		t.Logf("no floor: %d terms passed after the victim's %d", lastTerm-victimTerm, victimTerm)
 	}
 	for _, f := range floors {
 		if f.at < end-bigL {
@@ -246,15 +247,20 @@ func TestLeaderKilledLeasesHold(t *testing.T) {
 	}
 	// A liveness claim: the leases held when the leader died all end by kill + L, so
 	// a refusal caused by the change comes before that (later ones, from a loaded
-	// machine, are not this test's business). It holds unless the whole process
-	// starves for a good part of L, which the watchdog measures.
+	// machine, are not this test's business). It holds when one election follows the
+	// kill (two with a split vote) and the process does not starve for a good part of
+	// L, which the watchdog measures. A machine loaded enough to make raft elect over
+	// and over leaves the survivors without a leader to renew their leases; refusing
+	// then is the safe answer, not this claim's failure.
+	unsettled := lastTerm > victimTerm+2
 	for _, nd := range survivors {
 		r := rec.refusals(nd, kill, kill+bigL)
 		if len(r) == 0 {
 			continue
 		}
-		if rec.stall > bigL/4 {
-			t.Logf("%s refused its own sandboxes %v after the kill, but the process stalled for %v: %d times", nd.ID(), r[0].at-kill, rec.stall, len(r))
+		if rec.stall > bigL/4 || unsettled {
+			t.Logf("%s refused its own sandboxes %v after the kill, but the process stalled for %v and %d terms passed after the victim's: %d times",
+				nd.ID(), r[0].at-kill, rec.stall, lastTerm-victimTerm, len(r))
 			continue
 		}
 		t.Errorf("%s refused its own sandboxes while the leader changed, first %v after the kill (%v): %d times", nd.ID(), r[0].at-kill, r[0].err, len(r))

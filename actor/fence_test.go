@@ -336,26 +336,10 @@ func TestReleaseDuringSessionExec(t *testing.T) {
 func TestReleaseDuringExec(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-exec" })
-	ctx := tctx(t)
 	mustCreate(t, n, "rx")
-	done := make(chan error, 1)
-	go func() {
-		_, err := n.Exec(ctx, "rx", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
-		done <- err
-	}()
-	eventually(t, 30*time.Second, "the command to start", func() bool {
-		_, err := os.Stat(filepath.Join(n.workspaceDir("rx"), "started"))
-		return err == nil
-	})
+	done := startLongExec(t, n, "rx")
 	n.Release([]string{"rx"})
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("exec under a released activation: %v; want ErrUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the command did not end with its activation")
-	}
+	wantUnavailable(t, done, "exec under a released activation")
 }
 
 // TestReleaseDuringExecWhileActorBusy: Release kills the runtime at once, from
@@ -365,17 +349,8 @@ func TestReleaseDuringExec(t *testing.T) {
 func TestReleaseDuringExecWhileActorBusy(t *testing.T) {
 	t.Parallel()
 	n := newTestNode(t, func(c *Config) { c.NodeID = "fence-exec-busy" })
-	ctx := tctx(t)
 	mustCreate(t, n, "rb")
-	done := make(chan error, 1)
-	go func() {
-		_, err := n.Exec(ctx, "rb", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
-		done <- err
-	}()
-	eventually(t, 30*time.Second, "the command to start", func() bool {
-		_, err := os.Stat(filepath.Join(n.workspaceDir("rb"), "started"))
-		return err == nil
-	})
+	done := startLongExec(t, n, "rb")
 	a := n.active("rb")
 	if a == nil {
 		t.Fatal("sandbox rb is not active while its command runs")
@@ -389,14 +364,7 @@ func TestReleaseDuringExecWhileActorBusy(t *testing.T) {
 		t.Fatal("the actor did not run the holding turn")
 	}
 	n.Release([]string{"rb"})
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("exec under a released activation, actor busy: %v; want ErrUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the command did not end with its activation")
-	}
+	wantUnavailable(t, done, "exec under a released activation, actor busy")
 }
 
 // TestDeactivateDuringExec: a planned move (Deactivate) kills a running exec in its
@@ -407,20 +375,35 @@ func TestDeactivateDuringExec(t *testing.T) {
 	n := newTestNode(t, func(c *Config) { c.NodeID = "deactivate-exec" })
 	ctx := tctx(t)
 	mustCreate(t, n, "dx")
+	done := startLongExec(t, n, "dx")
+	must(t, n.Deactivate(ctx, "dx"))
+	wantUnavailable(t, done, "exec under a deactivated activation")
+}
+
+// startLongExec starts an exec of a command that runs for minutes in sandbox sb and
+// returns once it runs; the channel gets what Exec returned.
+func startLongExec(t *testing.T, n *testNode, sb string) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := n.Exec(ctx, "dx", runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
+		_, err := n.Exec(tctx(t), sb, runtime.ExecOptions{Argv: []string{"sh", "-c", "echo > started; sleep 300"}})
 		done <- err
 	}()
 	eventually(t, 30*time.Second, "the command to start", func() bool {
-		_, err := os.Stat(filepath.Join(n.workspaceDir("dx"), "started"))
+		_, err := os.Stat(filepath.Join(n.workspaceDir(sb), "started"))
 		return err == nil
 	})
-	must(t, n.Deactivate(ctx, "dx"))
+	return done
+}
+
+// wantUnavailable fails t unless the exec behind done answers ErrUnavailable within
+// 30 s; what names the situation.
+func wantUnavailable(t *testing.T, done <-chan error, what string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("exec under a deactivated activation: %v; want ErrUnavailable", err)
+			t.Fatalf("%s: %v; want ErrUnavailable", what, err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the command did not end with its activation")

@@ -34,11 +34,12 @@ func TestFreeAddrReserves(t *testing.T) {
 
 // TestReservePortSkipsBusyAndHeld checks reservePort's two refusals on a one-port
 // range: a port some other socket listens on, and a port another reservation holds
-// until it is released.
+// until it is released. The port is one FreeAddr reserved, so that nothing else takes
+// it while the test's own listener is closed; the test's lock files are its own.
 func TestReservePortSkipsBusyAndHeld(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,12 +21,14 @@ import (
 // of the machine may get the same port from the kernel's ephemeral range, and the
 // server then fails with "address already in use". FreeAddr picks below that range,
 // where the kernel never assigns a port by itself, and reserves the port with a lock
-// file that every test process of the machine honours (a lock held by a test that
-// died is released by the kernel).
+// file that every test process of the user honours (a lock held by a test that died
+// is released by the kernel).
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	hi := ephemeralLow()
-	addr, release, err := reservePort(filepath.Join(os.TempDir(), "sandgate-test-ports"), max(1024, hi-reservedPorts), hi)
+	// One directory per user: another user's directory may not be writable.
+	dir := filepath.Join(os.TempDir(), "sandgate-test-ports-"+strconv.Itoa(os.Getuid()))
+	addr, release, err := reservePort(dir, max(1024, hi-reservedPorts), hi)
 	if err != nil {
 		tb.Fatal(err)
 	}

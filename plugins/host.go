@@ -132,6 +132,10 @@ func (h *Host) Route(ctx context.Context, req *RouteRequest) (Decision, error) {
 			if err := wire.DecodeDecision(out, (*wire.Decision)(&d)); err != nil {
 				return fmt.Errorf("%w: %w", ErrGarbage, err)
 			}
+			if err := checkPool(d.Pool); err != nil {
+				d = Decision{}
+				return fmt.Errorf("%w: %w", ErrGarbage, err)
+			}
 			return nil
 		})
 	switch {

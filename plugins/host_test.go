@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sandgate/sandgate/plugins"
@@ -51,6 +52,33 @@ func TestEchoRoute(t *testing.T) {
 				t.Fatalf("got %+v, %v; want %+v", d, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRoutePoolOverLimits: a pool past the bounds of a sandbox's labels is stored
+// nowhere; the plugin has failed, and the route hook's failure policy answers.
+func TestRoutePoolOverLimits(t *testing.T) {
+	t.Parallel()
+	long := map[string]string{"pool": strings.Repeat("g", plugins.MaxPoolValueBytes+1)}
+	req := plugins.RouteRequest{Route: "POST /v1/sandboxes", Labels: long}
+	for _, failOpen := range []bool{false, true} {
+		h := newHost(t, plugin(t, "echo"), func(c *plugins.Config) { c.RouteFailOpen = failOpen })
+		d, err := h.Route(ctx, &req)
+		if !errors.Is(err, plugins.ErrGarbage) {
+			t.Fatalf("fail open %v: error %v, want ErrGarbage", failOpen, err)
+		}
+		want := plugins.Decision{Status: 503, Reason: "policy plugin unavailable"}
+		if failOpen {
+			want = plugins.Decision{Allow: true}
+		}
+		if !reflect.DeepEqual(d, want) {
+			t.Fatalf("fail open %v: %+v, want %+v", failOpen, d, want)
+		}
+	}
+	at := map[string]string{"pool": strings.Repeat("g", plugins.MaxPoolValueBytes)}
+	d, err := newHost(t, plugin(t, "echo"), nil).Route(ctx, &plugins.RouteRequest{Route: "POST /v1/sandboxes", Labels: at})
+	if err != nil || !reflect.DeepEqual(d.Pool, at) {
+		t.Fatalf("a pool at the limits: %+v, %v; want it kept", d, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/sandgate/sandgate/plugins/internal/wire"
@@ -108,8 +109,32 @@ type Decision struct {
 	// Reason is the human-readable reason of a denial, for the error message.
 	Reason string
 	// Pool is, at sandbox create, the label selector a node must match to own the
-	// sandbox; nil means any node.
+	// sandbox; nil means any node. It is stored with the sandbox, so it is bounded as
+	// a sandbox's labels are: at most MaxPoolLabels labels, keys of at most
+	// MaxPoolKeyBytes and values of at most MaxPoolValueBytes. A plugin that answers a
+	// larger one has failed (ErrGarbage).
 	Pool map[string]string
+}
+
+// Bounds of Decision.Pool, the same as the API's bounds of a sandbox's labels.
+const (
+	MaxPoolLabels     = 64
+	MaxPoolKeyBytes   = 128
+	MaxPoolValueBytes = 512
+)
+
+// checkPool reports a pool past the bounds of Decision.Pool.
+func checkPool(pool map[string]string) error {
+	if len(pool) > MaxPoolLabels {
+		return fmt.Errorf("pool of %d labels, over the limit of %d", len(pool), MaxPoolLabels)
+	}
+	for k, v := range pool {
+		if len(k) > MaxPoolKeyBytes || len(v) > MaxPoolValueBytes {
+			return fmt.Errorf("pool label %.32q… of %d+%d bytes, over the limits of %d and %d",
+				k, len(k), len(v), MaxPoolKeyBytes, MaxPoolValueBytes)
+		}
+	}
+	return nil
 }
 
 // HTTPStatus returns the status the gateway answers for d: 200 when allowed, otherwise

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestItemLimits: every string and map a request hands the server to keep (labels,
-// env, cwd, shell, a process's command, argv, tag and label) has a bound, and a request
+// env, cwd, shell, a process's command, argv, tag and label, a member's labels and
+// addresses) has a bound, and a request
 // past it is refused in the contract's shape naming the bound: 413 too_large for an
 // item too large, 400 invalid_argument for a path longer than a path can be. The same
 // item at its bound is accepted.
@@ -32,6 +34,14 @@ func TestItemLimits(t *testing.T) {
 		for i := range n {
 			k := fmt.Sprintf("k%d-", i)
 			m[k+strings.Repeat("k", keyLen-len(k))] = strings.Repeat("v", valueLen)
+		}
+		return m
+	}
+	// member is a join request for a member that never starts, with fields replaced.
+	member := func(with map[string]any) map[string]any {
+		m := map[string]any{"id": "limits-joiner", "raft_addr": "127.0.0.1:1", "http_addr": "127.0.0.1:2"}
+		for k, v := range with {
+			m[k] = v
 		}
 		return m
 	}
@@ -69,10 +79,18 @@ func TestItemLimits(t *testing.T) {
 		{"process label", "POST", sb + "/processes", map[string]any{"command": "true", "label": strings.Repeat("l", maxTagBytes+1)}, 413, strconv.Itoa(maxTagBytes)},
 		{"exec env", "POST", sb + "/exec", map[string]any{"command": "true", "env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
 		{"exec cwd", "POST", sb + "/exec", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"member labels", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(maxLabels+1, 8, 8)}), 413, strconv.Itoa(maxLabels)},
+		{"member label value", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(1, 8, maxLabelValueBytes+1)}), 413, strconv.Itoa(maxLabelValueBytes)},
+		{"member raft_addr", "POST", "/v1/cluster/join", member(map[string]any{"raft_addr": strings.Repeat("h", maxAddrBytes) + ":1"}), 400, strconv.Itoa(maxAddrBytes)},
+		{"member http_addr", "POST", "/v1/cluster/join", member(map[string]any{"http_addr": "no-port"}), 400, "host:port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := ts.do(tt.method, tt.path, tt.body)
+			token := testToken
+			if strings.HasPrefix(tt.path, "/v1/cluster/") {
+				token = testAdminToken // membership is an admin's to change
+			}
+			r := ts.doToken(token, tt.method, tt.path, tt.body)
 			code := codeTooLarge
 			if tt.status == http.StatusBadRequest {
 				code = codeInvalidArgument
@@ -91,4 +109,24 @@ func TestItemLimits(t *testing.T) {
 		"labels": labels(maxLabels, maxLabelKeyBytes, maxLabelValueBytes), "env": vars(runtime.MaxEnvVars)})
 	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"command": "true",
 		"tag": strings.Repeat("t", maxTagBytes), "label": strings.Repeat("l", maxTagBytes)})
+}
+
+// TestNodeLabelsBounded: a node's own labels (--labels) go into the replicated member
+// table as a joining member's do, so New refuses them past the same bounds.
+func TestNodeLabelsBounded(t *testing.T) {
+	t.Parallel()
+	for _, labels := range []map[string]string{
+		{"zone": strings.Repeat("z", maxLabelValueBytes+1)},
+		{strings.Repeat("k", maxLabelKeyBytes+1): "v"},
+	} {
+		c := Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Labels: labels}
+		srv, err := New(t.Context(), &c)
+		if err == nil {
+			_ = srv.Shutdown(t.Context())
+			t.Fatal("New started with labels past the bounds")
+		}
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "node labels") {
+			t.Fatalf("New = %v, want ErrConfig naming the node labels", err)
+		}
+	}
 }

@@ -57,6 +57,12 @@ func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) error {
 	if !runtime.ValidID(req.ID) { // the member routes address it by id
 		return badRequest("invalid member id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", req.ID)
 	}
+	if err := checkMemberAddrs(req.RaftAddr, req.HTTPAddr); err != nil {
+		return err
+	}
+	if err := checkLabels(req.Labels); err != nil { // kept in the replicated member table
+		return err
+	}
 	m := cluster.Member{ID: cluster.NodeID(req.ID), RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Labels: req.Labels}
 	done, err := s.onLeader(w, r, body, func(ctx context.Context) error { return s.cluster.Join(ctx, m) })
 	if err != nil || done {

@@ -267,6 +267,9 @@ func withDefaults(cfg *Config) (Config, error) {
 		// Members are addressed by id in the API (DELETE /v1/cluster/members/{id}).
 		return c, fmt.Errorf("%w: invalid node id %q: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", ErrConfig, c.NodeID)
 	}
+	if err := checkLabels(c.Labels); err != nil { // they go into the member table
+		return c, fmt.Errorf("%w: node labels: %s", ErrConfig, humanMessage(err))
+	}
 	if err := c.advertise(); err != nil {
 		return c, err
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net"
 	"net/http"
 
 	"github.com/sandgate/sandgate/actor"
@@ -65,6 +66,24 @@ func checkLabels(labels map[string]string) error {
 		}
 		if len(v) > maxLabelValueBytes {
 			return tooLarge("label %q is %d bytes, over the limit of %d", k, len(v), maxLabelValueBytes)
+		}
+	}
+	return nil
+}
+
+// maxAddrBytes bounds a member's raft_addr and http_addr: a DNS name (253 bytes) and
+// a port, with room for IPv6 brackets.
+const maxAddrBytes = 261
+
+// checkMemberAddrs refuses a member address that is not host:port, or past
+// maxAddrBytes: both are kept in the replicated member table and dialled.
+func checkMemberAddrs(addrs ...string) error {
+	for _, a := range addrs {
+		if len(a) > maxAddrBytes {
+			return badRequest("address %.32q… is %d bytes, over the limit of %d", a, len(a), maxAddrBytes)
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return badRequest("address %q is not host:port", a)
 		}
 	}
 	return nil

@@ -38,7 +38,9 @@ type Decision = wire.Decision
 func Allow() Decision { return Decision{Allow: true} }
 
 // AllowInPool returns a decision that serves a sandbox create and places the sandbox
-// only on nodes whose labels include every entry of pool.
+// only on nodes whose labels include every entry of pool. The pool is kept with the
+// sandbox and bounded as its labels are (64 labels, keys of 128 bytes, values of 512):
+// the host takes a larger one for a failed call.
 func AllowInPool(pool map[string]string) Decision { return Decision{Allow: true, Pool: pool} }
 
 // Deny returns a decision that refuses the request with 403 forbidden and reason.

@@ -186,6 +186,17 @@ func TestWorkspaceUnpackInstallsNothingOnFailure(t *testing.T) {
 			&tar.Header{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "/tmp", Mode: 0o777},
 			&tar.Header{Name: "l/evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})), UnpackOptions{}, nil},
 		{"device", bytes.NewReader(hostile(&tar.Header{Name: "dev", Typeflag: tar.TypeChar, Mode: 0o644})), UnpackOptions{}, ErrInvalid},
+		{"hard link to nothing", bytes.NewReader(hostile(&tar.Header{Name: "l", Typeflag: tar.TypeLink, Linkname: "missing"})), UnpackOptions{}, ErrInvalid},
+		{"hard link outside", bytes.NewReader(hostile(&tar.Header{Name: "l", Typeflag: tar.TypeLink, Linkname: "../../../../etc/passwd"})), UnpackOptions{}, ErrInvalid},
+		{"hard link through a symlink", bytes.NewReader(hostile(
+			&tar.Header{Name: "s", Typeflag: tar.TypeSymlink, Linkname: "/etc", Mode: 0o777},
+			&tar.Header{Name: "l", Typeflag: tar.TypeLink, Linkname: "s/passwd"})), UnpackOptions{}, ErrInvalid},
+		{"hard link to a directory", bytes.NewReader(hostile(
+			&tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o755},
+			&tar.Header{Name: "l", Typeflag: tar.TypeLink, Linkname: "d"})), UnpackOptions{}, ErrInvalid},
+		{"hard link to a symlink", bytes.NewReader(hostile(
+			&tar.Header{Name: "s", Typeflag: tar.TypeSymlink, Linkname: "x", Mode: 0o777},
+			&tar.Header{Name: "l", Typeflag: tar.TypeLink, Linkname: "s"})), UnpackOptions{}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +218,64 @@ func TestWorkspaceUnpackInstallsNothingOnFailure(t *testing.T) {
 				t.Fatal("/tmp/evil was written")
 			}
 		})
+	}
+}
+
+// TestWorkspaceTarHardLinks: a file with several names in the workspace travels once
+// and arrives as one file with the same names, counted once against the bound.
+func TestWorkspaceTarHardLinks(t *testing.T) {
+	t.Parallel()
+	src, dst := t.TempDir(), t.TempDir()
+	ws := filepath.Join(src, "sb1")
+	for _, d := range []string{"pkg", "store"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	content := bytes.Repeat([]byte("shared "), 1000)
+	if err := os.WriteFile(filepath.Join(ws, "store", "blob"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "alone"), []byte("one name"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"pkg/a", "pkg/b", "z"}
+	for _, n := range names {
+		if err := os.Link(filepath.Join(ws, "store", "blob"), filepath.Join(ws, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	// The bound fits the shared file once, not four times.
+	st, err := PackWorkspace(context.Background(), &buf, src, "sb1", PackOptions{MaxBytes: int64(len(content)) + 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 2 || st.Links != 3 || st.Bytes != int64(len(content))+8 {
+		t.Fatalf("stats %+v, want 2 files, 3 links, %d bytes", st, len(content)+8)
+	}
+	if err := UnpackWorkspace(context.Background(), &buf, dst, "sb1", UnpackOptions{MaxBytes: int64(len(content)) + 100}); err != nil {
+		t.Fatal(err)
+	}
+	got := filepath.Join(dst, "sb1")
+	blob, err := os.Stat(filepath.Join(got, "store", "blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if linkCount(blob) != 4 {
+		t.Fatalf("the shared file has %d names, want 4", linkCount(blob))
+	}
+	for _, n := range names {
+		fi, err := os.Stat(filepath.Join(got, n))
+		if err != nil || !os.SameFile(fi, blob) {
+			t.Fatalf("%s: %v, or not the same file as store/blob", n, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(got, "alone")); err != nil || os.SameFile(fi, blob) || linkCount(fi) != 1 {
+		t.Fatalf("alone: %v; want a file of its own", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(got, "pkg", "b")); err != nil || !bytes.Equal(b, content) {
+		t.Fatalf("pkg/b: %d bytes, %v", len(b), err)
 	}
 }
 

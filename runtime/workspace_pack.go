@@ -16,8 +16,12 @@ import (
 // PackWorkspace writes what a workspace holds as the runtime lays it out: directories,
 // regular files and symlinks, with their modes, owners and modification times.
 // Symlinks travel as links, never followed: the walk reads the directory through an
-// os.Root, so nothing outside the workspace is read however its links point. Other
-// kinds of file (FIFOs, sockets, devices) are left out; hard links arrive as copies.
+// os.Root, so nothing outside the workspace is read however its links point. A
+// regular file with more than one name in the workspace (a hard link, as pnpm's store
+// and `git clone --local` make) is sent once, under the first name the walk meets, and
+// its other names as tar hard links to that one, so it arrives as one file again and
+// counts once against MaxBytes. Other kinds of file (FIFOs, sockets, devices) are left
+// out.
 //
 // UnpackWorkspace writes such a stream into a new directory beside the target and,
 // only once all of it arrived, syncs it to disk and renames it into place: a stream
@@ -34,9 +38,10 @@ type PackOptions struct {
 
 // PackStats says what PackWorkspace sent.
 type PackStats struct {
-	// Files, Dirs and Symlinks count the entries sent; Skipped the ones left out
-	// (FIFOs, sockets, devices).
-	Files, Dirs, Symlinks, Skipped int
+	// Files, Dirs and Symlinks count the entries sent, Links the further names of
+	// files sent before (hard links); Skipped the ones left out (FIFOs, sockets,
+	// devices).
+	Files, Dirs, Symlinks, Links, Skipped int
 	// Bytes is the total size of the regular files.
 	Bytes int64
 }
@@ -61,6 +66,7 @@ func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o Pack
 	bw := bufio.NewWriterSize(w, tarBuffer)
 	tw := tar.NewWriter(bw)
 	root := ws.root
+	pk := packer{tw: tw, root: root, st: &st, max: o.MaxBytes}
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -75,7 +81,7 @@ func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o Pack
 		if err != nil {
 			return err
 		}
-		return packEntry(tw, root, p, fi, &st, o.MaxBytes)
+		return pk.entry(p, fi)
 	})
 	if err != nil {
 		return st, err
@@ -89,8 +95,19 @@ func PackWorkspace(ctx context.Context, w io.Writer, parent, name string, o Pack
 // tarBuffer is the buffer between a tar stream and its reader or writer.
 const tarBuffer = 1 << 20
 
-// packEntry writes one entry of the walk.
-func packEntry(tw *tar.Writer, root *os.Root, p string, fi fs.FileInfo, st *PackStats, max int64) error {
+// packer is the state of one PackWorkspace walk.
+type packer struct {
+	tw   *tar.Writer
+	root *os.Root
+	st   *PackStats
+	max  int64
+	// sent maps each file with more than one name to the name it was sent under.
+	sent map[inodeKey]string
+}
+
+// entry writes one entry of the walk.
+func (pk *packer) entry(p string, fi fs.FileInfo) error {
+	tw, root, st, max := pk.tw, pk.root, pk.st, pk.max
 	hdr, err := tar.FileInfoHeader(fi, "")
 	if err != nil {
 		return err
@@ -112,6 +129,17 @@ func packEntry(tw *tar.Writer, root *os.Root, p string, fi fs.FileInfo, st *Pack
 	case !fi.Mode().IsRegular():
 		st.Skipped++
 		return nil
+	}
+	if key, links := inodeOf(fi); links > 1 {
+		if first, ok := pk.sent[key]; ok {
+			hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
+			st.Links++
+			return tw.WriteHeader(hdr)
+		}
+		if pk.sent == nil {
+			pk.sent = map[inodeKey]string{}
+		}
+		pk.sent[key] = p
 	}
 	if max > 0 && st.Bytes+fi.Size() > max {
 		return fmt.Errorf("%w: more than %d bytes of files", ErrWorkspaceTooLarge, max)

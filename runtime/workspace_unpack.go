@@ -173,6 +173,11 @@ func unpackAll(ctx context.Context, tr *tar.Reader, root *os.Root, o UnpackOptio
 				return nil, err
 			}
 			files = append(files, p)
+		case tar.TypeLink:
+			if err := unpackLink(root, hdr.Linkname, p); err != nil {
+				return nil, err
+			}
+			files = append(files, p)
 		default:
 			return nil, fmt.Errorf("%w: entry %q of type %q", ErrInvalid, hdr.Name, hdr.Typeflag)
 		}
@@ -252,6 +257,20 @@ func unpackFile(root *os.Root, p string, r io.Reader, size int64) error {
 		err = cerr
 	}
 	return err
+}
+
+// unpackLink makes p a further name of target, a regular file the stream made before
+// (a hard link). Anything else, a directory, a symlink, a name not yet made, is refused.
+// Both names resolve inside root.
+func unpackLink(root *os.Root, target, p string) error {
+	if !fs.ValidPath(target) || target == "." {
+		return fmt.Errorf("%w: hard link %q to %q", ErrInvalid, p, target)
+	}
+	fi, err := root.Lstat(target)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: hard link %q to %q, which is not a file of the stream", ErrInvalid, p, target)
+	}
+	return root.Link(target, p)
 }
 
 // replaceDir renames directory tmp of outer to name, moving an existing name aside

@@ -30,9 +30,16 @@ func FuzzUnpackWorkspace(f *testing.F) {
 	f.Add(seed(&tar.Header{Name: "../evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}))
 	f.Add(seed(&tar.Header{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "..", Mode: 0o777}, &tar.Header{Name: "l/evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}))
 	f.Add(seed(&tar.Header{Name: "ro/", Typeflag: tar.TypeDir, Mode: 0o555}, &tar.Header{Name: "ro/f", Typeflag: tar.TypeReg, Size: 1, Mode: 0o4755}))
+	f.Add(seed(&tar.Header{Name: "f", Typeflag: tar.TypeReg, Size: 2, Mode: 0o644}, &tar.Header{Name: "g", Typeflag: tar.TypeLink, Linkname: "f"}))
+	f.Add(seed(&tar.Header{Name: "g", Typeflag: tar.TypeLink, Linkname: "../../outside"}))
+	f.Add(seed(&tar.Header{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "../..", Mode: 0o777}, &tar.Header{Name: "g", Typeflag: tar.TypeLink, Linkname: "l/outside"}))
 	f.Add([]byte("not a tar stream"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		top := t.TempDir()
+		// A file beside the workspaces that a hard link in the stream might name.
+		if err := os.WriteFile(filepath.Join(top, "outside"), []byte("secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		parent := filepath.Join(top, "workspaces")
 		if err := os.MkdirAll(filepath.Join(parent, "sb"), 0o755); err != nil {
 			t.Fatal(err)
@@ -42,8 +49,11 @@ func FuzzUnpackWorkspace(f *testing.F) {
 		}
 		err := UnpackWorkspace(context.Background(), bytes.NewReader(stream), parent, "sb", UnpackOptions{MaxBytes: 1 << 20})
 		ents, rerr := os.ReadDir(top)
-		if rerr != nil || len(ents) != 1 || ents[0].Name() != "workspaces" {
+		if rerr != nil || len(ents) != 2 || ents[0].Name() != "outside" || ents[1].Name() != "workspaces" {
 			t.Fatalf("something was written beside the workspaces directory: %v %v", ents, rerr)
+		}
+		if fi, err := os.Stat(filepath.Join(top, "outside")); err != nil || linkCount(fi) != 1 {
+			t.Fatalf("the file beside the workspaces got another name (%d names, %v)", linkCount(fi), err)
 		}
 		ents, _ = os.ReadDir(parent)
 		if len(ents) != 1 || ents[0].Name() != "sb" {
@@ -57,4 +67,13 @@ func FuzzUnpackWorkspace(f *testing.F) {
 			t.Fatal("an accepted stream left the old target's files")
 		}
 	})
+}
+
+// linkCount returns how many names (hard links) fi's file has.
+func linkCount(fi os.FileInfo) uint64 {
+	if fi == nil {
+		return 0
+	}
+	_, n := inodeOf(fi)
+	return n
 }

@@ -376,3 +376,61 @@ func TestForwardFailoverUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d creates refused", refused, total)
 	}
 }
+
+// TestForwardedLongPollEndsAtShutdown: a node that shuts down does not wait out its
+// grace for a long-poll it forwarded to an owner that is not shutting down: the
+// client is answered 503 with Retry-After at once, and the owner goes on serving.
+func TestForwardedLongPollEndsAtShutdown(t *testing.T) {
+	ip := newInterposer(t)
+	tr := newTrio(t, func(i int, c *Config) {
+		switch i {
+		case 1: // node b, the forwarding one: a grace no test should wait out
+			c.ShutdownGrace = 2 * time.Minute
+		case 2: // node a, the owner, behind the interposer
+			c.Listen = ip.addr
+		}
+	})
+	via, owner := tr.node("b"), tr.node("a")
+	ip.to(owner)
+	arrived := make(chan struct{}, 8)
+	ip.passed = func() {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+	}
+	sb := tr.ownedBy("lp", "a")
+	owner.sandbox(sb)
+	var p processJSON
+	owner.must(http.StatusCreated, "POST", "/v1/sandboxes/"+sb+"/processes", map[string]any{"command": "sleep 300"}).json(t, &p)
+	for len(arrived) > 0 { // what reached the owner before the long-poll
+		<-arrived
+	}
+	done := make(chan response, 1)
+	go func() {
+		r, err := via.send(testToken, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID+"?wait_ms=240000", nil)
+		if err != nil {
+			r = response{status: -1, body: []byte(err.Error())}
+		}
+		done <- r
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long-poll did not reach the owner")
+	}
+	began := time.Now()
+	shutdown(t, via)
+	if took := time.Since(began); took > time.Minute {
+		t.Fatalf("the shutdown took %v: it waited for the forwarded long-poll", took)
+	}
+	select {
+	case r := <-done:
+		if r.status != http.StatusServiceUnavailable || r.errorCode(t) != codeUnavailable || r.header.Get("Retry-After") == "" {
+			t.Fatalf("the long-poll cut off by the shutdown: %d Retry-After %q: %s", r.status, r.header.Get("Retry-After"), r.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long-poll was not answered")
+	}
+	owner.must(http.StatusOK, "GET", "/v1/sandboxes/"+sb+"/processes/"+p.ID, nil)
+}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,6 +98,12 @@ type attempt struct {
 	err   error  // attemptFailed
 }
 
+// waits reports whether a long-poll request asks to wait (wait_ms above 0).
+func waits(r *http.Request) bool {
+	v := r.URL.Query().Get("wait_ms")
+	return v != "" && strings.Trim(v, "0") != ""
+}
+
 // errRetryable ends a proxied exchange whose answer the client must not see (a 421, or
 // a 503 with holdHeader) so that the request can be sent again.
 var errRetryable = errors.New("gateway: owner asked for a retry")
@@ -112,7 +119,12 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 	}
 	var a attempt
 	ctx := r.Context()
-	if rt.stream != "" { // a shutdown ends a proxied stream, as it ends a local one
+	// A shutdown ends a proxied stream or long-poll, as it ends a local one; else this
+	// node's shutdown would wait its whole grace for an owner that is not shutting
+	// down. A long-poll cut off here is answered 503 with Retry-After: the owner
+	// cannot be told to answer early, so a take it ran may have hidden messages, which
+	// come back once their visibility ends (at least once), as after any lost answer.
+	if rt.stream != "" || rt.longPoll && waits(r) {
 		var cancel context.CancelFunc
 		ctx, cancel = s.requestContext(r)
 		defer cancel()

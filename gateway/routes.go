@@ -34,6 +34,9 @@ type route struct {
 	// ticket routes also accept ?ticket=, a connect ticket (opencode_ticket.go),
 	// checked and used up by the sandbox's owner.
 	ticket bool
+	// longPoll routes wait with ?wait_ms= for something to happen; a shutdown ends
+	// the wait, here and when they are forwarded (forward_proxy.go).
+	longPoll bool
 }
 
 // handlerFunc is an API handler. A returned error is rendered by writeError, the one
@@ -62,7 +65,7 @@ func (s *Server) routeTable() []route {
 
 		{pattern: "POST " + sbPath + "/processes", handle: s.createProcess, policyInHandler: true},
 		{pattern: "GET " + sbPath + "/processes", handle: s.listProcesses},
-		{pattern: "GET " + procPath, handle: s.getProcess},
+		{pattern: "GET " + procPath, handle: s.getProcess, longPoll: true},
 		{pattern: "DELETE " + procPath, handle: s.deleteProcess},
 		{pattern: "POST " + procPath + "/signal", handle: s.signalProcess},
 		{pattern: "POST " + procPath + "/input", handle: s.inputProcess},
@@ -92,7 +95,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "GET " + sbPath + "/events/stream", handle: s.streamEvents, queryToken: true, stream: streamSSE},
 		{pattern: "POST " + sbPath + "/events", handle: s.postEvent},
 		{pattern: "POST " + sbPath + "/messages", handle: s.postMessage},
-		{pattern: "GET " + sbPath + "/messages", handle: s.takeMessages},
+		{pattern: "GET " + sbPath + "/messages", handle: s.takeMessages, longPoll: true},
 		{pattern: "DELETE " + sbPath + "/messages/{id}", handle: s.ackMessage},
 		{pattern: "POST " + sbPath + "/messages/ack", handle: s.ackMessages},
 

@@ -94,7 +94,7 @@ func (s *Server) sweepWorkspaces(ctx context.Context) {
 	// A table that lags the log (a restart replays it while the leader's commits
 	// arrive) could give away a sandbox a later entry gives back here: catch up first.
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	err := s.cluster.CatchUp(cctx)
+	_, err := s.cluster.ReadBarrier(cctx) // a write only where no read index can be had
 	cancel()
 	if err != nil {
 		s.log.Warn("leftover workspaces not swept: this node's table did not catch up", "err", err)

@@ -88,9 +88,13 @@ func (a *sbActor) usageNow(fresh bool) *Usage {
 }
 
 // diskUsage sums the allocated bytes of the files under dir (not following symlinks),
-// visiting at most limit entries. Entries that vanish or cannot be read are skipped.
+// visiting at most limit entries. Entries that vanish or cannot be read are skipped. A
+// file with several names (hard links) is counted once, as du counts it and as the
+// disk holds it.
 func diskUsage(dir string, limit int) int64 {
+	type inode struct{ dev, ino uint64 }
 	var total int64
+	var linked map[inode]bool // files of more than one name counted so far
 	seen := 0
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -104,6 +108,16 @@ func diskUsage(dir string, limit int) int64 {
 			return nil
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if st.Nlink > 1 && !fi.IsDir() {
+				key := inode{uint64(st.Dev), uint64(st.Ino)}
+				if linked[key] {
+					return nil
+				}
+				if linked == nil {
+					linked = map[inode]bool{}
+				}
+				linked[key] = true
+			}
 			total += int64(st.Blocks) * 512
 		} else {
 			total += fi.Size()

@@ -175,6 +175,20 @@ func TestDiskUsageBounded(t *testing.T) {
 	}
 }
 
+// TestDiskUsageCountsHardLinksOnce: a file with four names takes its blocks once.
+func TestDiskUsageCountsHardLinksOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "blob"), bytes.Repeat([]byte("z"), 1<<20), 0o644))
+	alone := diskUsage(dir, 100)
+	for _, n := range []string{"b", "c", "d"} {
+		must(t, os.Link(filepath.Join(dir, "blob"), filepath.Join(dir, n)))
+	}
+	if got := diskUsage(dir, 100); got < 1<<20 || got > alone+8192 {
+		t.Fatalf("diskUsage with three more names = %d, want about %d (one name)", got, alone)
+	}
+}
+
 // BenchmarkUsage measures what usage costs: a turn that computes usage (its disk figure
 // cached) and a GetSandbox turn against a turn that does nothing, and a disk walk of a
 // 2,000-file workspace against listing it.

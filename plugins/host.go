@@ -133,7 +133,6 @@ func (h *Host) Route(ctx context.Context, req *RouteRequest) (Decision, error) {
 				return fmt.Errorf("%w: %w", ErrGarbage, err)
 			}
 			if err := checkPool(d.Pool); err != nil {
-				d = Decision{}
 				return fmt.Errorf("%w: %w", ErrGarbage, err)
 			}
 			return nil

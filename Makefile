@@ -4,7 +4,7 @@ GO        ?= go
 TEST_TIMEOUT ?= 900s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run cluster build test test-go web tools test-web bench lint fmt check plugins
+.PHONY: help run cluster build test test-go web tools test-web bench fuzz lint fmt check plugins
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,19 @@ test-web: build ## run the browser tests against bin/sandgate (needs /usr/bin/ch
 
 bench: ## run the benchmarks that BENCHMARKS.md reports
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./runtime/ ./actor/ ./plugins/ ./gateway/
+
+# Each fuzz target of the module in turn, for FUZZTIME. An input that finds new
+# coverage is minimized for at most FUZZMIN: some targets write and sync a directory
+# per run, and Go's default of a minute per input then leaves little time to fuzz.
+FUZZTIME ?= 30s
+FUZZMIN  ?= 5s
+fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $$pkg; \
+		done; \
+	done
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...

@@ -99,7 +99,8 @@ func mountsUnder(mountinfo []byte, dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		if p := unescape(f[4]); strings.HasPrefix(p, dir+"/") {
+		// Below dir: a name after dir's slash ("dir/" alone is dir itself).
+		if p := unescape(f[4]); len(p) > len(dir)+1 && strings.HasPrefix(p, dir+"/") {
 			out = append(out, p)
 		}
 	}

@@ -188,7 +188,9 @@ func (r *ring) textAtLocked(off int64) (pos TextPos, gone bool) {
 	}
 	end := r.textEndLocked()
 	if off >= end.Offset {
-		return end, false
+		// Before the ring's start even here when the ring is smaller than an
+		// incomplete sequence at the end: the start is then the end, before it.
+		return end, off < r.start
 	}
 	ref, buf := r.textSegmentLocked(start, end, func(m TextPos) bool { return m.Offset > off })
 	at, u := 0, ref.Units

@@ -119,6 +119,9 @@ func parseError(status int, body []byte) *Error {
 	}
 	if json.Unmarshal(body, &shape) == nil && shape.Error.Code != "" {
 		e.Code, e.Message = shape.Error.Code, shape.Error.Message
+		if e.Message == "" { // the contract's errors have one; say at least the status
+			e.Message = http.StatusText(status)
+		}
 		return e
 	}
 	e.Code = statusCode(status)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/runtime"
 )
@@ -79,6 +80,8 @@ func TestItemLimits(t *testing.T) {
 		{"process label", "POST", sb + "/processes", map[string]any{"command": "true", "label": strings.Repeat("l", maxTagBytes+1)}, 413, strconv.Itoa(maxTagBytes)},
 		{"exec env", "POST", sb + "/exec", map[string]any{"command": "true", "env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
 		{"exec cwd", "POST", sb + "/exec", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
+		{"exec command", "POST", sb + "/exec", map[string]any{"command": longCmd}, 413, strconv.Itoa(maxCommandBytes)},
+		{"exec argv", "POST", sb + "/exec", map[string]any{"argv": []string{"true", longCmd}}, 413, strconv.Itoa(maxCommandBytes)},
 		{"member labels", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(maxLabels+1, 8, 8)}), 413, strconv.Itoa(maxLabels)},
 		{"member label value", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(1, 8, maxLabelValueBytes+1)}), 413, strconv.Itoa(maxLabelValueBytes)},
 		{"member raft_addr", "POST", "/v1/cluster/join", member(map[string]any{"raft_addr": strings.Repeat("h", maxAddrBytes) + ":1"}), 400, strconv.Itoa(maxAddrBytes)},
@@ -109,6 +112,45 @@ func TestItemLimits(t *testing.T) {
 		"labels": labels(maxLabels, maxLabelKeyBytes, maxLabelValueBytes), "env": vars(runtime.MaxEnvVars)})
 	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"command": "true",
 		"tag": strings.Repeat("t", maxTagBytes), "label": strings.Repeat("l", maxTagBytes)})
+}
+
+// TestBigEnvironmentRuns: an environment near its bound (~1 MiB) and a command near
+// its bound (~128 KiB), both accepted, reach the command whole through every way a
+// command starts, on every driver (the namespace driver hands them to the sandbox's
+// init in a memory file when they do not fit one message).
+func TestBigEnvironmentRuns(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	env := make(map[string]string)
+	for i := range 7 {
+		env[fmt.Sprintf("V%d", i)] = strings.Repeat(string(rune('a'+i)), 120<<10)
+	}
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "bigenv", "env": env})
+	sb := "/v1/sandboxes/bigenv"
+	arg := strings.Repeat("y", 100<<10)
+	script := `printf '%s %s %s' "${#V0}" "${#V6}" "${#1}"`
+	want := fmt.Sprintf("%d %d %d", 120<<10, 120<<10, 100<<10)
+
+	var res struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+	}
+	ts.must(http.StatusOK, "POST", sb+"/exec", map[string]any{"argv": []string{"sh", "-c", script, "sh", arg}}).json(t, &res)
+	if res.ExitCode != 0 || res.Stdout != want {
+		t.Fatalf("exec: exit %d, stdout %q, stderr %.200q; want %q", res.ExitCode, res.Stdout, res.Stderr, want)
+	}
+	var p processJSON
+	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"argv": []string{"sh", "-c", script, "sh", arg}}).json(t, &p)
+	events := ts.readSSE(sb+"/processes/"+p.ID+"/output", "", 10*time.Second, lastIs("exit"))
+	if out := outputOf(t, events); out != want {
+		t.Fatalf("process output %q, want %q", out, want)
+	}
+	ts.must(http.StatusCreated, "POST", sb+"/sessions", map[string]any{"id": "s1"})
+	ts.must(http.StatusOK, "POST", sb+"/sessions/s1/exec", map[string]any{"command": `printf '%s' "${#V6}"`}).json(t, &res)
+	if res.ExitCode != 0 || res.Stdout != strconv.Itoa(120<<10) {
+		t.Fatalf("session exec: exit %d, stdout %q, stderr %.200q", res.ExitCode, res.Stdout, res.Stderr)
+	}
 }
 
 // TestNodeLabelsBounded: a node's own labels (--labels) go into the replicated member

@@ -108,6 +108,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCommandSize(req.shell(), req.Argv, "", ""); err != nil {
+		return err
+	}
 	if err := s.checkRoute(r, "POST "+sbPath+"/exec", nil, command); err != nil {
 		return err
 	}

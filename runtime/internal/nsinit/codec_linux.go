@@ -27,7 +27,7 @@ import (
 //	Config    uvarint length+1 (0 is nil), JSON
 
 // ops are the frame ops by their wire index.
-var ops = [...]string{opConfig, opReady, opSpawn, opStarted, opSignal, opOK, opError, opExit, opLease}
+var ops = [...]string{opConfig, opReady, opSpawn, opStarted, opSignal, opOK, opError, opExit, opLease, opSpill}
 
 const (
 	flagTTY = 1 << iota

@@ -50,7 +50,7 @@ func TestSpawnErrors(t *testing.T) {
 	if _, err := in.Spawn(ctx, SpawnRequest{}); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("empty argv: %v, want ErrInvalidRequest", err)
 	}
-	if _, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, Env: []string{strings.Repeat("x", maxFrame)}}); !errors.Is(err, ErrFrameTooLarge) {
+	if _, err := in.Spawn(ctx, SpawnRequest{Argv: []string{"true"}, Env: []string{strings.Repeat("x", maxSpill)}}); !errors.Is(err, ErrFrameTooLarge) {
 		t.Errorf("huge env: %v, want ErrFrameTooLarge", err)
 	}
 	// The init still works after all that.

@@ -258,8 +258,9 @@
 //
 // The server and the init talk over a SOCK_SEQPACKET socketpair (the init's end is its
 // fd 3). Each frame is one datagram holding one message with an "op" and an "id", in a
-// small binary encoding (codec_linux.go); a frame is at most 128 KiB. fds travel as
-// SCM_RIGHTS on the frame they belong to.
+// small binary encoding (codec_linux.go); a frame is at most 128 KiB, and a larger
+// request travels in a sealed memory file (spill_linux.go). fds travel as SCM_RIGHTS
+// on the frame they belong to.
 //
 //	server → init  config   {config, home, freeze_fd}     first frame; with UserNS
 //	                        + the workspace's idmapped tree (+ the rootfs's tree)

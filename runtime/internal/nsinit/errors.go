@@ -16,8 +16,8 @@ var (
 	ErrInvalidConfig = errors.New("nsinit: invalid config")
 	// ErrInvalidRequest is returned by Spawn for a SpawnRequest that cannot work.
 	ErrInvalidRequest = errors.New("nsinit: invalid spawn request")
-	// ErrFrameTooLarge is returned when a request (argv and env together) does not fit
-	// in one protocol frame.
+	// ErrFrameTooLarge is returned when a request (argv and env together) is too large
+	// even for a spilled frame (4 MiB; spill_linux.go).
 	ErrFrameTooLarge = errors.New("nsinit: request too large")
 	// ErrNoUserNS is returned by UserNSSupported when a sandbox cannot have its own
 	// user namespace here; the message says why.

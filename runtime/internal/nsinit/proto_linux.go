@@ -22,6 +22,7 @@ const (
 	opError   = "error"   // init → client: a request (or the setup) failed
 	opExit    = "exit"    // init → client: a spawned process ended
 	opLease   = "lease"   // client → init: the lease's new deadline; no reply
+	opSpill   = "spill"   // client → init: the request is in the attached file (spill_linux.go)
 )
 
 // maxFrame bounds one frame. A SOCK_SEQPACKET message must fit in the sender's socket
@@ -89,6 +90,8 @@ type conn struct {
 	rfds  []int
 	rargv []string
 	renv  []string
+	// spill is the mapping the last spilled request was decoded from, or nil.
+	spill []byte
 }
 
 // Receive buffers: the init takes requests of up to maxFrame; the server only gets
@@ -149,11 +152,17 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 		return fmt.Errorf("failed to encode a %s frame: %w", fr.Op, err)
 	}
 	if len(b) > maxFrame {
-		return ErrFrameTooLarge
+		return c.sendSpilled(fr, b, fds, cred)
 	}
 	if cap(b) <= smallFrame {
 		c.wbuf = b // kept for the next frame; a big one is left to the GC
 	}
+	return c.sendEncoded(fr.Op, b, oob)
+}
+
+// sendEncoded sends an encoded frame with its control data. The caller holds wmu.
+func (c *conn) sendEncoded(op string, b, oob []byte) error {
+	var err error
 	if c.rc == nil {
 		for err = unix.EINTR; errors.Is(err, unix.EINTR); {
 			err = sendmsg(c.fd, b, oob, unix.MSG_NOSIGNAL)
@@ -162,7 +171,7 @@ func (c *conn) send(fr *frame, fds []int, cred *unix.Ucred) error {
 		err = c.sendPolled(b, oob)
 	}
 	if err != nil {
-		return fmt.Errorf("failed to send a %s frame: %w", fr.Op, err)
+		return fmt.Errorf("failed to send a %s frame: %w", op, err)
 	}
 	return nil
 }
@@ -205,7 +214,9 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 	case perr != nil || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 		err = fmt.Errorf("%w: truncated frame", ErrProtocol)
 	default:
-		fr, err = decodeFrame(c.buf[:n])
+		if fr, err = decodeFrame(c.buf[:n]); err == nil && fr.Op == opSpill {
+			err = fmt.Errorf("%w: a spilled frame is for the init alone", ErrProtocol)
+		}
 	}
 	if err != nil {
 		closeFDs(fds)
@@ -223,6 +234,7 @@ func (c *conn) recv() (*frame, []int, *unix.Ucred, error) {
 // runtime never collects, and never makes the metadata a collection keeps for the
 // life of the process (the package doc, "Memory").
 func (c *conn) recvReused() (*frame, []int, error) {
+	c.unmapSpill() // the previous request's views end here
 	var n, oobn, flags int
 	var err error
 	for err = unix.EINTR; errors.Is(err, unix.EINTR); {
@@ -242,7 +254,9 @@ func (c *conn) recvReused() (*frame, []int, error) {
 	case perr != nil || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 		err = fmt.Errorf("%w: truncated frame", ErrProtocol)
 	default:
-		err = decodeFrameInto(&c.rfr, c.buf[:n], true, c.rargv, c.renv)
+		if err = decodeFrameInto(&c.rfr, c.buf[:n], true, c.rargv, c.renv); err == nil && c.rfr.Op == opSpill {
+			fds, err = c.unspill(fds)
+		}
 	}
 	if err != nil {
 		closeFDs(fds)

@@ -84,7 +84,14 @@ func TestRoundTrip(t *testing.T) {
 	if got.Op != want.Op || got.ID != want.ID || len(got.Argv) != 2 || len(fds) != 1 || cred == nil || int(cred.Pid) != unix.Getpid() {
 		t.Fatalf("got %+v, fds %v, cred %+v", got, fds, cred)
 	}
-	if err := b.send(&frame{Op: opSpawn, Env: []string{string(make([]byte, maxFrame))}}, nil, nil); !errors.Is(err, ErrFrameTooLarge) {
+	if err := b.send(&frame{Op: opSpawn, Env: []string{string(make([]byte, maxSpill))}}, nil, nil); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("oversized frame: %v, want ErrFrameTooLarge", err)
+	}
+	// A frame over maxFrame is spilled, which the server's end refuses.
+	if err := b.send(&frame{Op: opSpawn, Env: []string{string(make([]byte, maxFrame))}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := a.recv(); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("a spilled frame on the server's end: %v, want ErrProtocol", err)
 	}
 }

@@ -86,7 +86,7 @@ func hammerWrite(ctx context.Context, n *testNode, name string, hold bool) error
 		return err
 	}
 	defer ws.Close()
-	if err := ws.WriteFile(name, strings.NewReader(name), 0); err != nil {
+	if err := ws.WriteFile(name, strings.NewReader(name), nil); err != nil {
 		return err
 	}
 	if hold {

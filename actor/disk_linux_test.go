@@ -133,7 +133,7 @@ func TestDiskQuotaFull(t *testing.T) {
 	}
 	ws, err := n.Workspace(tctx(t), "full")
 	must(t, err)
-	err = ws.WriteFile("more", bytes.NewReader(make([]byte, 1<<20)), 0)
+	err = ws.WriteFile("more", bytes.NewReader(make([]byte, 1<<20)), nil)
 	_ = ws.Close()
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("files API write to a full workspace: %v; want ENOSPC", err)
@@ -321,7 +321,7 @@ func TestDiskBusyAtPassivation(t *testing.T) {
 	mustCreate(t, n, "busy")
 	ws, err := n.Workspace(tctx(t), "busy")
 	must(t, err)
-	must(t, ws.WriteFile("f", strings.NewReader("x"), 0))
+	must(t, ws.WriteFile("f", strings.NewReader("x"), nil))
 	f, _, err := ws.Open("f")
 	must(t, err)
 	must(t, n.Deactivate(tctx(t), "busy")) // unmount: busy for a second, then lazy

@@ -525,7 +525,7 @@ func TestWorkspace(t *testing.T) {
 	w, err := n.Workspace(ctx, "ws")
 	must(t, err)
 	defer w.Close()
-	must(t, w.WriteFile("a/b.txt", strings.NewReader("hello"), 0o644))
+	must(t, w.WriteFile("a/b.txt", strings.NewReader("hello"), nil))
 	res, err := n.Exec(ctx, "ws", runtime.ExecOptions{Command: "cat a/b.txt"})
 	must(t, err)
 	if string(res.Stdout) != "hello" {
@@ -536,7 +536,7 @@ func TestWorkspace(t *testing.T) {
 	_, err = n.Workspace(ctx, "nope")
 	wantErr(t, err, ErrNotFound)
 	must(t, n.DeleteSandbox(ctx, "ws"))
-	if err := w.WriteFile("c.txt", strings.NewReader("x"), 0o644); err == nil {
+	if err := w.WriteFile("c.txt", strings.NewReader("x"), nil); err == nil {
 		t.Fatal("workspace handle usable after delete")
 	}
 }

@@ -21,7 +21,7 @@ func TestWorkspacePassivated(t *testing.T) {
 	mustCreate(t, n, "wp")
 	w, err := n.Workspace(ctx, "wp")
 	must(t, err)
-	must(t, w.WriteFile("notes.txt", strings.NewReader("kept"), 0o644))
+	must(t, w.WriteFile("notes.txt", strings.NewReader("kept"), nil))
 	must(t, w.Close())
 	passivateAll(t, n)
 

@@ -148,13 +148,16 @@ func TestFilesWriteKeepsMode(t *testing.T) {
 	ts.must(http.StatusNoContent, "PUT", files+"?path=fresh", "x")
 	ts.must(http.StatusNoContent, "PUT", files+"?path=set&mode=0755", "x")
 	ts.must(http.StatusNoContent, "PUT", files+"?path=set&mode=0600", "y")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=none&mode=0", "z") // an explicit 0 is a mode too
+	ts.must(http.StatusNoContent, "PUT", files+"?path=fresh2&mode=0600", "z")
+	ts.must(http.StatusNoContent, "PUT", files+"?path=fresh2&mode=0000", "z")
 	var dir struct{ Entries []dirEntryJSON }
 	ts.must(http.StatusOK, "GET", files, nil).json(t, &dir)
 	modes := map[string]string{}
 	for _, e := range dir.Entries {
 		modes[e.Name] = e.Mode
 	}
-	if want := map[string]string{"run.sh": "0755", "fresh": "0644", "set": "0600"}; !maps.Equal(modes, want) {
+	if want := map[string]string{"run.sh": "0755", "fresh": "0644", "set": "0600", "none": "0000", "fresh2": "0000"}; !maps.Equal(modes, want) {
 		t.Fatalf("modes %v, want %v", modes, want)
 	}
 	var res execJSON
@@ -332,6 +335,46 @@ func TestFilesStaleTempsRemovedAfterRestart(t *testing.T) {
 	for p, want := range map[string]string{"sub/keep.txt": "kept", ".sandgate-notes.tmp": "x\n"} {
 		if r := second.must(http.StatusOK, "GET", files+"?path="+p, nil); string(r.body) != want {
 			t.Fatalf("%s after restart: %q", p, r.body)
+		}
+	}
+}
+
+// TestFilesAbsoluteLinkInside: a symlink whose absolute target is inside the workspace
+// as the sandbox's processes see it works on every file route, as it does in the
+// sandbox; an absolute one outside stays 400; a path under a regular file is 404.
+func TestFilesAbsoluteLinkInside(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	ts.sandbox("fl")
+	const files = "/v1/sandboxes/fl/files"
+	ws := ts.guestWorkspace("fl")
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/fl/exec", map[string]any{"command": "echo hi > q.txt && mkdir -p a/b && " +
+		"ln -s " + ws + "/q.txt absq && ln -s " + ws + "/a/b absdir && ln -s /etc/hostname absout && cat absq"}).json(t, &res)
+	if res.ExitCode != 0 || res.Stdout != "hi\n" {
+		t.Fatalf("set-up: %+v", res)
+	}
+	if r := ts.must(http.StatusOK, "GET", files+"?path=absq", nil); string(r.body) != "hi\n" {
+		t.Fatalf("GET through an absolute link: %q", r.body)
+	}
+	ts.must(http.StatusNoContent, "PUT", files+"?path=absdir/new.txt", "new")
+	ts.must(http.StatusNoContent, "POST", files+"/mkdir", map[string]any{"path": "absdir/sub", "parents": true})
+	var dir struct{ Entries []dirEntryJSON }
+	ts.must(http.StatusOK, "GET", files+"?path=absdir", nil).json(t, &dir)
+	if len(dir.Entries) != 2 || dir.Entries[0].Name != "new.txt" || dir.Entries[1].Name != "sub" {
+		t.Fatalf("listing through an absolute link: %+v", dir.Entries)
+	}
+	ts.must(http.StatusNoContent, "DELETE", files+"?path=absdir/new.txt", nil)
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/fl/exec", map[string]any{"command": "ls a/b"}).json(t, &res)
+	if res.Stdout != "sub\n" {
+		t.Fatalf("a/b after the writes through the link: %q", res.Stdout)
+	}
+	for _, m := range []string{"GET", "DELETE"} {
+		if r := ts.do(m, files+"?path=absout", nil); m == "GET" && (r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument) {
+			t.Fatalf("GET through a link out: %d %s", r.status, r.body)
+		}
+		if r := ts.do(m, files+"?path=q.txt/x", nil); r.status != http.StatusNotFound || r.errorCode(t) != codeNotFound {
+			t.Fatalf("%s under a file: %d %s", m, r.status, r.body)
 		}
 	}
 }

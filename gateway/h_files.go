@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -123,7 +124,7 @@ func (s *Server) listDir(w http.ResponseWriter, r *http.Request, ws *runtime.Wor
 func renderDirEntry(e runtime.DirEntry) dirEntryJSON {
 	return dirEntryJSON{
 		Name: e.Name, Type: e.Type, Size: e.Size,
-		Mode: "0" + strconv.FormatUint(uint64(e.Mode.Perm()), 8), ModifiedAt: e.ModTime.UTC(),
+		Mode: fmt.Sprintf("%04o", uint32(e.Mode.Perm())), ModifiedAt: e.ModTime.UTC(),
 	}
 }
 
@@ -132,7 +133,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var mode fs.FileMode // 0: the runtime keeps an existing file's mode, else 0644
+	var mode *fs.FileMode // nil: the runtime keeps an existing file's mode, else 0644
 	if raw := r.URL.Query().Get("mode"); raw != "" {
 		m, err := strconv.ParseUint(raw, 8, 32)
 		if err != nil || m > 0o7777 {
@@ -141,7 +142,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 		if m > 0o777 {
 			return badRequest("mode %q is outside 0777: setuid, setgid and sticky bits cannot be set", raw)
 		}
-		mode = fs.FileMode(m)
+		perm := fs.FileMode(m)
+		mode = &perm
 	}
 	if r.ContentLength > maxFileBody {
 		return fileTooLarge()

@@ -125,14 +125,14 @@ func (w *Workspace) Close() error { return w.root.Close() }
 // ErrIsDir; other non-regular files are ErrInvalid. The caller closes the file.
 func (w *Workspace) Open(path string) (_ *os.File, _ fs.FileInfo, err error) {
 	defer wsWrap("open", path, &err)
-	rel, err := wsResolve(w.prefixes, path)
+	rel, err := w.lookup(path, true)
 	if err != nil {
 		return nil, nil, err
 	}
 	// O_NONBLOCK: opening a FIFO must not hang; it is refused below.
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, wsUnderFile(err)
 	}
 	fi, err := f.Stat()
 	switch {
@@ -185,11 +185,12 @@ func wsEntry(fi fs.FileInfo) DirEntry {
 // Stat describes a path without following a symlink in its last element.
 func (w *Workspace) Stat(path string) (_ fs.FileInfo, err error) {
 	defer wsWrap("stat", path, &err)
-	rel, err := wsResolve(w.prefixes, path)
+	rel, err := w.lookup(path, false)
 	if err != nil {
 		return nil, err
 	}
-	return w.root.Lstat(rel)
+	fi, err := w.root.Lstat(rel)
+	return fi, wsUnderFile(err)
 }
 
 // Entry describes a path like Stat, as a DirEntry.

@@ -23,13 +23,13 @@ type DirReader struct {
 // are ReadDir's: a path that is no directory is ErrNotDir.
 func (w *Workspace) OpenDir(path string) (_ *DirReader, err error) {
 	defer wsWrap("read directory", path, &err)
-	rel, err := wsResolve(w.prefixes, path)
+	rel, err := w.lookup(path, true)
 	if err != nil {
 		return nil, err
 	}
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, wsUnderFile(err)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
 		f.Close()

@@ -18,7 +18,7 @@ func TestWorkspaceLongNames(t *testing.T) {
 	w, dir, _ := wsNewTest(t)
 	for _, n := range []int{228, 229, 240, MaxNameLen} {
 		name := strings.Repeat("n", n)
-		if err := w.WriteFile("long/"+name, strings.NewReader("x"), 0); err != nil {
+		if err := w.WriteFile("long/"+name, strings.NewReader("x"), nil); err != nil {
 			t.Fatalf("write %d-byte name: %v", n, err)
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, "long", name)); err != nil || string(b) != "x" {
@@ -30,7 +30,7 @@ func TestWorkspaceLongNames(t *testing.T) {
 		name string
 		do   func(p string) error
 	}{
-		{"write", func(p string) error { return w.WriteFile(p, strings.NewReader("x"), 0) }},
+		{"write", func(p string) error { return w.WriteFile(p, strings.NewReader("x"), nil) }},
 		{"mkdir", func(p string) error { return w.Mkdir(p, true) }},
 		{"stat", func(p string) error { _, err := w.Stat(p); return err }},
 		{"remove", func(p string) error { return w.Remove(p, true) }},
@@ -152,7 +152,7 @@ func TestWorkspaceWriteSyncs(t *testing.T) {
 			synced, target, content = nil, tt.write, "content of "+tt.name
 			var err error
 			if tt.write != "" {
-				err = w.WriteFile(tt.write, strings.NewReader(content), 0)
+				err = w.WriteFile(tt.write, strings.NewReader(content), nil)
 			} else {
 				err = w.Mkdir(tt.mkdir, tt.name != "mkdir")
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,8 @@ func ExampleOpenWorkspace() {
 	}
 	defer w.Close()
 
-	_ = w.WriteFile("notes/todo.txt", strings.NewReader("ship it\n"), 0o600)
+	mode := fs.FileMode(0o600)
+	_ = w.WriteFile("notes/todo.txt", strings.NewReader("ship it\n"), &mode)
 	f, _, _ := w.Open(filepath.Join(w.Dir(), "notes/todo.txt")) // absolute paths inside work too
 	b, _ := io.ReadAll(f)
 	f.Close()

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -16,9 +17,12 @@ const wsMaxLinks = 40
 
 // wsFollow resolves the symlinks in rel (a wsResolve result) and returns the path it
 // names with no symlink in it, so a write can put its temporary file beside the real
-// target and rename onto it instead of onto a link. Links are followed by os.Root's
-// rules, which every other workspace operation uses: a relative target is taken from
-// the link's directory, and an absolute one, or one that climbs out, is ErrEscapes.
+// target and rename onto it instead of onto a link, and so every file operation
+// follows links as the sandbox's processes do. A relative target is taken from the
+// link's directory; an absolute one is taken as the sandbox's processes see it: under
+// one of prefixes (the workspace's absolute spellings, wsResolve's) it names that
+// place in the workspace, and anywhere else it is ErrEscapes, as is a target that
+// climbs out.
 //
 // From the first missing element on, the rest of rel is kept as it is (WriteFile makes
 // those parents). A missing final target is fine, so a dangling link names the file to
@@ -27,7 +31,7 @@ const wsMaxLinks = 40
 //
 // The result is only as good as the moment it was read: whoever uses it still goes
 // through os.Root, which keeps a link swapped in meanwhile from reaching outside.
-func wsFollow(root *os.Root, rel string) (string, error) {
+func wsFollow(root *os.Root, prefixes []string, rel string) (string, error) {
 	var (
 		done     []string       // resolved elements, none of them a symlink
 		todo     = wsSplit(rel) // elements still to resolve
@@ -75,10 +79,14 @@ func wsFollow(root *os.Root, rel string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if filepath.IsAbs(target) {
-			return "", fmt.Errorf("%w: symlink %q points to an absolute path", ErrEscapes, next)
-		}
 		parts := wsSplit(target)
+		if filepath.IsAbs(target) {
+			inside, ok := wsUnder(prefixes, parts)
+			if !ok {
+				return "", fmt.Errorf("%w: symlink %q points outside the workspace", ErrEscapes, next)
+			}
+			parts, done = inside, done[:0] // from the workspace's top
+		}
 		todo = append(parts, todo...)
 		fromLink += len(parts)
 	}
@@ -98,6 +106,61 @@ func wsSplit(p string) []string {
 		}
 	}
 	return out
+}
+
+// wsUnder returns the elements of an absolute link target, split by wsSplit, that
+// follow the first of prefixes it starts with, and whether one matched. Elements
+// after the prefix are left for the caller to resolve ("/workspace/../etc" climbs
+// out there, as it does for the kernel).
+func wsUnder(prefixes []string, target []string) ([]string, bool) {
+	for _, pre := range prefixes {
+		elems := wsSplit(pre)
+		if len(target) >= len(elems) && slices.Equal(target[:len(elems)], elems) {
+			return target[len(elems):], true
+		}
+	}
+	return nil, false
+}
+
+// follow resolves the links in rel, a wsResolve result, with wsFollow; with last
+// false the final element is kept as it is, so a link there names the link itself
+// (what Stat, Remove and Mkdir act on).
+func (w *Workspace) follow(rel string, last bool) (string, error) {
+	if last {
+		return wsFollow(w.root, w.prefixes, rel)
+	}
+	dir, base := filepath.Split(rel)
+	if dir == "" {
+		return rel, nil
+	}
+	d, err := wsFollow(w.root, w.prefixes, filepath.Clean(dir))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, base), nil
+}
+
+// lookup resolves path for an operation on what is there (a read, a stat, a
+// remove): wsResolve, then follow. A parent that is not a directory is
+// ErrFileNotFound: nothing can be found under a file.
+func (w *Workspace) lookup(path string, last bool) (string, error) {
+	rel, err := wsResolve(w.prefixes, path)
+	if err != nil {
+		return "", err
+	}
+	if rel, err = w.follow(rel, last); err != nil {
+		return "", wsUnderFile(err)
+	}
+	return rel, nil
+}
+
+// wsUnderFile turns the error of a path whose parent is not a directory (ENOTDIR)
+// into ErrFileNotFound, for a lookup of what is there: there is no such file.
+func wsUnderFile(err error) error {
+	if errors.Is(wsMapErr(err), ErrNotDir) {
+		return fmt.Errorf("%w: a parent of it is not a directory", ErrFileNotFound)
+	}
+	return err
 }
 
 // wsNamesDir reports whether p is spelt as a directory: it ends in "/" or its last

@@ -23,7 +23,10 @@ func wsNewLinkTest(tb testing.TB) (w *Workspace, dir, outside string) {
 		"dang":             "new.txt", // dangling, creates its target
 		"dangsub":          "sub/deep/new.txt",
 		"dangdeep":         "nodir/x.txt",  // dangling into a missing directory
-		"abs":              dir + "/a.txt", // absolute: os.Root counts it as escaping
+		"abs":              dir + "/a.txt", // absolute, inside: taken as the sandbox sees it
+		"absdir":           dir + "/sub",
+		"absup":            dir + "/../outside/secret", // absolute, then climbs out
+		"absws":            dir,
 		"loop1":            "loop2",
 		"loop2":            "loop1",
 		"self":             ".",
@@ -59,7 +62,12 @@ var wsFollowTests = []struct {
 	{name: "out chain", in: "chainout", wantErr: ErrEscapes},
 	{name: "out from deep", in: "indeep/outdeep", wantErr: ErrEscapes},
 	{name: "out parent", in: "outrel/secret", wantErr: ErrEscapes},
-	{name: "absolute", in: "abs", wantErr: ErrEscapes},
+	{name: "absolute inside", in: "abs", want: "a.txt"},
+	{name: "absolute dir inside", in: "absdir/b.txt", want: "sub/b.txt"},
+	{name: "absolute to the workspace", in: "absws/sub/b.txt", want: "sub/b.txt"},
+	{name: "absolute from deep", in: "sub/deep/../../absdir/deep", want: "sub/deep"},
+	{name: "absolute then out", in: "absup", wantErr: ErrEscapes},
+	{name: "absolute outside", in: "out/secret", wantErr: ErrEscapes},
 	{name: "absolute root", in: "toroot/etc", wantErr: ErrEscapes},
 	{name: "loop", in: "loop1", wantErr: ErrInvalid},
 	{name: "file as dir", in: "a.txt/x", wantErr: ErrNotDir},
@@ -71,7 +79,7 @@ func TestWorkspaceFollow(t *testing.T) {
 	for _, tt := range wsFollowTests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := wsFollow(w.root, tt.in)
+			got, err := wsFollow(w.root, w.prefixes, tt.in)
 			if tt.wantErr != nil {
 				if err = wsMapErr(err); !errors.Is(err, tt.wantErr) {
 					t.Fatalf("wsFollow(%q) = %q, %v; want %v", tt.in, got, err, tt.wantErr)
@@ -95,7 +103,7 @@ func FuzzWorkspaceFollow(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := wsFollow(w.root, rel)
+		got, err := wsFollow(w.root, w.prefixes, rel)
 		if err != nil {
 			return
 		}
@@ -141,7 +149,8 @@ func TestWorkspaceWriteThroughLink(t *testing.T) {
 		{name: "link out", path: "insecret", wantErr: ErrEscapes},
 		{name: "chain out", path: "chainout", wantErr: ErrEscapes},
 		{name: "link out from deep", path: "indeep/outdeep", wantErr: ErrEscapes},
-		{name: "absolute link", path: "abs", wantErr: ErrEscapes},
+		{name: "absolute link", path: "abs", target: "a.txt"},
+		{name: "absolute link out", path: "absup", wantErr: ErrEscapes},
 		{name: "dir link out", path: "out", wantErr: ErrEscapes},
 		{name: "link to dir", path: "insub", wantErr: ErrIsDir},
 		{name: "link to workspace", path: "self", wantErr: ErrIsDir},
@@ -152,7 +161,7 @@ func TestWorkspaceWriteThroughLink(t *testing.T) {
 			t.Parallel()
 			w, dir, outside := wsNewLinkTest(t)
 			links, before := wsLinkState(t, dir), wsOutsideState(t, outside)
-			err := w.WriteFile(tt.path, strings.NewReader("through"), 0)
+			err := w.WriteFile(tt.path, strings.NewReader("through"), nil)
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) || tt.wantErr == nil && err != nil {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -195,9 +204,9 @@ func TestWorkspaceWriteKeepsMode(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		path     string // written with mode below
-		mode     fs.FileMode
-		file     string // the file checked
+		path     string       // written with mode below
+		mode     *fs.FileMode // nil: keep
+		file     string       // the file checked
 		wantMode fs.FileMode
 	}{
 		{name: "exec bit kept", path: "run.sh", file: "run.sh", wantMode: 0o755},
@@ -205,7 +214,8 @@ func TestWorkspaceWriteKeepsMode(t *testing.T) {
 		{name: "no permissions kept", path: "none", file: "none", wantMode: 0},
 		{name: "kept through link", path: "runlink", file: "run.sh", wantMode: 0o755},
 		{name: "new file default", path: "fresh", file: "fresh", wantMode: 0o644},
-		{name: "explicit mode wins", path: "private", mode: 0o640, file: "private", wantMode: 0o640},
+		{name: "explicit mode wins", path: "private", mode: ptr(fs.FileMode(0o640)), file: "private", wantMode: 0o640},
+		{name: "explicit zero mode", path: "run.sh", mode: ptr(fs.FileMode(0)), file: "run.sh", wantMode: 0},
 	}
 	for _, tt := range tests {
 		if err := w.WriteFile(tt.path, strings.NewReader("new"), tt.mode); err != nil {
@@ -223,7 +233,7 @@ func TestWorkspaceWriteDirSpelling(t *testing.T) {
 	t.Parallel()
 	w, dir, _ := wsNewTest(t)
 	for _, p := range []string{"sub2/", "sub2//", "sub/", "a.txt/", "x/y/", "sub2/.", "sub/deep/..", dir + "/sub2/", "ina/"} {
-		err := w.WriteFile(p, strings.NewReader("x"), 0)
+		err := w.WriteFile(p, strings.NewReader("x"), nil)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "names a directory") {
 			t.Errorf("write %q: %v, want ErrInvalid naming a directory", p, err)
 		}
@@ -238,7 +248,7 @@ func TestWorkspaceWriteDirSpelling(t *testing.T) {
 	}
 	// The workspace itself stays a conflict, however it is spelt.
 	for _, p := range []string{dir + "/", "./", "sub/.."} {
-		if err := w.WriteFile(p, strings.NewReader("x"), 0); !errors.Is(err, ErrIsDir) {
+		if err := w.WriteFile(p, strings.NewReader("x"), nil); !errors.Is(err, ErrIsDir) {
 			t.Errorf("write %q: %v, want ErrIsDir", p, err)
 		}
 	}
@@ -277,3 +287,6 @@ func TestWorkspaceMkdirThroughLink(t *testing.T) {
 		t.Errorf("outside changed:\n%s\nwant\n%s", after, before)
 	}
 }
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

@@ -101,8 +101,8 @@ func TestWorkspaceEscapes(t *testing.T) {
 			return err
 		}},
 		{"readdir", func(p string) error { _, err := w.ReadDir(p + "/"); return err }},
-		{"write", func(p string) error { return w.WriteFile(p+"/x", strings.NewReader("x"), 0) }},
-		{"write existing", func(p string) error { return w.WriteFile(p+"/secret", strings.NewReader("x"), 0) }},
+		{"write", func(p string) error { return w.WriteFile(p+"/x", strings.NewReader("x"), nil) }},
+		{"write existing", func(p string) error { return w.WriteFile(p+"/secret", strings.NewReader("x"), nil) }},
 		{"stat", func(p string) error { _, err := w.Stat(p + "/secret"); return err }},
 		{"remove", func(p string) error { return w.Remove(p+"/secret", true) }},
 		{"mkdir", func(p string) error { return w.Mkdir(p+"/newdir", true) }},
@@ -132,7 +132,7 @@ func TestWorkspaceEscapes(t *testing.T) {
 	}
 	// Writing through a link out is refused and leaves the link; removing a link removes
 	// only the link.
-	if err := w.WriteFile("insecret", strings.NewReader("mine"), 0); !errors.Is(err, ErrEscapes) {
+	if err := w.WriteFile("insecret", strings.NewReader("mine"), nil); !errors.Is(err, ErrEscapes) {
 		t.Errorf("write through link out: %v, want ErrEscapes", err)
 	}
 	if target, err := os.Readlink(dir + "/insecret"); err != nil || target != "../outside/secret" {
@@ -169,7 +169,7 @@ func TestWorkspaceRead(t *testing.T) {
 		{name: "root", path: dir, wantErr: ErrIsDir},
 		{name: "missing", path: "nope", wantErr: fs.ErrNotExist},
 		{name: "missing is ours too", path: "sub/nope", wantErr: ErrFileNotFound},
-		{name: "file as dir", path: "a.txt/x", wantErr: ErrNotDir},
+		{name: "file as dir", path: "a.txt/x", wantErr: ErrFileNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,13 +240,13 @@ func TestWorkspaceWriteFile(t *testing.T) {
 		name     string
 		path     string
 		data     string
-		mode     fs.FileMode
+		mode     *fs.FileMode
 		wantMode fs.FileMode
 		wantErr  error
 	}{
 		{name: "new", path: "new.txt", data: "n", wantMode: 0o644},
-		{name: "parents", path: "x/y/z.bin", data: "\x00\x01", mode: 0o600, wantMode: 0o600},
-		{name: "exec mode", path: dir + "/run.sh", data: "#!/bin/sh\n", mode: 0o755, wantMode: 0o755},
+		{name: "parents", path: "x/y/z.bin", data: "\x00\x01", mode: ptr(fs.FileMode(0o600)), wantMode: 0o600},
+		{name: "exec mode", path: dir + "/run.sh", data: "#!/bin/sh\n", mode: ptr(fs.FileMode(0o755)), wantMode: 0o755},
 		{name: "overwrite", path: "a.txt", data: "replaced", wantMode: 0o644},
 		{name: "dir", path: "sub", wantErr: ErrIsDir},
 		{name: "root", path: ".", wantErr: ErrIsDir},
@@ -290,7 +290,7 @@ func TestWorkspaceWriteAtomic(t *testing.T) {
 	t.Parallel()
 	w, _, _ := wsNewTest(t)
 	v1, v2 := bytes.Repeat([]byte("1"), 1<<20), bytes.Repeat([]byte("2"), 1<<20)
-	if err := w.WriteFile("f", bytes.NewReader(v1), 0); err != nil {
+	if err := w.WriteFile("f", bytes.NewReader(v1), nil); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -308,7 +308,7 @@ func TestWorkspaceWriteAtomic(t *testing.T) {
 			if i%2 == 1 {
 				v = v2
 			}
-			if err := w.WriteFile("f", bytes.NewReader(v), 0); err != nil {
+			if err := w.WriteFile("f", bytes.NewReader(v), nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -352,7 +352,7 @@ func TestWorkspaceRemoveMkdir(t *testing.T) {
 		{"mkdir no parent", func() error { return w.Mkdir("p/q", false) }, fs.ErrNotExist},
 		{"mkdir parents", func() error { return w.Mkdir(dir+"/p/q/r", true) }, nil},
 		{"mkdir over file", func() error { return w.Mkdir("ina", true) }, ErrExist},
-		{"mkdir under file", func() error { return w.WriteFile("f", strings.NewReader(""), 0) }, nil},
+		{"mkdir under file", func() error { return w.WriteFile("f", strings.NewReader(""), nil) }, nil},
 		{"mkdir under file 2", func() error { return w.Mkdir("f/x", true) }, ErrNotDir},
 		{"remove empty dir", func() error { return w.Remove("d", false) }, nil},
 	}

@@ -26,7 +26,7 @@ func TestWorkspaceUserNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.WriteFile("api/put.txt", strings.NewReader("put\n"), 0o640); err != nil {
+	if err := w.WriteFile("api/put.txt", strings.NewReader("put\n"), ptr(fs.FileMode(0o640))); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Mkdir("api/made", true); err != nil {
@@ -69,7 +69,7 @@ func TestWorkspaceUserNS(t *testing.T) {
 	// Sandbox → API: readable, overwritable and deletable, with the mode made inside.
 	sh(`mkdir -p in/sub && echo inside > in/sub/f && chmod 600 in/sub/f`)
 	wantAPIFile(t, w, "in/sub/f", "inside\n", 0o600)
-	if err := w.WriteFile("in/sub/f", strings.NewReader("api\n"), 0o604); err != nil {
+	if err := w.WriteFile("in/sub/f", strings.NewReader("api\n"), ptr(fs.FileMode(0o604))); err != nil {
 		t.Fatalf("overwrite a file made inside: %v", err)
 	}
 	if got := sh(`cat in/sub/f && stat -c '%a' in/sub/f && echo again >> in/sub/f`); got != "api\n604\n" {

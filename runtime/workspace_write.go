@@ -27,7 +27,7 @@ import (
 // it is renamed into place, then its directory is fsynced, and so is the parent of each
 // directory made on the way. A write cut short (a crash, kill -9) leaves at most a
 // temporary file, which RemoveStaleTemps removes.
-func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err error) {
+func (w *Workspace) WriteFile(path string, r io.Reader, mode *fs.FileMode) (err error) {
 	defer wsWrap("write", path, &err)
 	rel, err := wsResolve(w.prefixes, path)
 	if err != nil {
@@ -39,7 +39,7 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	if suffix, ok := wsNamesDir(path); ok {
 		return fmt.Errorf("%w: a path ending in %q names a directory, not a file", ErrInvalid, suffix)
 	}
-	if rel, err = wsFollow(w.root, rel); err != nil {
+	if rel, err = wsFollow(w.root, w.prefixes, rel); err != nil {
 		return err
 	}
 	if rel == "." {
@@ -49,12 +49,13 @@ func (w *Workspace) WriteFile(path string, r io.Reader, mode fs.FileMode) (err e
 	if err := w.mkdirAllSync(dir); err != nil {
 		return wsParentErr(err)
 	}
-	perm := mode & fs.ModePerm
+	var perm fs.FileMode
 	fi, serr := w.root.Lstat(rel)
 	switch {
 	case serr == nil && fi.IsDir():
 		return ErrIsDir
-	case mode != 0:
+	case mode != nil:
+		perm = *mode & fs.ModePerm
 	case serr == nil && fi.Mode().IsRegular():
 		perm = fi.Mode().Perm() // an edit must not cost a script its exec bit
 	default:
@@ -139,7 +140,7 @@ func (w *Workspace) mkdirAllSync(dir string) error {
 // (ErrInvalid); a missing path is ErrFileNotFound.
 func (w *Workspace) Remove(path string, recursive bool) (err error) {
 	defer wsWrap("remove", path, &err)
-	rel, err := wsResolve(w.prefixes, path)
+	rel, err := w.lookup(path, false)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (w *Workspace) Remove(path string, recursive bool) (err error) {
 		return fmt.Errorf("%w: cannot remove the workspace itself", ErrInvalid)
 	}
 	if _, err := w.root.Lstat(rel); err != nil {
-		return err
+		return wsUnderFile(err)
 	}
 	if recursive {
 		return w.root.RemoveAll(rel)
@@ -169,17 +170,29 @@ func (w *Workspace) Mkdir(path string, parents bool) (err error) {
 	if err != nil {
 		return err
 	}
+	if rel, err = w.follow(rel, false); err != nil {
+		return err
+	}
 	if parents {
-		// Stat follows a link, as mkdir -p does: a link to a directory is fine, and one
-		// pointing out is ErrEscapes like any other path that resolves outside.
-		fi, err := w.root.Stat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			fi, err = w.root.Lstat(rel) // a dangling link is in the way
+		// A link is followed, as mkdir -p does: a link to a directory is fine; one
+		// pointing out is ErrEscapes like any other path that resolves outside, and a
+		// dangling one is in the way.
+		fi, err := w.root.Lstat(rel)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, ferr := wsFollow(w.root, w.prefixes, rel)
+			if ferr != nil {
+				return ferr
+			}
+			if fi, err = w.root.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+				return ErrExist
+			}
 		}
 		switch {
-		case err == nil && !fi.IsDir():
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil:
 			return ErrExist
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist):
 			return err
 		}
 		return wsParentErr(w.mkdirAllSync(rel))

@@ -128,7 +128,10 @@ func (a *sbActor) create(spec SandboxSpec, claim *ownerClaim) (SandboxInfo, bool
 	}
 	b, err := a.n.cfg.Policy.Budget(a.ctx(), BudgetRequest{Tenant: spec.Tenant, SandboxID: spec.ID, Labels: maps.Clone(spec.Labels)})
 	if err != nil {
-		return SandboxInfo{}, false, fmt.Errorf("actor: failed to get budget for sandbox %q: %w", a.id, err)
+		// A policy that fails (a plugin that traps, hangs or answers garbage) gives
+		// the operator's defaults: it must not stop sandboxes from being made.
+		a.n.log.Warn("actor: the budget policy failed; the sandbox gets the default budget", "sandbox", a.id, "err", err)
+		b = Budget{}
 	}
 	if err := a.clearLeftover(); err != nil {
 		return SandboxInfo{}, false, err

@@ -94,7 +94,8 @@ func TestMessagesAckBatchInOrder(t *testing.T) {
 	for i := range ids {
 		ids[i] = "msg_" + strconv.Itoa(i+1)
 	}
-	for _, body := range []any{map[string]any{"ids": ids}, map[string]any{}, `{"ids":"msg_1"}`} {
+	for _, body := range []any{map[string]any{"ids": ids}, map[string]any{}, `{"ids":"msg_1"}`,
+		map[string]any{"ids": []string{"msg_1", "a\x00b"}}, map[string]any{"ids": []string{"BAD.ID"}}, map[string]any{"ids": []string{""}}} {
 		if r := ts.do("POST", "/v1/sandboxes/ab1/messages/ack", body); r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument {
 			t.Fatalf("ack %v: %d %s", body, r.status, r.body)
 		}

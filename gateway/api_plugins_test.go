@@ -152,3 +152,50 @@ func TestPluginReloadRefreshesBudgets(t *testing.T) {
 		return sb.Budget.MaxProcesses == 64
 	})
 }
+
+// failingBudgetModule is a version 2 policy module, written out by hand, whose budget
+// hook always answers 0 ("I failed") and which has no route hook.
+func failingBudgetModule(t testing.TB) string {
+	t.Helper()
+	section := func(id byte, content ...byte) []byte { return append([]byte{id, byte(len(content))}, content...) }
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	var exports []byte
+	exports = append(exports, 4)
+	exports = append(append(exports, name("memory")...), 0x02, 0)
+	exports = append(append(exports, name("sandgate_abi_version")...), 0x00, 0)
+	exports = append(append(exports, name("sandgate_alloc")...), 0x00, 1)
+	exports = append(append(exports, name("sandgate_budget")...), 0x00, 2)
+	mod := []byte{0x00, 'a', 's', 'm', 1, 0, 0, 0}
+	mod = append(mod, section(1, 3, 0x60, 0, 1, 0x7f, 0x60, 1, 0x7f, 1, 0x7f, 0x60, 2, 0x7f, 0x7f, 1, 0x7e)...) // () -> i32, (i32) -> i32, (i32, i32) -> i64
+	mod = append(mod, section(3, 3, 0, 1, 2)...)                                                                // three functions of those types
+	mod = append(mod, section(5, 1, 0, 1)...)                                                                   // one memory of one page
+	mod = append(mod, section(7, exports...)...)
+	mod = append(mod, section(10, 3, 4, 0, 0x41, 2, 0x0b, 5, 0, 0x41, 0x80, 0x08, 0x0b, 4, 0, 0x42, 0, 0x0b)...) // 2; 1024; 0
+	path := filepath.Join(t.TempDir(), "failing-budget.wasm")
+	if err := os.WriteFile(path, mod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFailingBudgetHookGivesDefaults: a plugin whose budget hook fails does not stop
+// sandboxes from being made: they get the operator's default budget, as the plugin
+// ABI says, and the failure is counted.
+func TestFailingBudgetHookGivesDefaults(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, &serverOptions{policyFile: failingBudgetModule(t)})
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "fb"}).json(t, &sb)
+	if sb.Budget.MaxProcesses != 64 {
+		t.Fatalf("budget %+v, want the defaults", sb.Budget)
+	}
+	var res execJSON
+	ts.must(http.StatusOK, "POST", "/v1/sandboxes/fb/exec", map[string]any{"command": "echo ok"}).json(t, &res)
+	if res.Stdout != "ok\n" {
+		t.Fatalf("exec in the sandbox: %+v", res)
+	}
+	metrics := ts.must(http.StatusOK, "GET", "/metrics", nil)
+	if !strings.Contains(string(metrics.body), `sandgate_plugin_failures_total{hook="budget",kind="garbage"}`) {
+		t.Fatal("the budget hook's failure is not counted in /metrics")
+	}
+}

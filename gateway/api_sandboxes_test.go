@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +231,36 @@ func TestClusterSingleNode(t *testing.T) {
 	r = ts.doToken(testAdminToken, "POST", "/v1/cluster/join", map[string]any{"id": "Ghost!", "raft_addr": "127.0.0.1:9", "http_addr": "127.0.0.1:9"})
 	if r.status != http.StatusBadRequest || r.errorCode(t) != codeInvalidArgument || !strings.Contains(string(r.body), "member id") {
 		t.Fatalf("join under a bad id: %d %s", r.status, r.body)
+	}
+}
+
+// createIDPolicy records the sandbox ids it is asked about at create.
+type createIDPolicy struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (p *createIDPolicy) Route(_ context.Context, r RouteRequest) RouteDecision {
+	if r.Route == "POST /v1/sandboxes" {
+		p.mu.Lock()
+		p.ids = append(p.ids, r.Sandbox)
+		p.mu.Unlock()
+	}
+	return RouteDecision{Allow: true}
+}
+
+// TestRoutePolicySeesCreateID: the policy is told the sandbox id at create too: the
+// caller's, or the server-made one the sandbox then gets.
+func TestRoutePolicySeesCreateID(t *testing.T) {
+	t.Parallel()
+	p := &createIDPolicy{}
+	ts := newTestServer(t, &serverOptions{policy: p})
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{"id": "named"})
+	var sb sandboxJSON
+	ts.must(http.StatusCreated, "POST", "/v1/sandboxes", map[string]any{}).json(t, &sb)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ids) != 2 || p.ids[0] != "named" || p.ids[1] != sb.ID || !strings.HasPrefix(sb.ID, "sb_") {
+		t.Fatalf("policy saw ids %q; want named and the made id %q", p.ids, sb.ID)
 	}
 }

@@ -44,8 +44,9 @@ type Config struct {
 	// smaller bound on its new node only refuses new sessions and terminals (and drops
 	// exited records) there.
 	ExitedLimit, SessionLimit, TerminalLimit int
-	// NodeID names this node. Defaults to a random UUID made once and kept in
-	// DataDir/node-id: stable across restarts, and distinct for nodes sharing a host.
+	// NodeID names this node. It is kept in DataDir/node-id: left empty it is the kept
+	// one, or a random UUID made once; one other than the kept one is ErrConfig. So it
+	// is stable across restarts, and distinct for nodes sharing a host.
 	NodeID string
 	// RaftListen is the host:port of this node's raft transport, which other nodes
 	// must reach; port 0 picks a free one. Defaults to 127.0.0.1:0 (serve's flag defaults

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/actor"
+	"github.com/sandgate/sandgate/runtime"
 )
 
 const (
@@ -101,6 +102,13 @@ func (s *Server) ackMessages(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.IDs) > maxAckIDs {
 		return badRequest("ids holds %d ids, over the limit of %d", len(req.IDs), maxAckIDs)
+	}
+	for _, id := range req.IDs {
+		// As for an id in the path (DELETE …/messages/{id}): a NUL byte or anything
+		// that is no id is refused, not counted as a message not found.
+		if !runtime.ValidID(id) {
+			return badRequest("invalid message id %q in ids: use 1-63 characters of [a-z0-9_-], starting with a letter or digit", id)
+		}
 	}
 	acked, err := s.node.AckMessages(r.Context(), r.PathValue("sb"), req.IDs)
 	if err != nil {

@@ -39,7 +39,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) (err erro
 	if err := checkPaths("cwd", req.Cwd); err != nil {
 		return err
 	}
-	pool, err := s.decideRoute(r, "POST /v1/sandboxes", nonNilMap(req.Labels), nil)
+	if id == "" {
+		// Made here, not by the actor, so that the policy is told the id as on every
+		// other route.
+		id = newSandboxID()
+		req.ID = &id
+	}
+	pool, err := s.decideRouteFor(r, r.Method, "POST /v1/sandboxes", id, nonNilMap(req.Labels), nil)
 	if err != nil {
 		return err
 	}

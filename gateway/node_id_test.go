@@ -1,39 +1,60 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
-// uuidPattern is what loadOrCreateNodeID makes: a random (version 4) UUID.
+// uuidPattern is what nodeIDFor makes: a random (version 4) UUID.
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestNodeIDKeptInDataDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	id, err := loadOrCreateNodeID(dir)
+	id, err := nodeIDFor(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !uuidPattern.MatchString(id) {
 		t.Fatalf("node id %q is not a random UUID", id)
 	}
-	again, err := loadOrCreateNodeID(dir)
+	again, err := nodeIDFor(dir, "")
 	if err != nil || again != id {
 		t.Fatalf("second start: %q, %v; want the same id %q", again, err, id)
 	}
-	other, err := loadOrCreateNodeID(t.TempDir())
+	other, err := nodeIDFor(t.TempDir(), "")
 	if err != nil || other == id {
 		t.Fatalf("another data dir got %q, %v; want an id of its own", other, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, nodeIDFile), []byte("given\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if kept, _ := loadOrCreateNodeID(dir); kept != "given" {
+	if kept, _ := nodeIDFor(dir, ""); kept != "given" {
 		t.Fatalf("an id in the file: got %q, want it kept", kept)
+	}
+}
+
+// TestGivenNodeIDKept: a node started with --node-id keeps it in its data directory,
+// so a restart without the flag resumes it, and one with another id is refused.
+func TestGivenNodeIDKept(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if id, err := nodeIDFor(dir, "nodex"); err != nil || id != "nodex" {
+		t.Fatalf("first start: %q, %v", id, err)
+	}
+	if id, err := nodeIDFor(dir, ""); err != nil || id != "nodex" {
+		t.Fatalf("restart without --node-id: %q, %v; want nodex", id, err)
+	}
+	if id, err := nodeIDFor(dir, "nodex"); err != nil || id != "nodex" {
+		t.Fatalf("restart with the same id: %q, %v", id, err)
+	}
+	if id, err := nodeIDFor(dir, "nodey"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"nodex"`) {
+		t.Fatalf("restart with another id: %q, %v; want ErrConfig naming nodex", id, err)
 	}
 }
 

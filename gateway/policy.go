@@ -48,19 +48,20 @@ func (s *Server) checkRouteAs(r *http.Request, pattern string, command []string)
 	if m, _, ok := strings.Cut(pattern, " "); ok && m != method && method != http.MethodHead {
 		method = m
 	}
-	_, err := s.decideRouteFor(r, method, pattern, nil, command)
+	_, err := s.decideRouteFor(r, method, pattern, r.PathValue("sb"), nil, command)
 	return err
 }
 
 func (s *Server) decideRoute(r *http.Request, pattern string, labels map[string]string, command []string) (map[string]string, error) {
-	return s.decideRouteFor(r, r.Method, pattern, labels, command)
+	return s.decideRouteFor(r, r.Method, pattern, r.PathValue("sb"), labels, command)
 }
 
-func (s *Server) decideRouteFor(r *http.Request, method, pattern string, labels map[string]string, command []string) (map[string]string, error) {
+// decideRouteFor asks the policy about a request for sandbox sb (the path's, or the
+// one a create names).
+func (s *Server) decideRouteFor(r *http.Request, method, pattern, sb string, labels map[string]string, command []string) (map[string]string, error) {
 	if s.cfg.Policy == nil {
 		return nil, nil
 	}
-	sb := r.PathValue("sb")
 	if labels == nil && sb != "" {
 		if info, err := s.node.GetSandbox(r.Context(), sb); err == nil {
 			labels = info.Labels

@@ -79,10 +79,8 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.NodeID == "" {
-		if c.NodeID, err = loadOrCreateNodeID(c.DataDir); err != nil {
-			return nil, err
-		}
+	if c.NodeID, err = nodeIDFor(c.DataDir, c.NodeID); err != nil {
+		return nil, err
 	}
 	reloads := make(chan uint64, 1)
 	host, err := openPolicy(ctx, &c, reloads)

@@ -60,7 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxExited := fs.Int("max-exited-processes", gateway.DefaultExitedLimit, "how many exited processes' records (`N`) a sandbox keeps listed; past it the oldest is dropped")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultSessionLimit, "how many sessions (`N`) a sandbox remembers, dead ones included; a new one past it is 429 budget_exceeded (max_sessions)")
 	maxTerminals := fs.Int("max-terminals", gateway.DefaultTerminalLimit, "how many terminals (`N`) a sandbox remembers, stopped ones included; a new one past it is 429 budget_exceeded (max_terminals)")
-	nodeID := fs.String("node-id", "", "node `id`: 1-63 characters of [a-z0-9_-] (default: a UUID made once and kept in --data)")
+	nodeID := fs.String("node-id", "", "node `id`: 1-63 characters of [a-z0-9_-], kept in --data (default: the kept one, or a UUID made once); another id than the kept one is refused")
 	raftListen := fs.String("raft-listen", "127.0.0.1:7071", "raft `address`")
 	advertise := fs.String("advertise", "", "HTTP `host:port` (or host, with the --listen port) other nodes forward to (default: --listen, or for 0.0.0.0/:: the host's first non-loopback address)")
 	raftAdvertise := fs.String("raft-advertise", "", "raft `host:port` (or host, with the --raft-listen port) other nodes dial (default: --raft-listen, or for 0.0.0.0/:: the host's first non-loopback address)")

@@ -138,7 +138,8 @@ func TestSlowBodyKeepsGoing(t *testing.T) {
 	}
 }
 
-// TestHeaderLimit: headers over MaxHeaderBytes are refused.
+// TestHeaderLimit: headers over MaxHeaderBytes are refused with 431 in the error shape
+// naming the limit, and far over it by net/http itself.
 func TestHeaderLimit(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.MaxHeaderBytes = 4 << 10 }})
@@ -148,9 +149,28 @@ func TestHeaderLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(string(body), `"code":"too_large"`) || !strings.Contains(string(body), "4096") {
+		t.Fatalf("status %d %s, want 431 too_large naming the limit", resp.StatusCode, body)
+	}
+	// Far past the limit net/http refuses the headers before any handler.
+	req.Header.Set("X-Big", strings.Repeat("x", 64<<10))
+	if resp, err = ts.client.Do(req); err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
+	}
+	// Within it, a request goes through.
+	req.Header.Set("X-Big", strings.Repeat("x", 2<<10))
+	if resp, err = ts.client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d with headers within the limit, want 200", resp.StatusCode)
 	}
 }
 

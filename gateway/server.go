@@ -210,9 +210,9 @@ func New(ctx context.Context, cfg *Config) (*Server, error) {
 }
 
 // Handler returns the HTTP handler of the whole API, with the body read deadline of
-// Config.BodyReadTimeout. A server of the caller's own should set the other deadlines
+// Config.BodyReadTimeout and Config.MaxHeaderBytes' check (withHeaderLimit). A server of the caller's own should set the other deadlines
 // (see Serve).
-func (s *Server) Handler() http.Handler { return s.withBodyDeadline(s.handler) }
+func (s *Server) Handler() http.Handler { return s.withHeaderLimit(s.withBodyDeadline(s.handler)) }
 
 // Serve answers requests on ln until Shutdown, with the deadlines of Config
 // (ReadHeaderTimeout, BodyReadTimeout, IdleTimeout, MaxHeaderBytes). ln's address is
@@ -220,10 +220,10 @@ func (s *Server) Handler() http.Handler { return s.withBodyDeadline(s.handler) }
 // after a clean shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.withBodyDeadline(s.handler),
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		MaxHeaderBytes:    headerReadFactor * s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnState:         noDelay,
 	}

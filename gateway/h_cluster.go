@@ -84,6 +84,9 @@ func (s *Server) clusterState() clusterJSON {
 	ms := c.Members()
 	out.Members = make([]clusterMemberJSON, 0, len(ms))
 	for _, m := range ms {
+		if m.Status == cluster.StatusLeft {
+			continue // removed: no longer a member (the table keeps it to refuse its return)
+		}
 		out.Members = append(out.Members, clusterMemberJSON{
 			memberJSON: memberJSON{
 				ID: string(m.ID), RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr,

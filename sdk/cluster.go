@@ -12,7 +12,8 @@ type Member struct {
 	RaftAddr string            `json:"raft_addr"`
 	HTTPAddr string            `json:"http_addr"`
 	Labels   map[string]string `json:"labels,omitempty"`
-	// Status is "alive", "draining", "down" or "left"; it is not sent on join.
+	// Status is "alive", "draining" or "down" (a removed member is not listed); it is
+	// not sent on join.
 	Status string `json:"status,omitempty"`
 	// Voter reports that the member votes in raft; the others replicate as
 	// non-voters (an extension of the contract). It is not sent on join.

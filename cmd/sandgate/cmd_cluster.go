@@ -111,7 +111,8 @@ func printCluster(e *env, cl *sdk.Cluster) {
 }
 
 // role is a member's part in raft: leader, voter, or non-voter (it replicates the
-// log without voting); "-" for a member that left.
+// log without voting); "-" for a member that left (a server from before removed
+// members were no longer listed may still show one).
 func role(cl *sdk.Cluster, m sdk.Member) string {
 	switch {
 	case m.ID == cl.Leader:

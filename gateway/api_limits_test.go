@@ -48,6 +48,26 @@ func TestBodyLimits(t *testing.T) {
 	}
 }
 
+// TestCreateBodyAtTheLimit: a create whose body is exactly the JSON limit is taken,
+// with or without an id (the id a server makes travels beside the body, never in it),
+// and one byte more is 413.
+func TestCreateBodyAtTheLimit(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	body := func(id string, size int) string {
+		head := `{"env":{"V":"` + strings.Repeat("a", 100<<10) + `"}` + id
+		return head + strings.Repeat(" ", size-len(head)-1) + "}"
+	}
+	for _, id := range []string{"", `,"id":"at-limit"`} {
+		if r := ts.do("POST", "/v1/sandboxes", body(id, maxJSONBody)); r.status != http.StatusCreated {
+			t.Fatalf("a create of exactly %d bytes (id %q): %d %.300s", maxJSONBody, id, r.status, r.body)
+		}
+		if r := ts.do("POST", "/v1/sandboxes", body(id, maxJSONBody+1)); r.status != http.StatusRequestEntityTooLarge || r.errorCode(t) != codeTooLarge {
+			t.Fatalf("a create of %d bytes (id %q): %d %.300s", maxJSONBody+1, id, r.status, r.body)
+		}
+	}
+}
+
 // TestNULRefused: a NUL byte in a command, argv, cwd, env, shell, path, id, tag,
 // label (a process's or a sandbox's) or posted event type is 400 invalid_argument naming the field, on every route that takes one; before
 // this, a NUL in an exec's command ran it and answered exit 126.

@@ -23,6 +23,10 @@ import (
 const (
 	// hopsHeader counts the forwards a request has made; the accepting node sends 1.
 	hopsHeader = "X-Sandgate-Hops"
+	// madeIDHeader carries the id the accepting node made for a create whose body
+	// names none (createTarget); the body is sent as the client sent it, so that its
+	// size limit is the client's.
+	madeIDHeader = "X-Sandgate-Made-Id"
 	// epochHeader is the epoch of the owner's assignment in the sender's table.
 	epochHeader = "X-Sandgate-Epoch"
 	// indexHeader is, on a 421, the table index of the node that refused: the sender

@@ -139,7 +139,8 @@ func TestCreateTarget(t *testing.T) {
 		{"null id", `{"id": null}`, true, "made"},
 		{"empty body", ``, true, "made"},
 		{"null body", `null`, true, "made"},
-		{"no id on the owner", `{}`, false, ""},
+		{"no id on the owner: the accepting node's", `{}`, false, "sb_fromtheclient0"},
+		{"a client's made id is not taken", `{}`, true, "made"},
 		{"bad id", `{"id": "Bad Id"}`, true, ""},
 		{"id not a string", `{"id": 7}`, true, ""},
 		{"unknown field", `{"nope": 1}`, true, ""},
@@ -148,18 +149,23 @@ func TestCreateTarget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/v1/sandboxes", strings.NewReader(tt.body))
+			r.Header.Set(madeIDHeader, "sb_fromtheclient0") // replaced at the accepting node
 			sb, body, err := s.createTarget(r, tt.makeID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch tt.want {
 			case "made":
-				if !strings.HasPrefix(sb, "sb_") || len(sb) != 3+16 {
-					t.Fatalf("made id %q", sb)
+				if !strings.HasPrefix(sb, "sb_") || len(sb) != 3+16 || r.Header.Get(madeIDHeader) != sb {
+					t.Fatalf("made id %q, header %q", sb, r.Header.Get(madeIDHeader))
 				}
-				var req createSandboxRequest
-				if err := decodeJSONBytes(body.buf, &req); err != nil || req.ID == nil || *req.ID != sb {
-					t.Fatalf("body sent on %s: %v", body.buf, err)
+				if string(body.buf) != tt.body {
+					t.Fatalf("body changed to %s", body.buf)
+				}
+				// The owner goes by the header.
+				r.Header.Set(hopsHeader, "1")
+				if again, _, err := s.createTarget(r, false); err != nil || again != sb {
+					t.Fatalf("the owner reads %q, %v; want %q", again, err, sb)
 				}
 			default:
 				if sb != tt.want {

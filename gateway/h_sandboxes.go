@@ -40,9 +40,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) (err erro
 		return err
 	}
 	if id == "" {
-		// Made here, not by the actor, so that the policy is told the id as on every
-		// other route.
-		id = newSandboxID()
+		// The accepting node's (createTarget), or made here, not by the actor, so
+		// that the policy is told the id as on every other route.
+		if id = madeID(r); id == "" {
+			id = newSandboxID()
+		}
 		req.ID = &id
 	}
 	pool, err := s.decideRouteFor(r, r.Method, "POST /v1/sandboxes", id, nonNilMap(req.Labels), nil)

@@ -163,12 +163,15 @@ func TestPolicyUsedAndClamped(t *testing.T) {
 	if seen.Tenant != "acme" || seen.SandboxID != "pol" || seen.Labels["tier"] != "free" {
 		t.Fatalf("policy saw %+v", seen)
 	}
-	_, _, err = n.CreateSandbox(tctx(t), SandboxSpec{ID: "pol2", Labels: map[string]string{"tier": "deny"}})
-	if err == nil {
-		t.Fatal("policy error ignored")
+	// A policy that fails gives the operator's defaults (clamped as any budget): it
+	// must not stop sandboxes from being made.
+	in, _, err = n.CreateSandbox(tctx(t), SandboxSpec{ID: "pol2", Labels: map[string]string{"tier": "deny"}})
+	must(t, err)
+	want := DefaultBudget()
+	want.MaxProcesses = 10
+	if in.Budget != want {
+		t.Fatalf("budget after a policy error %+v, want the defaults %+v", in.Budget, want)
 	}
-	_, err = n.GetSandbox(tctx(t), "pol2")
-	wantErr(t, err, ErrNotFound)
 }
 
 // Exec calls in flight and live session shells count in the process budget: with

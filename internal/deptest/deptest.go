@@ -5,10 +5,13 @@ package deptest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Rules lists what a package may not depend on.
@@ -28,7 +31,7 @@ type Rules struct {
 // Check fails tb when the package at pkg (an import path or "." ) breaks rules.
 func Check(tb testing.TB, pkg string, rules Rules) {
 	tb.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", pkg).Output()
+	out, err := goList("-json=ImportPath,Imports,Deps", pkg)
 	if err != nil {
 		tb.Fatalf("go list %s: %v", pkg, err)
 	}
@@ -60,7 +63,7 @@ func Check(tb testing.TB, pkg string, rules Rules) {
 // checkOurs fails tb when one of our packages in pkg's graph imports a path of bad.
 func checkOurs(tb testing.TB, pkg string, bad map[string]string) {
 	tb.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Module", pkg).Output()
+	out, err := goList("-deps", "-json=ImportPath,Imports,Module", pkg)
 	if err != nil {
 		tb.Fatalf("go list -deps %s: %v", pkg, err)
 	}
@@ -88,3 +91,22 @@ func checkOurs(tb testing.TB, pkg string, bad map[string]string) {
 
 // Ours is the module path, for building rules about our own packages.
 const Ours = "github.com/sandgate/sandgate/"
+
+// goList runs go list with args. A failure is tried again twice: on a machine running
+// many builds at once the go command can fail for reasons of its own (what it printed
+// is in the error), and the import graph it reports does not change meanwhile.
+func goList(args ...string) ([]byte, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var out []byte
+		if out, err = exec.Command("go", append([]string{"list"}, args...)...).Output(); err == nil {
+			return out, nil
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	return nil, err
+}

@@ -55,6 +55,10 @@ var (
 	// ErrLastVoter is returned by Remove for the only voter of the cluster: removing
 	// it would leave no quorum.
 	ErrLastVoter = errors.New("cluster: cannot remove the last voter")
+	// ErrMemberAlive is returned by Join for a member whose id, or raft address, is a
+	// live member's at other addresses: adding it would take that member out of the
+	// cluster. Once the live one is gone (its lease ran out) the join is taken.
+	ErrMemberAlive = errors.New("cluster: a live member has that id or raft address")
 	// ErrHandoff is returned by Admit for a sandbox whose partition is being handed
 	// from one member to another: nobody may run it until the handoff completes, a
 	// matter of a passivation and two commits, so the gateway holds the request and

@@ -33,6 +33,9 @@ func (n *Node) join(ctx context.Context, m Member) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
+	if err := n.checkNotLive(m); err != nil {
+		return err
+	}
 	f := n.raft.GetConfiguration()
 	if err := n.wait(ctx, f); err != nil {
 		return err
@@ -62,6 +65,23 @@ func (n *Node) join(ctx context.Context, m Member) error {
 		return err
 	}
 	n.kickLeader()
+	return nil
+}
+
+// checkNotLive refuses a join that would replace a live member: another incarnation
+// under m's id at other addresses, or another member at m's raft address, that still
+// heartbeats (its lease may not have run out). A node that restarts at a new address
+// is taken once its old self has been silent for the lease.
+func (n *Node) checkNotLive(m Member) error {
+	for _, cur := range n.fsm.cur.Load().members {
+		if cur.Status == StatusLeft || cur.Status == StatusDown || n.movable(cur.ID) {
+			continue
+		}
+		same := cur.ID == m.ID
+		if same && (cur.RaftAddr != m.RaftAddr || cur.HTTPAddr != m.HTTPAddr) || !same && cur.RaftAddr == m.RaftAddr {
+			return fmt.Errorf("%w: member %s is alive at raft %s, HTTP %s: stop it or remove it first", ErrMemberAlive, cur.ID, cur.RaftAddr, cur.HTTPAddr)
+		}
+	}
 	return nil
 }
 

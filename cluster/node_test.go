@@ -311,3 +311,44 @@ func onLeader(tb testing.TB, nodes []*Node, call func(l *Node) error) error {
 	})
 	return err
 }
+
+// TestJoinRefusesLiveMember: a join under a live member's id at other addresses, or at
+// a live member's raft address under another id, is ErrMemberAlive and leaves that
+// member as it was; a join that repeats a member's own addresses (new labels) is taken.
+func TestJoinRefusesLiveMember(t *testing.T) {
+	t.Parallel()
+	nodes := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	l := leader(t, nodes...)
+	var other *Node
+	for _, n := range nodes {
+		if n != l {
+			other = n
+			break
+		}
+	}
+	self := other.Self()
+	moved := self
+	moved.RaftAddr = "127.0.0.1:1"
+	if err := onLeader(t, nodes, func(l *Node) error { return l.Join(ctx, moved) }); !errors.Is(err, ErrMemberAlive) {
+		t.Fatalf("join of a live member's id at another address: %v, want ErrMemberAlive", err)
+	}
+	squatter := Member{ID: "squatter", RaftAddr: self.RaftAddr, HTTPAddr: "127.0.0.1:2"}
+	if err := onLeader(t, nodes, func(l *Node) error { return l.Join(ctx, squatter) }); !errors.Is(err, ErrMemberAlive) {
+		t.Fatalf("join at a live member's raft address: %v, want ErrMemberAlive", err)
+	}
+	relabel := self
+	relabel.Labels = map[string]string{"zone": "b"}
+	if err := onLeader(t, nodes, func(l *Node) error { return l.Join(ctx, relabel) }); err != nil {
+		t.Fatalf("join with the member's own addresses: %v", err)
+	}
+	for _, m := range leader(t, nodes...).Members() {
+		if m.ID == self.ID && (m.RaftAddr != self.RaftAddr || m.Status != StatusAlive) {
+			t.Fatalf("the live member after the refused joins: %+v", m)
+		}
+		if m.ID == "squatter" {
+			t.Fatalf("the refused member was added: %+v", m)
+		}
+	}
+}

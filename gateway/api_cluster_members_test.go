@@ -92,6 +92,24 @@ func TestClusterThreeNodes(t *testing.T) {
 		})
 	})
 
+	t.Run("a live member's id at other addresses is refused", func(t *testing.T) {
+		l := tc.leader()
+		victim := tc.nodes[1].srv.cfg.NodeID
+		impostor := map[string]any{"id": victim, "raft_addr": "127.0.0.1:1", "http_addr": "127.0.0.1:2"}
+		r := l.raw(testAdminToken, "POST", "/v1/cluster/join", impostor, nil, false)
+		if r.status != http.StatusConflict || r.errorCode(t) != codeConflict {
+			t.Fatalf("join as the live %s elsewhere: %d %s, want 409 conflict", victim, r.status, r.body)
+		}
+		v, err := l.view()
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(v.Members, func(m clusterMemberJSON) bool { return m.ID == victim })
+		if i < 0 || v.Members[i].Status != "alive" || v.Members[i].RaftAddr == "127.0.0.1:1" {
+			t.Fatalf("%s after the refused join: %+v", victim, v.Members)
+		}
+	})
+
 	t.Run("restart resumes without join", func(t *testing.T) {
 		ts := tc.restart(t, 3)
 		if ts.srv.cfg.Join != "" {

@@ -179,8 +179,9 @@ func (s *seedClient) join(ctx context.Context, m cluster.Member) error {
 }
 
 // call sends one request to the seed, retrying with backoff within joinTimeout while
-// the seed cannot be reached or answers 5xx. A 4xx is final: a wrong token, a bad
-// request.
+// the seed cannot be reached or answers 5xx, or 409: a live member still has this
+// node's id at other addresses (this node's earlier self, restarted elsewhere, until
+// its lease runs out). Another 4xx is final: a wrong token, a bad request.
 func (s *seedClient) call(ctx context.Context, method, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
@@ -195,7 +196,7 @@ func (s *seedClient) call(ctx context.Context, method, path string, in, out any)
 	for {
 		err := s.once(ctx, method, path, body, out)
 		var final *peerError
-		if err == nil || (errors.As(err, &final) && final.status < 500) {
+		if err == nil || (errors.As(err, &final) && final.status < 500 && final.status != http.StatusConflict) {
 			return err
 		}
 		select {

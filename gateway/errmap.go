@@ -39,7 +39,7 @@ var errorRules = []errorRule{
 	// Membership changes (join, remove, the token table) on the leader.
 	{[]error{cluster.ErrInvalid}, http.StatusBadRequest, codeInvalidArgument},
 	{[]error{cluster.ErrUnknownMember}, http.StatusNotFound, codeNotFound},
-	{[]error{cluster.ErrLastVoter}, http.StatusConflict, codeConflict},
+	{[]error{cluster.ErrLastVoter, cluster.ErrMemberAlive}, http.StatusConflict, codeConflict},
 	// A write the cluster refused because the sandbox moved meanwhile (fenced), or
 	// whose outcome is unknown (its leader changed): the client may retry, and the
 	// retry goes to the owner of the moment.

@@ -351,19 +351,23 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel := s.streamContext(r, sb) // ends when the sandbox moves away
 	defer cancel()
-	sub := s.subscribeLive(p, startOffset(p, from, given))
+	sub := s.subscribeLive(r, p, startOffset(p, from, given))
 	defer sub.Close()
 
 	defer s.metrics.sseStarted(r.Pattern)()
 	sse := newSSEWriter(w, s.cfg.WSWriteTimeout)
+	if c := clientConnOf(r); c != nil {
+		sse.readingSlowly(connProgress(c))
+	}
 	return s.pumpOutputSSE(ctx, newOutputSSE(sse, encoding), sub, sb, p.ID())
 }
 
 // subscribeLive subscribes a live stream (WebSocket or SSE) to p's output from offset
-// from: a reader the process waits for while it keeps reading, so it is never sent a
-// gap, and for at most Config.StreamHoldBound when it stops.
-func (s *Server) subscribeLive(p *runtime.Process, from int64) *runtime.Subscription {
-	return p.SubscribeWith(from, runtime.SubscribeOptions{Hold: true, HoldBound: s.cfg.StreamHoldBound})
+// from for the client of r: a reader the process waits for while it keeps reading, so
+// it is never sent a gap, and for at most Config.StreamHoldBound when it stops
+// (liveOptions).
+func (s *Server) subscribeLive(r *http.Request, p *runtime.Process, from int64) *runtime.Subscription {
+	return p.SubscribeWith(from, s.liveOptions(r))
 }
 
 // startOffset is where a stream starts: the requested offset, or without one the oldest

@@ -75,7 +75,7 @@ func (s *Server) opencodeConnect(w http.ResponseWriter, r *http.Request) error {
 		return nil // Accept answered the client
 	}
 	conn.SetReadLimit(1 << 20)
-	sub, err := p.SubscribeText(start, runtime.SubscribeOptions{Hold: true, HoldBound: s.cfg.StreamHoldBound})
+	sub, err := p.SubscribeText(start, s.liveOptions(r))
 	if err != nil { // a PTY was checked above
 		conn.Close(websocket.StatusInternalError, "no text")
 		release()

@@ -226,6 +226,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		MaxHeaderBytes:    headerReadFactor * s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnState:         noDelay,
+		ConnContext:       withConn,
 	}
 	s.mu.Lock()
 	if s.closed {

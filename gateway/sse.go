@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,7 +24,18 @@ type sseWriter struct {
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
 	bytes    int64
+	// progress, when set (readingSlowly), tells whether the client took bytes since
+	// it was last asked: a flush that waits longer than half the timeout has its
+	// deadline pushed back while the client keeps reading (keepWriting).
+	progress func() bool
 }
+
+// readingSlowly makes a flush that waits for a client that reads, however slowly,
+// wait on (see keepWriting): a stream holds megabytes in the kernel for its client,
+// and one that reads them at a few hundred KB/s would otherwise see one flush outlast
+// the timeout and be dropped as if it read nothing. progress is connProgress's; nil
+// changes nothing.
+func (s *sseWriter) readingSlowly(progress func() bool) { s.progress = progress }
 
 // newSSEWriter starts an SSE response on w whose writes each have timeout (> 0) to
 // reach the client.
@@ -85,10 +97,43 @@ func (s *sseWriter) Comment(text string) error {
 
 // Flush sends everything buffered to the client.
 func (s *sseWriter) Flush() error {
+	if s.progress != nil && s.w.Buffered() > 0 {
+		defer keepWriting(s.rc, s.timeout, s.progress)()
+	}
 	if err := s.w.Flush(); err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// keepWriting pushes rc's write deadline back by timeout whenever, half a timeout
+// after the last look, progress says the client took bytes, until the returned stop
+// is called (when the write is done). A client that takes nothing for the timeout
+// still fails the write.
+func keepWriting(rc *http.ResponseController, timeout time.Duration, progress func() bool) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	look := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if progress() {
+			_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+		}
+		t.Reset(timeout / 2)
+	}
+	mu.Lock()
+	t = time.AfterFunc(timeout/2, look)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // resumePoint returns where a stream resumes: Last-Event-ID (sent by a reconnecting

@@ -111,7 +111,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 		return nil
 	}
 	conn.SetReadLimit(1 << 20)
-	sub := s.subscribeLive(p, startOffset(p, from, given))
+	sub := s.subscribeLive(r, p, startOffset(p, from, given))
 	start := sub.Offset() // an offset past the end starts at the end: ready says so
 
 	if !s.trackStream(1) {
@@ -124,7 +124,7 @@ func (s *Server) attachWS(w http.ResponseWriter, r *http.Request, p *runtime.Pro
 	ended := s.metrics.wsStarted(r.Pattern)
 	ctx, cancel := context.WithCancel(s.streamCtx)
 	sb, began := r.PathValue("sb"), time.Now()
-	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn), sock: cc.conn, sub: sub,
+	a := &wsAttachment{s: s, ctx: ctx, cancel: cancel, ww: s.wsWatch.add(conn, connProgress(cc.conn)), sock: cc.conn, sub: sub,
 		start: start, sandbox: sb, process: p.ID(), mode: mode}
 	a.idle.L = &a.mu
 	// The node that stops owning the sandbox closes with 1012: the client reconnects,

@@ -18,6 +18,10 @@ type wsWriter struct {
 	conn    *websocket.Conn
 	since   atomic.Int64 // Unix nanoseconds when the write in progress began; 0 when none
 	stalled atomic.Bool  // a write outlasted the timeout: the client is to be closed
+	// progress, when not nil, tells whether the client took bytes since it was last
+	// asked (connProgress): a write that outlasts the timeout while the client keeps
+	// reading, however slowly, is not given up on.
+	progress func() bool
 }
 
 // write sends one message. It returns errStalled once the write watch has given up on
@@ -64,9 +68,10 @@ func newWriteWatch(timeout time.Duration) *writeWatch {
 	}
 }
 
-// add watches the writes of a new client's connection.
-func (w *writeWatch) add(conn *websocket.Conn) *wsWriter {
-	ww := &wsWriter{conn: conn}
+// add watches the writes of a new client's connection; progress is connProgress's
+// for it, or nil.
+func (w *writeWatch) add(conn *websocket.Conn, progress func() bool) *wsWriter {
+	ww := &wsWriter{conn: conn, progress: progress}
 	w.mu.Lock()
 	w.writers[ww] = struct{}{}
 	first := len(w.writers) == 1
@@ -108,7 +113,9 @@ func (w *writeWatch) run(ctx context.Context) {
 }
 
 // scan marks the clients stuck in a write for longer than the timeout, drops those
-// stuck for dropAfter more, and reports whether any client is attached.
+// stuck for dropAfter more, and reports whether any client is attached. A client
+// whose write is past the timeout but who took bytes since it was last looked at is
+// reading, slowly: its write counts as begun now.
 func (w *writeWatch) scan() bool {
 	now := time.Now()
 	stall, drop := now.Add(-w.timeout).UnixNano(), now.Add(-w.timeout-w.dropAfter).UnixNano()
@@ -116,7 +123,12 @@ func (w *writeWatch) scan() bool {
 	w.mu.Lock()
 	n := len(w.writers)
 	for ww := range w.writers {
-		switch since := ww.since.Load(); {
+		since := ww.since.Load()
+		if since != 0 && since < stall && !ww.stalled.Load() && ww.progress != nil && ww.progress() {
+			ww.since.CompareAndSwap(since, now.UnixNano())
+			continue
+		}
+		switch {
 		case since == 0 || since >= stall:
 		case since < drop:
 			dead = append(dead, ww)

@@ -92,8 +92,15 @@ func (s *Sandbox) start(ctx context.Context, o StartOptions, envMid map[string]s
 	p, err := s.spawn(ctx, id, argv, dir, o, envMid)
 	if err != nil {
 		s.unreserve(id, nil)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			err = fmt.Errorf("%w: %v", ErrInvalid, err)
+		// Said as a shell says it, whatever the driver's words: a client (the CLI's
+		// exec) tells these two apart and exits 127 or 126 as a shell would.
+		switch {
+		case errors.Is(err, os.ErrPermission):
+			err = fmt.Errorf("%w: %s: permission denied (%v)", ErrInvalid, argv[0], err)
+		case errors.Is(err, syscall.ENOEXEC):
+			err = fmt.Errorf("%w: %s: cannot execute (%v)", ErrInvalid, argv[0], err)
+		case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+			err = fmt.Errorf("%w: %s: command not found (%v)", ErrInvalid, argv[0], err)
 		}
 		return nil, err
 	}

@@ -14,6 +14,7 @@ type holder struct {
 	last     time.Time     // when it last took something from the ring
 	bound    time.Duration // how long it may hold the writer without progress
 	released bool          // it outstayed bound: it no longer holds (until it reads again)
+	progress func() bool   // SubscribeOptions.Progress, or nil
 }
 
 // addHolder registers a holder at pos.
@@ -78,6 +79,11 @@ func (r *ring) roomLocked(need int) (room int, deadline time.Time) {
 			}
 		}
 		until := later(h.last, r.blockedSince).Add(h.bound)
+		if !now.Before(until) && h.progress != nil && h.progress() {
+			// Its reader took bytes it had taken from the ring: it is reading, slowly.
+			h.last = now
+			until = now.Add(h.bound)
+		}
 		if !now.Before(until) {
 			h.released = true
 			continue

@@ -19,6 +19,13 @@ type SubscribeOptions struct {
 	// HoldBound bounds how long a holder that makes no progress keeps the process
 	// waiting. 0 means DefaultHoldBound.
 	HoldBound time.Duration
+	// Progress, when set, tells whether the holder's own reader took anything since it
+	// was last asked, for a holder that takes its output from the ring in large pieces
+	// and hands them on more slowly (a network connection whose peer reads slowly:
+	// the ring sees no take while a piece drains). It is asked when the holder would
+	// be released; a true answer counts as progress. It is called with the ring
+	// locked: it must be quick and must not use the subscription.
+	Progress func() bool
 }
 
 // Subscribe returns a subscription to the process's output from offset from; from < 0
@@ -41,7 +48,7 @@ func (p *Process) SubscribeWith(from int64, o SubscribeOptions) *Subscription {
 		if bound <= 0 {
 			bound = DefaultHoldBound
 		}
-		s.hold = &holder{pos: from, last: time.Now(), bound: bound}
+		s.hold = &holder{pos: from, last: time.Now(), bound: bound, progress: o.Progress}
 		p.ring.addHolder(s.hold)
 	}
 	return s

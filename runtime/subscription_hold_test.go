@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -227,5 +228,77 @@ func TestHoldHammer(t *testing.T) {
 	}
 	if _, err := p.Wait(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHoldProgress: a holder that takes from the ring far more slowly than its bound
+// (a connection handing each piece on to a slow peer) keeps holding while its
+// Progress says its reader takes bytes, and gets every byte without a gap; without
+// that, the same reader is released and sent a gap.
+func TestHoldProgress(t *testing.T) {
+	t.Parallel()
+	const (
+		lines     = 30000 // about 170 KB, ten rings
+		holdBound = 100 * time.Millisecond
+	)
+	for _, tc := range []struct {
+		name     string
+		progress bool
+	}{
+		{name: "reading", progress: true},
+		{name: "no progress told", progress: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newTestSandbox(t, &Config{OutputBufferBytes: 16 << 10})
+			ctx := testCtx(t)
+			cmd := "while [ ! -e go ]; do sleep 0.01; done; exec seq 1 " + strconv.Itoa(lines)
+			p, err := s.Start(ctx, StartOptions{Command: cmd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked atomic.Int64
+			sub := p.SubscribeWith(0, SubscribeOptions{Hold: true, HoldBound: holdBound, Progress: func() bool {
+				asked.Add(1)
+				return tc.progress
+			}})
+			defer sub.Close()
+			if err := os.WriteFile(filepath.Join(s.Dir(), "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			var gaps []Event
+			for {
+				ev, err := sub.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v after %d bytes", err, len(got))
+				}
+				switch ev.Kind {
+				case EventOutput:
+					got = append(got, ev.Data...)
+					time.Sleep(3 * holdBound) // handing the piece on, slowly
+				case EventGap:
+					gaps = append(gaps, ev)
+				}
+			}
+			if asked.Load() == 0 {
+				t.Fatal("Progress was never asked")
+			}
+			if !tc.progress {
+				if len(gaps) == 0 {
+					t.Fatal("a holder that made no progress for three bounds at a time was never released")
+				}
+				return
+			}
+			if len(gaps) > 0 {
+				t.Fatalf("gaps %+v for a reader that kept reading", gaps)
+			}
+			if want := seqOutput(lines, false); !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d (first difference at %d)", len(got), len(want), firstDiff(got, want))
+			}
+		})
 	}
 }

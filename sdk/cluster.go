@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -135,4 +137,37 @@ func (c *Client) Whoami(ctx context.Context) (*Whoami, error) {
 func (c *Client) Healthz(ctx context.Context) error {
 	_, err := c.do(ctx, request{method: http.MethodGet, path: []string{"healthz"}}, nil)
 	return err
+}
+
+// maxDocumentBytes bounds what Metrics and OpenAPI read.
+const maxDocumentBytes = 64 << 20
+
+// Metrics returns the gateway's metrics in the Prometheus text format (GET /metrics,
+// with the client's token). A gateway that serves them on a listener of their own
+// (serve --metrics-listen) answers this route 404: read that address instead.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	return c.document(ctx, "metrics")
+}
+
+// OpenAPI returns the gateway's API description, an OpenAPI 3 document in JSON (GET
+// /v1/openapi.json, no auth needed).
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	return c.document(ctx, "v1", "openapi.json")
+}
+
+// document returns the body of a GET of path, up to maxDocumentBytes.
+func (c *Client) document(ctx context.Context, path ...string) ([]byte, error) {
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: path})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("sdk: failed to read %s: %w", resp.Request.URL.Path, err)
+	}
+	if len(b) > maxDocumentBytes {
+		return nil, fmt.Errorf("sdk: %s is over %d bytes", resp.Request.URL.Path, maxDocumentBytes)
+	}
+	return b, nil
 }

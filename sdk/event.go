@@ -44,7 +44,9 @@ func (c *Client) ListEvents(ctx context.Context, sb string, opts *ListEventsOpti
 }
 
 // PostEvent appends an event of type typ, which must start with "agent.", carrying
-// data (any JSON-encodable value, nil for none). It returns the event's seq.
+// data: a value that encodes as a JSON object (a map or a struct), or nil for {}.
+// Anything else (a string, a number, an array) is refused with invalid_argument. It
+// returns the event's seq.
 func (c *Client) PostEvent(ctx context.Context, sb, typ string, data any) (int64, error) {
 	body := struct {
 		Type string `json:"type"`
@@ -80,8 +82,9 @@ type TakeMessagesOptions struct {
 	VisibilityMS int64
 }
 
-// PostMessage queues a message carrying data (any JSON-encodable value) and returns
-// its id.
+// PostMessage queues a message carrying data, a value that encodes as a JSON object
+// (a map or a struct), or nil for {}; anything else is refused with invalid_argument.
+// It returns the message's id.
 func (c *Client) PostMessage(ctx context.Context, sb string, data any) (string, error) {
 	body := struct {
 		Data any `json:"data"`

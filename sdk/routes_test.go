@@ -339,6 +339,20 @@ func TestRoutes(t *testing.T) {
 			}},
 		{"healthz", func(c *Client) (result, error) { return nil, c.Healthz(ctx) },
 			"GET", "/healthz", "", "", 200, "ok", nil},
+		{"metrics", func(c *Client) (result, error) { return c.Metrics(ctx) },
+			"GET", "/metrics", "", "", 200, "# TYPE x counter\nx 1\n",
+			func(t *testing.T, r result) {
+				if string(r.([]byte)) != "# TYPE x counter\nx 1\n" {
+					t.Errorf("got %q", r)
+				}
+			}},
+		{"openapi", func(c *Client) (result, error) { return c.OpenAPI(ctx) },
+			"GET", "/v1/openapi.json", "", "", 200, `{"openapi":"3.1.0"}`,
+			func(t *testing.T, r result) {
+				if string(r.([]byte)) != `{"openapi":"3.1.0"}` {
+					t.Errorf("got %q", r)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

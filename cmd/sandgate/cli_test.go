@@ -206,6 +206,7 @@ func TestAttach(t *testing.T) {
 		{"detach with ctrl-]", []string{"attach", "sb1", "main"}, []string{"pwd\r", "x\x1dignored"}, 0, "$ ", "[detached from sb1/main]", "pwd\r|x",
 			"GET /v1/sandboxes/sb1/terminals/main"},
 		{"missing terminal", []string{"attach", "sb1", "other"}, nil, 125, "", "use --create", "", ""},
+		{"missing sandbox", []string{"attach", "nosuch", "main"}, nil, 125, "", `not_found: sandbox "nosuch" not found`, "", ""},
 		{"gap is reported", []string{"attach", "sb1", "gappy"}, nil, 0, "abfg",
 			"sandgate attach: 3 bytes of output [2, 5) lost: they left the output buffer, or the node the sandbox moved from, before they could be read\n",
 			"", "GET /v1/sandboxes/sb1/terminals/gappy/ws?offset=0"},

@@ -36,6 +36,10 @@ with the shell's exit code if the shell exits.`)
 	} else {
 		_, err = c.GetTerminal(ctx, sb, id)
 		if sdk.IsNotFound(err) {
+			// Say which is missing: the sandbox (or another tenant's), or only the terminal.
+			if _, serr := c.GetSandbox(ctx, sb); serr != nil {
+				return f.fail(ctx, e, serr)
+			}
 			fmt.Fprintf(e.stderr, "sandgate attach: terminal %q not found in sandbox %q (use --create to make it)\n", id, sb)
 			return exitSandgate
 		}

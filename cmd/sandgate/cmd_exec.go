@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sandgate/sandgate/sdk"
@@ -102,7 +103,7 @@ func (x *execRun) start(ctx context.Context, req sdk.CreateProcessRequest) error
 // stdout and stderr apart) and, with interactive, stdin through the input route.
 func (x *execRun) run(ctx context.Context, req sdk.CreateProcessRequest, interactive bool) int {
 	if err := x.start(ctx, req); err != nil {
-		return x.f.fail(ctx, x.e, err)
+		return x.startFailed(ctx, err)
 	}
 	if interactive {
 		go x.sendInput(ctx)
@@ -129,6 +130,26 @@ func (x *execRun) run(ctx context.Context, req sdk.CreateProcessRequest, interac
 		}
 	}
 	return x.f.fail(ctx, x.e, errors.New("output stream ended without the process's exit"))
+}
+
+// startFailed reports a process that could not be created. A program the server
+// could not find or run exits 127 or 126, as a shell does (a lone COMMAND, run by
+// /bin/sh -c, gets those codes from the shell itself); anything else is sandgate's
+// own failure.
+func (x *execRun) startFailed(ctx context.Context, err error) int {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) && apiErr.Code == sdk.CodeInvalidArgument {
+		for _, c := range []struct {
+			says string
+			code int
+		}{{": command not found", 127}, {": permission denied", 126}, {": cannot execute", 126}} {
+			if strings.Contains(apiErr.Message, c.says) {
+				fmt.Fprintf(x.e.stderr, "sandgate exec: %s\n", apiErr.Message)
+				return c.code
+			}
+		}
+	}
+	return x.f.fail(ctx, x.e, err)
 }
 
 // sendInput copies stdin to the process, then closes its stdin. It runs on its own

@@ -23,7 +23,7 @@ func (x *execRun) runTTY(ctx context.Context, req sdk.CreateProcessRequest, inte
 	}
 	req.PTY = &size
 	if err := x.start(ctx, req); err != nil {
-		return x.f.fail(ctx, x.e, err)
+		return x.startFailed(ctx, err)
 	}
 	a, err := x.c.Attach(ctx, x.sb, sdk.AttachProcess, x.proc, 0)
 	if err != nil {

@@ -84,6 +84,14 @@ func (g *fakeGateway) handler() http.Handler {
 		}
 		io.WriteString(w, "event: exit\ndata: {\"exit_code\":0}\n\n")
 	})
+	mux.HandleFunc("GET /v1/sandboxes/{sb}", func(w http.ResponseWriter, r *http.Request) {
+		g.record(r, "")
+		if r.PathValue("sb") != "sb1" {
+			apiError(w, 404, "not_found", fmt.Sprintf("sandbox %q not found", r.PathValue("sb")))
+			return
+		}
+		io.WriteString(w, `{"id":"sb1","state":"running"}`)
+	})
 	mux.HandleFunc("GET /v1/sandboxes/sb1/terminals/{t}", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, "")
 		g.mu.Lock()

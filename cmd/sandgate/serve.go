@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -169,6 +170,7 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	// A --listen port of 0 is bound first, so that the node advertises the real port
 	// to the cluster; any other is bound once the node is ready, as before.
 	var ln net.Listener
+	asked := cfg.Listen // what --listen said, for the lines that name the address
 	if _, port, err := net.SplitHostPort(cfg.Listen); err == nil && port == "0" {
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 			fmt.Fprintln(stderr, "sandgate serve:", err)
@@ -239,13 +241,13 @@ func serve(ctx context.Context, cfg *gateway.Config, metricsAddr string, stdout,
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "token: %s (kept in %s/token)\n", madeToken, cfg.DataDir)
 		if webui.Available() {
-			fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", ln.Addr(), madeToken)
+			fmt.Fprintf(stdout, "dashboard: http://%s/?token=%s\n", shownAddr(ln.Addr(), asked), madeToken)
 		}
 	}
 	if metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics: http://%s/metrics (no token)\n", metricsLn.Addr())
 	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "listening on http://%s\n", shownAddr(ln.Addr(), asked))
 
 	var stopping time.Time
 	select {
@@ -308,4 +310,20 @@ func parseLabels(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// shownAddr is the address serve says it listens on: the listener's, except that a
+// listener on every interface (an unspecified IP, which Go reports as [::] for
+// 0.0.0.0 too) is shown with the host --listen gave (0.0.0.0 when it gave none), so
+// the line names what the operator asked for, with the port actually bound.
+func shownAddr(a net.Addr, listen string) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		host = "0.0.0.0"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }

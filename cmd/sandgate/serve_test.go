@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -195,5 +196,27 @@ func TestServeMetricsListen(t *testing.T) {
 				t.Fatalf("GET %s: %d %q; want %d with %q", tt.url, resp.StatusCode, body, tt.want, tt.has)
 			}
 		})
+	}
+}
+
+// TestShownAddr: serve names the address --listen asked for, with the port bound: a
+// listener on every interface is not shown as Go's [::].
+func TestShownAddr(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		addr   *net.TCPAddr
+		listen string
+		want   string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "127.0.0.1:7070", "127.0.0.1:7070"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 7070}, "0.0.0.0:7070", "0.0.0.0:7070"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 41234}, "0.0.0.0:0", "0.0.0.0:41234"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 7070}, ":7070", "0.0.0.0:7070"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 7070}, "[::]:7070", "[::]:7070"},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 7070}, "[::1]:7070", "[::1]:7070"},
+	} {
+		if got := shownAddr(tt.addr, tt.listen); got != tt.want {
+			t.Errorf("shownAddr(%v, %q) = %q, want %q", tt.addr, tt.listen, got, tt.want)
+		}
 	}
 }

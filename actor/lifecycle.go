@@ -37,9 +37,18 @@ func (a *sbActor) load() error {
 	a.settleIndexes()
 	a.settleDeleted() // a delete whose commit failed, or whose files a crash kept
 	if a.mustArrive() {
-		a.postSelf(func(a *sbActor) (any, error) { a.arrive(); return nil, nil })
+		a.postSelf(func(a *sbActor) (any, error) { a.arriveOnce(); return nil, nil })
 	}
 	return nil
+}
+
+// arriveOnce runs arrive if no turn ran it yet: an alarm delivered with the
+// activation may come first, and must not hibernate or expire the sandbox before the
+// processes a crash ended are recorded as exited.
+func (a *sbActor) arriveOnce() {
+	if a.mustArrive() {
+		a.arrive()
+	}
 }
 
 // loadCounters reads the event and message counters. The queue's length stored
@@ -114,6 +123,7 @@ func (a *sbActor) onAlarm() {
 	if a.rec == nil {
 		return
 	}
+	a.arriveOnce()
 	a.pruneExited()
 	now := a.now()
 	b := a.rec.Budget.budget()

@@ -323,3 +323,37 @@ func TestRunningRecordedAfterDroppedActivation(t *testing.T) {
 		t.Fatalf("process.exited %v", d)
 	}
 }
+
+// TestCrashRecordedBeforeAlarms: a sandbox whose idle TTL passed while its node was
+// down after a crash gets, at the next start, the process.exited of what the crash
+// ended before its sandbox.hibernated: the log never shows a hibernated sandbox with a
+// process still running.
+func TestCrashRecordedBeforeAlarms(t *testing.T) {
+	t.Parallel()
+	n := newTestNode(t, func(c *Config) { c.Defaults = Budget{IdleTTL: time.Minute} })
+	ctx := tctx(t)
+	mustCreate(t, n, "ca")
+	_, err := n.StartProcess(ctx, "ca", runtime.StartOptions{Argv: []string{"sleep", "300"}})
+	must(t, err)
+	crashNode(t, n.Node)
+	n.clock.Advance(2 * time.Minute)
+
+	cfg := *n.cfg
+	n2 := reopen(t, &cfg, n.clock)
+	var types []string
+	eventually(t, 10*time.Second, "the exit and the hibernation recorded", func() bool {
+		n2.clock.Advance(time.Second) // a timer of the fake clock fires when it moves
+		evs, err := n2.Events(ctx, "ca", 0, 0)
+		must(t, err)
+		types = types[:0]
+		for _, e := range evs {
+			if e.Type == "process.exited" || e.Type == "sandbox.hibernated" {
+				types = append(types, e.Type)
+			}
+		}
+		return len(types) == 2
+	})
+	if types[0] != "process.exited" {
+		t.Fatalf("events %v: the sandbox hibernated before the crash's exit was recorded", types)
+	}
+}

@@ -182,7 +182,8 @@ func TestTerminalSizeLimit(t *testing.T) {
 }
 
 // TestOpenAPITermSize: gateway/openapi.json states maxTermSize as the maximum of every
-// cols and rows, so the schema and the server cannot drift apart again.
+// cols and rows, and 1 as the minimum (0 where 0 takes the default), so the schema and
+// the server cannot drift apart again.
 func TestOpenAPITermSize(t *testing.T) {
 	t.Parallel()
 	var doc any
@@ -197,8 +198,13 @@ func TestOpenAPITermSize(t *testing.T) {
 			for k, c := range v {
 				if m, ok := c.(map[string]any); ok && (k == "cols" || k == "rows") && m["type"] == "integer" {
 					found++
-					if m["maximum"] != float64(maxTermSize) || m["minimum"] != float64(1) {
-						t.Errorf("%s/%s: minimum %v, maximum %v; want 1 and %d", path, k, m["minimum"], m["maximum"], maxTermSize)
+					// A size at create may be 0, which takes the default (winSize).
+					low := float64(1)
+					if m["default"] != nil {
+						low = 0
+					}
+					if m["maximum"] != float64(maxTermSize) || m["minimum"] != low {
+						t.Errorf("%s/%s: minimum %v, maximum %v; want %v and %d", path, k, m["minimum"], m["maximum"], low, maxTermSize)
 					}
 				}
 				walk(path+"/"+k, c)

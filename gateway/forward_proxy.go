@@ -150,6 +150,9 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, rt route, body 
 			// An SSE reader that takes nothing is dropped, as on the owner.
 			rec.writeTimeout = s.cfg.WSWriteTimeout
 		}
+		if c := clientConnOf(r); c != nil {
+			paceToClient(c) // the owner sees the client's pace (stream_progress_linux.go)
+		}
 	}
 	reqID := w.Header().Get("X-Request-Id")
 	answered := false // the owner's answer is going to the client

@@ -65,6 +65,7 @@ func (s *sseWriter) arm() {
 // Event writes one event; name and id are omitted when empty. data must not contain
 // newlines other than as separators of data lines.
 func (s *sseWriter) Event(name, id string, data []byte) error {
+	defer s.keep()() // a large event's data lines are written out before Flush
 	s.arm()
 	if name != "" {
 		s.w.WriteString("event: ")
@@ -83,23 +84,38 @@ func (s *sseWriter) Event(name, id string, data []byte) error {
 	}
 	s.w.WriteByte('\n')
 	s.bytes += int64(len(data))
-	return s.Flush()
+	return s.flush()
 }
 
 // Comment writes a comment line (used as a heartbeat).
 func (s *sseWriter) Comment(text string) error {
+	defer s.keep()()
 	s.arm()
 	s.w.WriteString(": ")
 	s.w.WriteString(text)
 	s.w.WriteString("\n\n")
-	return s.Flush()
+	return s.flush()
+}
+
+// keep starts keepWriting for the writes that follow, when readingSlowly set a
+// progress; the returned function stops it.
+func (s *sseWriter) keep() (stop func()) {
+	if s.progress == nil {
+		return func() {}
+	}
+	return keepWriting(s.rc, s.timeout, s.progress)
 }
 
 // Flush sends everything buffered to the client.
 func (s *sseWriter) Flush() error {
-	if s.progress != nil && s.w.Buffered() > 0 {
-		defer keepWriting(s.rc, s.timeout, s.progress)()
+	if s.w.Buffered() > 0 {
+		defer s.keep()()
 	}
+	return s.flush()
+}
+
+// flush is Flush for a caller that keeps the writes going itself (keep).
+func (s *sseWriter) flush() error {
 	if err := s.w.Flush(); err != nil {
 		return err
 	}

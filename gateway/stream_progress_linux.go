@@ -46,3 +46,28 @@ func connProgress(conn net.Conn) func() bool {
 		return true
 	}
 }
+
+// streamLowat is the unsent data a forwarding node lets queue for a stream's client
+// (TCP_NOTSENT_LOWAT), see paceToClient.
+const streamLowat = 128 << 10
+
+// paceToClient makes writes to conn wait once streamLowat bytes are queued unsent,
+// instead of once the socket's send buffer (megabytes, autotuned) is full. A node
+// forwarding a stream then reads the owner's stream at the pace the client reads it,
+// a piece at a time, so the owner sees its connection to this node acknowledge bytes
+// while the client reads, however slowly (connProgress), rather than nothing while
+// this node's one write waits for a third of a large buffer to drain. It does not
+// bound what is in flight, so throughput over a long path is unchanged.
+func paceToClient(conn net.Conn) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, streamLowat)
+	})
+}

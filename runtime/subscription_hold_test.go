@@ -55,24 +55,7 @@ func TestHoldLossless(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(s.Dir(), "go"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var got []byte
-			var gaps []Event
-			for {
-				ev, err := sub.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Next: %v after %d bytes", err, len(got))
-				}
-				switch ev.Kind {
-				case EventOutput:
-					got = append(got, ev.Data...)
-					time.Sleep(time.Millisecond) // a slow reader, not a synchronisation
-				case EventGap:
-					gaps = append(gaps, ev)
-				}
-			}
+			got, gaps := readSlowly(t, ctx, sub, time.Millisecond) // a slow reader, not a synchronisation
 			if len(gaps) > 0 {
 				t.Fatalf("gaps %+v", gaps)
 			}
@@ -80,6 +63,28 @@ func TestHoldLossless(t *testing.T) {
 				t.Fatalf("got %d bytes, want %d (first difference at %d)", len(got), len(want), firstDiff(got, want))
 			}
 		})
+	}
+}
+
+// readSlowly reads sub to its end, pausing for pause after each output event, and
+// returns the output and the gaps.
+func readSlowly(t *testing.T, ctx context.Context, sub *Subscription, pause time.Duration) (got []byte, gaps []Event) {
+	t.Helper()
+	for {
+		ev, err := sub.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return got, gaps
+		}
+		if err != nil {
+			t.Fatalf("Next: %v after %d bytes", err, len(got))
+		}
+		switch ev.Kind {
+		case EventOutput:
+			got = append(got, ev.Data...)
+			time.Sleep(pause)
+		case EventGap:
+			gaps = append(gaps, ev)
+		}
 	}
 }
 
@@ -266,24 +271,7 @@ func TestHoldProgress(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(s.Dir(), "go"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var got []byte
-			var gaps []Event
-			for {
-				ev, err := sub.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Next: %v after %d bytes", err, len(got))
-				}
-				switch ev.Kind {
-				case EventOutput:
-					got = append(got, ev.Data...)
-					time.Sleep(3 * holdBound) // handing the piece on, slowly
-				case EventGap:
-					gaps = append(gaps, ev)
-				}
-			}
+			got, gaps := readSlowly(t, ctx, sub, 3*holdBound) // handing each piece on, slowly
 			if asked.Load() == 0 {
 				t.Fatal("Progress was never asked")
 			}

@@ -81,6 +81,9 @@ func TestItemLimits(t *testing.T) {
 		{"exec env", "POST", sb + "/exec", map[string]any{"command": "true", "env": vars(runtime.MaxEnvVars + 1)}, 413, "env_vars"},
 		{"exec cwd", "POST", sb + "/exec", map[string]any{"command": "true", "cwd": longPath}, 400, strconv.Itoa(maxPathBytes)},
 		{"exec command", "POST", sb + "/exec", map[string]any{"command": longCmd}, 413, strconv.Itoa(maxCommandBytes)},
+		{"command with its NUL over MAX_ARG_STRLEN", "POST", sb + "/processes", map[string]any{"command": "true " + strings.Repeat("x", maxCommandBytes-5)}, 413, strconv.Itoa(maxCommandBytes)},
+		{"env variable with NAME= and NUL over MAX_ARG_STRLEN", "POST", sb + "/processes", map[string]any{"command": "true", "env": map[string]string{"BIG": strings.Repeat("a", runtime.MaxEnvValueBytes-4)}}, 413, "env_value_bytes"},
+		{"argv program name too long", "POST", sb + "/processes", map[string]any{"argv": []string{"/" + strings.Repeat("b", 256)}}, 400, "too long"},
 		{"exec argv", "POST", sb + "/exec", map[string]any{"argv": []string{"true", longCmd}}, 413, strconv.Itoa(maxCommandBytes)},
 		{"member labels", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(maxLabels+1, 8, 8)}), 413, strconv.Itoa(maxLabels)},
 		{"member label value", "POST", "/v1/cluster/join", member(map[string]any{"labels": labels(1, 8, maxLabelValueBytes+1)}), 413, strconv.Itoa(maxLabelValueBytes)},
@@ -112,6 +115,15 @@ func TestItemLimits(t *testing.T) {
 		"labels": labels(maxLabels, maxLabelKeyBytes, maxLabelValueBytes), "env": vars(runtime.MaxEnvVars)})
 	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"command": "true",
 		"tag": strings.Repeat("t", maxTagBytes), "label": strings.Repeat("l", maxTagBytes)})
+	// A command and a variable at exactly MAX_ARG_STRLEN with their NULs start.
+	var res execJSON
+	ts.must(http.StatusOK, "POST", sb+"/exec", map[string]any{"command": "true " + strings.Repeat("x", maxCommandBytes-6),
+		"env": map[string]string{"BIG": strings.Repeat("a", runtime.MaxEnvValueBytes-5)}}).json(t, &res)
+	if res.ExitCode != 0 {
+		t.Fatalf("exec at the bounds: %+v", res)
+	}
+	ts.must(http.StatusCreated, "POST", sb+"/processes", map[string]any{"command": "true " + strings.Repeat("x", maxCommandBytes-6),
+		"env": map[string]string{"BIG": strings.Repeat("a", runtime.MaxEnvValueBytes-5)}})
 }
 
 // TestBigEnvironmentRuns: an environment near its bound (~1 MiB) and a command near

@@ -101,7 +101,10 @@ func checkEnvSize(env map[string]string) error {
 // checkCommandSize refuses a process's command or argv over maxCommandBytes, and a tag
 // or label over maxTagBytes.
 func checkCommandSize(command string, argv []string, tag, label string) error {
-	n := len(command)
+	n := 0
+	if command != "" {
+		n = len(command) + 1 // the string and its NUL, as execve counts it
+	}
 	for _, a := range argv {
 		n += len(a) + 1
 	}

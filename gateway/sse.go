@@ -123,10 +123,11 @@ func (s *sseWriter) flush() error {
 }
 
 // keepWriting pushes rc's write deadline back by timeout whenever, half a timeout
-// after the last look, progress says the client took bytes, until the returned stop
-// is called (when the write is done). A client that takes nothing for the timeout
-// still fails the write.
+// after the last look (or the start), progress says the client took bytes since, until
+// the returned stop is called (when the write is done). A client that takes nothing
+// for the timeout still fails the write.
 func keepWriting(rc *http.ResponseController, timeout time.Duration, progress func() bool) (stop func()) {
+	progress() // what the client took before this write does not count
 	var mu sync.Mutex
 	stopped := false
 	var t *time.Timer

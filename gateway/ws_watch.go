@@ -22,6 +22,10 @@ type wsWriter struct {
 	// asked (connProgress): a write that outlasts the timeout while the client keeps
 	// reading, however slowly, is not given up on.
 	progress func() bool
+	// baseFor is the start (since) of the write progress was last asked about at
+	// half the timeout, so that its answer at the timeout covers that half only.
+	// Used by scan alone.
+	baseFor int64
 }
 
 // write sends one message. It returns errStalled once the write watch has given up on
@@ -119,14 +123,23 @@ func (w *writeWatch) run(ctx context.Context) {
 func (w *writeWatch) scan() bool {
 	now := time.Now()
 	stall, drop := now.Add(-w.timeout).UnixNano(), now.Add(-w.timeout-w.dropAfter).UnixNano()
+	half := now.Add(-w.timeout / 2).UnixNano()
 	var dead []*wsWriter
 	w.mu.Lock()
 	n := len(w.writers)
 	for ww := range w.writers {
 		since := ww.since.Load()
-		if since != 0 && since < stall && !ww.stalled.Load() && ww.progress != nil && ww.progress() {
-			ww.since.CompareAndSwap(since, now.UnixNano())
-			continue
+		if since != 0 && ww.progress != nil && !ww.stalled.Load() {
+			switch {
+			case since < stall && ww.progress():
+				if ww.since.CompareAndSwap(since, now.UnixNano()) {
+					ww.baseFor = now.UnixNano() // just asked
+				}
+				continue
+			case since < half && ww.baseFor != since:
+				ww.progress() // bytes taken in the write's first half do not count
+				ww.baseFor = since
+			}
 		}
 		switch {
 		case since == 0 || since >= stall:

@@ -99,6 +99,10 @@ func (s *Sandbox) start(ctx context.Context, o StartOptions, envMid map[string]s
 			err = fmt.Errorf("%w: %s: permission denied (%v)", ErrInvalid, argv[0], err)
 		case errors.Is(err, syscall.ENOEXEC):
 			err = fmt.Errorf("%w: %s: cannot execute (%v)", ErrInvalid, argv[0], err)
+		case errors.Is(err, syscall.E2BIG), errors.Is(err, syscall.ENAMETOOLONG):
+			// Past the kernel's bounds: the arguments and environment together
+			// (ARG_MAX), or a path name.
+			err = fmt.Errorf("%w: %s: %v", ErrInvalid, argv[0], err)
 		case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
 			err = fmt.Errorf("%w: %s: command not found (%v)", ErrInvalid, argv[0], err)
 		}

@@ -15,6 +15,9 @@ type holder struct {
 	bound    time.Duration // how long it may hold the writer without progress
 	released bool          // it outstayed bound: it no longer holds (until it reads again)
 	progress func() bool   // SubscribeOptions.Progress, or nil
+	// baselined: progress was asked once since h last advanced, when it began to
+	// keep the writer waiting, so that its next answer covers the wait only.
+	baselined bool
 }
 
 // addHolder registers a holder at pos.
@@ -37,7 +40,7 @@ func (r *ring) removeHolder(h *holder) {
 
 // advancedLocked records that h took the ring's bytes up to next.
 func (r *ring) advancedLocked(h *holder, next int64) {
-	h.pos, h.released = next, false
+	h.pos, h.released, h.baselined = next, false, false
 	h.last = time.Now()
 	r.roomChangedLocked()
 }
@@ -77,6 +80,10 @@ func (r *ring) roomLocked(need int) (room int, deadline time.Time) {
 			if r.blockedSince.IsZero() {
 				r.blockedSince = now
 			}
+		}
+		if h.progress != nil && !h.baselined {
+			h.progress() // what its reader took before it held the writer does not count
+			h.baselined = true
 		}
 		until := later(h.last, r.blockedSince).Add(h.bound)
 		if !now.Before(until) && h.progress != nil && h.progress() {

@@ -13,7 +13,9 @@ import (
 const (
 	// MaxEnvVars is the most variables an environment may hold.
 	MaxEnvVars = 1024
-	// MaxEnvValueBytes is the longest value of one variable.
+	// MaxEnvValueBytes bounds one variable, counted as execve counts one string
+	// (MAX_ARG_STRLEN): NAME=value and its NUL. So the longest value is this less the
+	// name's length and two.
 	MaxEnvValueBytes = 128 << 10
 	// MaxEnvBytes bounds an environment's size, counted as execve lays it out: the
 	// sum of len(name)+len(value)+2 ("=" and the NUL) over its variables.
@@ -42,7 +44,7 @@ func (e *EnvLimitError) Error() string {
 	case "env_vars":
 		return fmt.Sprintf("%v: %d variables, over the limit of %d (%s)", ErrEnvTooLarge, e.Have, e.Max, e.Limit)
 	case "env_value_bytes":
-		return fmt.Sprintf("%v: variable %s is %d bytes, over the limit of %d (%s)", ErrEnvTooLarge, e.Name, e.Have, e.Max, e.Limit)
+		return fmt.Sprintf("%v: variable %s is %d bytes as NAME=value and its NUL, over the limit of %d (%s)", ErrEnvTooLarge, e.Name, e.Have, e.Max, e.Limit)
 	}
 	if e.Listed {
 		return fmt.Sprintf("%v: bash listed it in %d bytes, more than any environment within the limit of %d bytes (%s) takes",
@@ -62,10 +64,11 @@ func CheckEnv(env map[string]string) error {
 	}
 	var total int64
 	for k, v := range env {
-		if len(v) > MaxEnvValueBytes {
-			return &EnvLimitError{Limit: "env_value_bytes", Max: MaxEnvValueBytes, Have: int64(len(v)), Name: k}
+		n := len(k) + len(v) + 2 // NAME=value\0
+		if n > MaxEnvValueBytes {
+			return &EnvLimitError{Limit: "env_value_bytes", Max: MaxEnvValueBytes, Have: int64(n), Name: k}
 		}
-		total += int64(len(k) + len(v) + 2)
+		total += int64(n)
 	}
 	if total > MaxEnvBytes {
 		return &EnvLimitError{Limit: "env_bytes", Max: MaxEnvBytes, Have: total}

@@ -23,7 +23,7 @@ func TestCheckEnv(t *testing.T) {
 	}
 	big := map[string]string{}
 	for i := range 9 { // 9 × 128 KiB > 1 MiB, each value within its own bound
-		big[fmt.Sprintf("B%d", i)] = strings.Repeat("b", MaxEnvValueBytes)
+		big[fmt.Sprintf("B%d", i)] = strings.Repeat("b", MaxEnvValueBytes-len(fmt.Sprintf("B%d", i))-2)
 	}
 	tests := []struct {
 		name      string
@@ -34,8 +34,8 @@ func TestCheckEnv(t *testing.T) {
 		{name: "small", env: map[string]string{"A": "1", "PATH": "/bin"}},
 		{name: "as many vars as allowed", env: atMost},
 		{name: "one var too many", env: many, wantLimit: "env_vars"},
-		{name: "longest value", env: map[string]string{"A": strings.Repeat("a", MaxEnvValueBytes)}},
-		{name: "value one byte too long", env: map[string]string{"A": strings.Repeat("a", MaxEnvValueBytes+1)}, wantLimit: "env_value_bytes"},
+		{name: "longest value: A=value and its NUL make MAX_ARG_STRLEN", env: map[string]string{"A": strings.Repeat("a", MaxEnvValueBytes-3)}},
+		{name: "value one byte too long", env: map[string]string{"A": strings.Repeat("a", MaxEnvValueBytes-2)}, wantLimit: "env_value_bytes"},
 		{name: "total too large", env: big, wantLimit: "env_bytes"},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"net"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,12 +12,8 @@ import (
 // which it does only while the peer's application reads once its receive buffer is
 // full. It returns nil for a connection that is not TCP. One getsockopt(2) a call.
 func connProgress(conn net.Conn) func() bool {
-	sc, ok := conn.(syscall.Conn)
+	raw, ok := sockOf(conn)
 	if !ok {
-		return nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
 		return nil
 	}
 	acked := func() (n uint64, ok bool) {
@@ -59,12 +54,8 @@ const streamLowat = 128 << 10
 // this node's one write waits for a third of a large buffer to drain. It does not
 // bound what is in flight, so throughput over a long path is unchanged.
 func paceToClient(conn net.Conn) {
-	sc, ok := conn.(syscall.Conn)
+	raw, ok := sockOf(conn)
 	if !ok {
-		return
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
 		return
 	}
 	_ = raw.Control(func(fd uintptr) {

@@ -20,12 +20,8 @@ const (
 // twice n for that overhead, stays under its send buffer. One getsockopt(2); false
 // whenever it cannot tell.
 func sendRoom(conn net.Conn, n int) bool {
-	sc, ok := conn.(syscall.Conn)
+	raw, ok := sockOf(conn)
 	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
 		return false
 	}
 	room := false
@@ -40,4 +36,14 @@ func sendRoom(conn net.Conn, n int) bool {
 		room = int64(info[skMeminfoWmemQueued])+2*int64(n)+4096 < int64(info[skMeminfoSndbuf])
 	})
 	return room
+}
+
+// sockOf returns conn's socket for getsockopt and setsockopt, when it has one.
+func sockOf(conn net.Conn) (syscall.RawConn, bool) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	raw, err := sc.SyscallConn()
+	return raw, err == nil
 }

@@ -143,34 +143,29 @@ func TestSlowBodyKeepsGoing(t *testing.T) {
 func TestHeaderLimit(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, &serverOptions{config: func(c *Config) { c.MaxHeaderBytes = 4 << 10 }})
-	req, _ := http.NewRequest("GET", ts.url+"/healthz", nil)
-	req.Header.Set("X-Big", strings.Repeat("x", 16<<10))
-	resp, err := ts.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// get sends a request with a header of size bytes and returns the answer.
+	get := func(size int) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", ts.url+"/healthz", nil)
+		req.Header.Set("X-Big", strings.Repeat("x", size))
+		resp, err := ts.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(string(body), `"code":"too_large"`) || !strings.Contains(string(body), "4096") {
-		t.Fatalf("status %d %s, want 431 too_large naming the limit", resp.StatusCode, body)
+	if status, body := get(16 << 10); status != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(body, `"code":"too_large"`) || !strings.Contains(body, "4096") {
+		t.Fatalf("status %d %s, want 431 too_large naming the limit", status, body)
 	}
 	// Far past the limit net/http refuses the headers before any handler.
-	req.Header.Set("X-Big", strings.Repeat("x", 64<<10))
-	if resp, err = ts.client.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Fatalf("status %d, want 431", resp.StatusCode)
+	if status, _ := get(64 << 10); status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("status %d, want 431", status)
 	}
 	// Within it, a request goes through.
-	req.Header.Set("X-Big", strings.Repeat("x", 2<<10))
-	if resp, err = ts.client.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d with headers within the limit, want 200", resp.StatusCode)
+	if status, _ := get(2 << 10); status != http.StatusOK {
+		t.Fatalf("status %d with headers within the limit, want 200", status)
 	}
 }
 

@@ -24,18 +24,21 @@ type sseWriter struct {
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
 	bytes    int64
-	// progress, when set (readingSlowly), tells whether the client took bytes since
-	// it was last asked: a flush that waits longer than half the timeout has its
-	// deadline pushed back while the client keeps reading (keepWriting).
-	progress func() bool
+	// keeper, when set (readingSlowly), pushes the deadline of a write back while the
+	// client keeps reading.
+	keeper *writeKeeper
 }
 
-// readingSlowly makes a flush that waits for a client that reads, however slowly,
-// wait on (see keepWriting): a stream holds megabytes in the kernel for its client,
-// and one that reads them at a few hundred KB/s would otherwise see one flush outlast
-// the timeout and be dropped as if it read nothing. progress is connProgress's; nil
+// readingSlowly makes a write that waits for a client that reads, however slowly,
+// wait on (writeKeeper): a stream holds megabytes in the kernel for its client, and one
+// that reads them at a few hundred KB/s would otherwise see one write outlast the
+// timeout and be dropped as if it read nothing. progress is connProgress's; nil
 // changes nothing.
-func (s *sseWriter) readingSlowly(progress func() bool) { s.progress = progress }
+func (s *sseWriter) readingSlowly(progress func() bool) {
+	if progress != nil {
+		s.keeper = newWriteKeeper(s.rc, s.timeout, progress)
+	}
+}
 
 // newSSEWriter starts an SSE response on w whose writes each have timeout (> 0) to
 // reach the client.
@@ -65,7 +68,10 @@ func (s *sseWriter) arm() {
 // Event writes one event; name and id are omitted when empty. data must not contain
 // newlines other than as separators of data lines.
 func (s *sseWriter) Event(name, id string, data []byte) error {
-	defer s.keep()() // a large event's data lines are written out before Flush
+	if s.keeper != nil { // a large event's data lines are written out before its flush
+		s.keeper.start()
+		defer s.keeper.stop()
+	}
 	s.arm()
 	if name != "" {
 		s.w.WriteString("event: ")
@@ -89,7 +95,10 @@ func (s *sseWriter) Event(name, id string, data []byte) error {
 
 // Comment writes a comment line (used as a heartbeat).
 func (s *sseWriter) Comment(text string) error {
-	defer s.keep()()
+	if s.keeper != nil {
+		s.keeper.start()
+		defer s.keeper.stop()
+	}
 	s.arm()
 	s.w.WriteString(": ")
 	s.w.WriteString(text)
@@ -97,24 +106,16 @@ func (s *sseWriter) Comment(text string) error {
 	return s.flush()
 }
 
-// keep starts keepWriting for the writes that follow, when readingSlowly set a
-// progress; the returned function stops it.
-func (s *sseWriter) keep() (stop func()) {
-	if s.progress == nil {
-		return func() {}
-	}
-	return keepWriting(s.rc, s.timeout, s.progress)
-}
-
 // Flush sends everything buffered to the client.
 func (s *sseWriter) Flush() error {
-	if s.w.Buffered() > 0 {
-		defer s.keep()()
+	if s.keeper != nil && s.w.Buffered() > 0 {
+		s.keeper.start()
+		defer s.keeper.stop()
 	}
 	return s.flush()
 }
 
-// flush is Flush for a caller that keeps the writes going itself (keep).
+// flush is Flush for a caller that keeps the writes going itself (keeper).
 func (s *sseWriter) flush() error {
 	if err := s.w.Flush(); err != nil {
 		return err
@@ -122,35 +123,62 @@ func (s *sseWriter) flush() error {
 	return s.rc.Flush()
 }
 
-// keepWriting pushes rc's write deadline back by timeout whenever, half a timeout
-// after the last look (or the start), progress says the client took bytes since, until
-// the returned stop is called (when the write is done). A client that takes nothing
-// for the timeout still fails the write.
-func keepWriting(rc *http.ResponseController, timeout time.Duration, progress func() bool) (stop func()) {
-	progress() // what the client took before this write does not count
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	look := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if progress() {
-			_ = rc.SetWriteDeadline(time.Now().Add(timeout))
-		}
-		t.Reset(timeout / 2)
+// writeKeeper pushes a stream's write deadline back while a write waits for a client
+// that keeps reading, however slowly (readingSlowly). One serves every write of its
+// stream with one timer: a write done within half the timeout costs a timer reset and
+// stop, no syscall and no allocation.
+type writeKeeper struct {
+	rc       *http.ResponseController
+	timeout  time.Duration
+	progress func() bool
+
+	mu      sync.Mutex
+	writing bool // between start and stop
+	based   bool // progress was asked once during this write
+	t       *time.Timer
+}
+
+func newWriteKeeper(rc *http.ResponseController, timeout time.Duration, progress func() bool) *writeKeeper {
+	k := &writeKeeper{rc: rc, timeout: timeout, progress: progress}
+	k.t = time.AfterFunc(time.Hour, k.look)
+	k.t.Stop()
+	return k
+}
+
+// start is called as a write begins, stop once it is done.
+func (k *writeKeeper) start() {
+	k.mu.Lock()
+	k.writing, k.based = true, false
+	k.t.Reset(k.timeout / 2)
+	k.mu.Unlock()
+}
+
+func (k *writeKeeper) stop() {
+	k.mu.Lock()
+	k.writing = false
+	k.t.Stop()
+	k.mu.Unlock()
+}
+
+// look runs half a timeout into a write, then every quarter of one. The first look
+// only asks progress, so that what the client took before does not count; each later
+// one pushes the deadline back by the timeout if the client took bytes since the look
+// before. The deadline, at least nine tenths of a timeout after the write began
+// (sseWriter.arm), is first pushed back at three quarters, so a client that takes
+// nothing from half the timeout on still fails the write.
+func (k *writeKeeper) look() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.writing {
+		return
 	}
-	mu.Lock()
-	t = time.AfterFunc(timeout/2, look)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+	if !k.based {
+		k.progress()
+		k.based = true
+	} else if k.progress() {
+		_ = k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
 	}
+	k.t.Reset(k.timeout / 4)
 }
 
 // resumePoint returns where a stream resumes: Last-Event-ID (sent by a reconnecting

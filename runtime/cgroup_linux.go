@@ -284,7 +284,7 @@ func (c *sandboxCgroup) enter(pid int) error {
 	}
 	b := strconv.AppendInt(make([]byte, 0, 12), int64(pid), 10)
 	for _, p := range c.procs {
-		if _, err := unix.Write(p.fd, b); err != nil && !errors.Is(err, unix.ESRCH) {
+		if err := writeControl(p.fd, b); err != nil && !errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("failed to enter %s cgroup: %w", p.ctl, os.NewSyscallError("write", err))
 		}
 	}

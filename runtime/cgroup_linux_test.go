@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireContainment fails the test when this machine has no writable cgroup2 group
@@ -439,4 +442,24 @@ func initThreads(tb testing.TB, s *Sandbox) int {
 		tb.Fatal(err)
 	}
 	return len(ents)
+}
+
+// TestRetryEINTR: a control file operation interrupted by a signal is tried again;
+// any other outcome is returned as it is.
+func TestRetryEINTR(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	err := retryEINTR(func() error {
+		if calls++; calls < 3 {
+			return unix.EINTR
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("after two EINTR: %v in %d calls, want success in 3", err, calls)
+	}
+	calls = 0
+	if err := retryEINTR(func() error { calls++; return unix.EBUSY }); !errors.Is(err, unix.EBUSY) || calls != 1 {
+		t.Fatalf("EBUSY: %v in %d calls, want it returned at once", err, calls)
+	}
 }

@@ -256,15 +256,38 @@ func sweep(h *cgroupHost, scopeName string) ([]string, error) {
 
 // writeCgroupFile writes one value to a cgroup control file.
 func writeCgroupFile(dir, file, val string) error {
-	fd, err := unix.Open(filepath.Join(dir, file), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Open(filepath.Join(dir, file), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
 		return os.NewSyscallError("open "+file, err)
 	}
 	defer unix.Close(fd)
-	if _, err := unix.Write(fd, []byte(val)); err != nil {
+	if err := writeControl(fd, []byte(val)); err != nil {
 		return fmt.Errorf("failed to write %q to %s: %w", val, filepath.Join(dir, file), err)
 	}
 	return nil
+}
+
+// writeControl writes b to an open cgroup control file. A write there may block (a
+// memory limit below the usage reclaims first) and be interrupted by a signal, Go's
+// preemption among them: it is tried again then, as os.File does.
+func writeControl(fd int, b []byte) error {
+	return retryEINTR(func() error {
+		_, err := unix.Write(fd, b)
+		return err
+	})
+}
+
+// retryEINTR runs op until it fails with anything but EINTR, or succeeds.
+func retryEINTR(op func() error) error {
+	for {
+		if err := op(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // readCgroupInt reads a control file holding one integer.

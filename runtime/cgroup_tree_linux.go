@@ -242,7 +242,7 @@ func (t *treeCgroup) killLocked() {
 	if err != nil {
 		return
 	}
-	_, _ = unix.Write(fd, []byte("1"))
+	_ = writeControl(fd, []byte("1"))
 	_ = unix.Close(fd)
 }
 
